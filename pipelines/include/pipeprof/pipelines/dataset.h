@@ -1,0 +1,167 @@
+// Dataset: an immutable graph of operations, built in C++ or loaded from a JSON spec (spec.h).
+//
+//   auto ds = range(2)
+//                 .interleave(DatasetFn([](const Element& e) {
+//                   return artificial({.num_samples = e[0].as_int64()});
+//                 }), {.cycle_length = 2, .parallelism = kAutotune})
+//                 .map(sleep_fn, {.parallelism = kAutotune})
+//                 .prefetch(kAutotune);
+//   for (auto it = ds.iterate(); auto e = it->next();) { ... }
+//
+// Semantics follow tf.data (see the operation headers). kAutotune asks for a knob that starts at
+// the documented default below and that the tuner may move while the pipeline runs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeprof/pipelines/iterator.h"
+#include "pipeprof/pipelines/model.h"
+#include "pipeprof/pipelines/tensor.h"
+
+namespace pipeprof::pipelines {
+
+// Defaults for kAutotune, until the tuner moves the knob:
+// - map / interleave parallelism: the number of cores (at least 2), within [1, kMaxParallelism]
+//   (interleave: at most cycle_length);
+// - prefetch buffer_size: kDefaultAutotuneBuffer, within [1, kMaxBufferSize];
+// - interleave cycle_length (not a knob): the number of cores, at least 2.
+inline constexpr int64_t kMaxParallelism = 64;
+inline constexpr int64_t kMaxBufferSize = 256;
+inline constexpr int64_t kDefaultAutotuneBuffer = 2;
+int64_t default_autotune_parallelism();
+
+// A callable with a name. Built from the function registry (functions.h) it also carries the
+// registry arguments and can be written back to a spec; built from a C++ lambda it cannot.
+template <typename Signature>
+struct Callable {
+  std::string name = "fn";
+  nlohmann::json args;       // registry arguments, or the nested spec of a DatasetFn
+  bool serializable = false;  // true when `name` + `args` rebuild `fn` through the registry
+  std::function<Signature> fn;
+
+  Callable() = default;
+  template <typename F>
+    requires std::is_constructible_v<std::function<Signature>, F>
+  Callable(F f, std::string label = "fn") : name(std::move(label)), fn(std::move(f)) {}  // NOLINT
+};
+
+class Dataset;
+using Function = Callable<Element(Element)>;       // map: takes the element, returns the result
+using Predicate = Callable<bool(const Element&)>;  // filter
+using DatasetFn = Callable<Dataset(const Element&)>;  // interleave: one input pipeline per element
+// generator: a factory called once per iteration, returning the pull function of that iteration
+// (std::nullopt ends the sequence).
+using GeneratorFn = Callable<std::function<std::optional<Element>()>()>;
+
+struct MapOptions {
+  int64_t parallelism = 0;  // 0: sequential on the caller's thread; >= 1 or kAutotune: workers
+  bool deterministic = true;  // false: yield results as they complete
+  std::string name;           // stage name; default "map '<function name>'"
+};
+
+struct InterleaveOptions {
+  int64_t cycle_length = kAutotune;  // inputs open at once; kAutotune: number of cores
+  int64_t block_length = 1;          // consecutive elements taken from one input
+  int64_t parallelism = 0;           // 0: sequential; >= 1 or kAutotune: workers fill inputs
+  bool deterministic = true;
+  std::string name;
+};
+
+struct ShuffleOptions {
+  std::optional<uint64_t> seed;  // fixed seed: the same order on every run
+  bool reshuffle_each_iteration = true;
+};
+
+struct ArtificialOptions {
+  double open_ms = 30;       // sleep when the iterator is first pulled ("open a file")
+  double read_ms = 15;       // sleep before each element ("read a record")
+  int64_t num_samples = 3;   // elements: the sample index 0..num_samples-1 as an int64 scalar
+};
+
+class DatasetNode;
+
+class Dataset {
+ public:
+  explicit Dataset(std::shared_ptr<const DatasetNode> node) : node_(std::move(node)) {}
+
+  const DatasetNode& node() const { return *node_; }
+  const std::shared_ptr<const DatasetNode>& shared_node() const { return node_; }
+
+  Dataset map(Function fn, MapOptions options = {}) const;
+  Dataset interleave(DatasetFn fn, InterleaveOptions options = {}) const;
+  Dataset prefetch(int64_t buffer_size = kAutotune) const;
+  Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
+  Dataset cache() const;
+  Dataset shuffle(int64_t buffer_size, ShuffleOptions options = {}) const;
+  Dataset repeat(int64_t count = -1) const;  // -1: forever
+  Dataset take(int64_t count) const;         // -1: all
+  Dataset skip(int64_t count) const;         // -1: all
+  Dataset filter(Predicate predicate) const;
+  Dataset shard(int64_t num_shards, int64_t index) const;
+
+  // A fresh iterator tree with its own model. Throws PipelineError when the graph is invalid.
+  std::unique_ptr<Iterator> iterate() const;
+
+  // The spec of this pipeline: {"stages": [...]}, source first. Throws SpecError when a stage
+  // holds a C++ callable that has no registry name.
+  nlohmann::json to_json() const;
+
+  // Runs one epoch and returns up to `limit` elements (-1: all). A convenience for tests and tools.
+  std::vector<Element> collect(int64_t limit = -1) const;
+
+ private:
+  std::shared_ptr<const DatasetNode> node_;
+};
+
+// Sources.
+Dataset range(int64_t stop);
+Dataset range(int64_t start, int64_t stop, int64_t step = 1);
+Dataset from_tensors(Element element);                     // yields `element` once
+Dataset from_tensor_slices(Element element);               // yields the rows of each component
+Dataset from_vector(const std::vector<int64_t>& values);   // yields int64 scalars
+Dataset generator(GeneratorFn fn);
+Dataset artificial(ArtificialOptions options = {});
+Dataset zip(std::vector<Dataset> inputs);  // tuples of the inputs' components; ends with the shortest
+
+// A node of the graph: one operation and its inputs. Immutable once built (the cache's store is
+// the one piece of shared state, and it is internally synchronized).
+class DatasetNode {
+ public:
+  virtual ~DatasetNode() = default;
+  DatasetNode(const DatasetNode&) = delete;
+  DatasetNode& operator=(const DatasetNode&) = delete;
+
+  virtual std::string_view op() const = 0;
+  // The stage's name in statistics, traces and errors, e.g. "map 'mapped_function'".
+  virtual std::string display_name() const { return std::string(op()); }
+  // The stage's parameters as a spec entry {"op": ..., ...}, without its main input.
+  virtual nlohmann::json to_json() const = 0;
+  virtual std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const = 0;
+
+  const std::vector<Dataset>& inputs() const { return inputs_; }
+  // A source starts a chain (range, ..., zip); any other stage transforms inputs()[0].
+  bool is_source() const { return source_; }
+  // Position in its chain: 0 for a source, input's + 1 otherwise ("stages[i]" of the spec).
+  int chain_index() const { return chain_index_; }
+
+ protected:
+  // A transformation of `input`.
+  explicit DatasetNode(Dataset input);
+  // A source; `inputs` are the nested pipelines it reads (zip), if any.
+  explicit DatasetNode(std::vector<Dataset> inputs = {});
+
+ private:
+  std::vector<Dataset> inputs_;
+  bool source_ = true;
+  int chain_index_ = 0;
+};
+
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,29 @@
+// Errors a pipeline reports through Iterator::next() and spec loading.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::pipelines {
+
+// A failure inside a running pipeline. The message names the stage, e.g.
+// "map 'mapped_function': division by zero".
+class PipelineError : public std::runtime_error {
+ public:
+  PipelineError(std::string stage, const std::string& message)
+      : std::runtime_error(stage + ": " + message), stage_(std::move(stage)) {}
+  const std::string& stage() const { return stage_; }
+
+ private:
+  std::string stage_;
+};
+
+// A pipeline spec that cannot be loaded: the message names the file, the JSON path and what was
+// expected, e.g. "spec.json: stages[2].parallelism: expected a positive integer or \"autotune\",
+// got -3".
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace pipeprof::pipelines

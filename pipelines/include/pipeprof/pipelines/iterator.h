@@ -1,0 +1,96 @@
+// Iterator: the running state of a Dataset. The public next() is non-virtual: it records the
+// stage's statistics (elements, self time excluding inputs and blocking waits, sampled CPU share)
+// and calls the operation's next_impl(). Workers are owned by their iterator and joined when it is
+// destroyed; destroying the iterator returned by Dataset::iterate() first cancels the whole tree,
+// so every worker wakes from its waits and simulated latencies at once.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pipeprof/pipelines/model.h"
+#include "pipeprof/pipelines/tensor.h"
+
+namespace pipeprof::pipelines {
+
+class DatasetNode;
+
+// Where an iterator sits in its tree: the model it reports to, the JSON path prefix of its
+// pipeline (e.g. "stages[1].pipeline.") and the key of the stage that consumes it.
+struct IteratorContext {
+  std::shared_ptr<Model> model;
+  std::string prefix;
+  std::string parent;
+};
+
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  Iterator(const Iterator&) = delete;
+  Iterator& operator=(const Iterator&) = delete;
+
+  // The next element, or std::nullopt at the end of the sequence. Throws PipelineError (naming the
+  // stage) when a stage fails; elements before the failure have been delivered.
+  std::optional<Element> next();
+
+  Model& model() const { return *model_; }
+  const std::shared_ptr<Model>& shared_model() const { return model_; }
+  // The model entry of this iterator's stage (nullptr for the tree's root handle).
+  Node* node() const { return node_; }
+
+ protected:
+  // `dataset` may be nullptr for an iterator that is not a stage (the root handle).
+  Iterator(const IteratorContext& ctx, const DatasetNode* dataset);
+
+  virtual std::optional<Element> next_impl() = 0;
+
+  // Context for an input iterator of this stage. `prefix` extends the JSON path for nested
+  // pipelines ("inputs[1]." for zip, "pipeline." for interleave); empty for the main input.
+  IteratorContext input_context(const std::string& nested = {}) const;
+  Cancellation& cancellation() const { return model_->cancellation(); }
+  NodeStats& stats() const { return node_->stats(); }
+  const std::string& stage_name() const { return stage_name_; }
+
+  // Marks a blocking wait on the calling thread: its time is counted as blocked, never as work of
+  // this stage or of the stage that called it.
+  class BlockedScope {
+   public:
+    explicit BlockedScope(Iterator& it);
+    ~BlockedScope();
+    BlockedScope(const BlockedScope&) = delete;
+    BlockedScope& operator=(const BlockedScope&) = delete;
+
+   private:
+    Iterator& it_;
+    int64_t start_ns_;
+  };
+
+  // Marks work this stage does on one of its own worker threads (a map call, ...), with its
+  // wall time and (sampled) CPU time.
+  class WorkScope {
+   public:
+    explicit WorkScope(Iterator& it);
+    ~WorkScope();
+    WorkScope(const WorkScope&) = delete;
+    WorkScope& operator=(const WorkScope&) = delete;
+
+   private:
+    Iterator& it_;
+    int64_t start_ns_;
+    int64_t start_cpu_ns_;
+  };
+
+ private:
+  std::shared_ptr<Model> model_;
+  Node* node_ = nullptr;
+  std::string key_;
+  std::string prefix_;
+  std::string stage_name_;
+};
+
+// Prepares the calling thread for pipeline work: minimal timer slack, so simulated latencies
+// are precise. The operations call it first thing on every worker thread they own.
+void prepare_worker_thread();
+
+}  // namespace pipeprof::pipelines

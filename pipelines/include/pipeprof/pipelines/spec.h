@@ -1,0 +1,51 @@
+// JSON pipeline specs: load, validate, save.
+//
+//   {
+//     "name": "map_parallel",
+//     "description": "ArtificialDataset with a parallel map",
+//     "stages": [
+//       {"op": "artificial", "open_ms": 30, "read_ms": 15, "num_samples": 3},
+//       {"op": "map", "fn": "sleep_ms", "args": {"ms": 30}, "parallelism": "autotune",
+//        "name": "mapped_function"}
+//     ]
+//   }
+//
+// The first stage is a source (range, from_tensors, from_tensor_slices, from_vector, generator,
+// artificial, zip); the others transform it in order. Nested pipelines ({"stages": [...]}) appear
+// in zip's "inputs" and interleave's "pipeline". Inside interleave's pipeline, "$element" stands for
+// the outer element: as a number parameter it is component 0's value ("$element[k]": component k),
+// as from_tensors' value it is the whole element. Unknown keys are errors, so typos are caught.
+// The top-level "experiment" object is reserved for the harness and not read here.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeprof/pipelines/dataset.h"
+
+namespace pipeprof::pipelines {
+
+struct Spec {
+  std::string name;
+  std::string description;
+  Dataset dataset;
+  nlohmann::json document;  // the whole document as loaded (including "experiment")
+};
+
+// Throws SpecError: "<source>: <json path>: expected <what>, got <value>".
+Spec parse_spec(const nlohmann::json& document, const std::string& source = "<spec>");
+// Reads and parses a file; an unreadable file or invalid JSON is a SpecError naming the file (and
+// the byte offset of a JSON syntax error).
+Spec load_spec(const std::filesystem::path& file);
+// Parses a pipeline object ({"stages": [...]}) alone.
+Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source = "<spec>");
+
+// The document for `dataset` ({"name", "description", "stages"}), loadable by load_spec.
+nlohmann::json to_spec(const Dataset& dataset, const std::string& name = {},
+                       const std::string& description = {});
+void save_spec(const std::filesystem::path& file, const Dataset& dataset,
+               const std::string& name = {}, const std::string& description = {});
+
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,239 @@
+#include "pipeprof/pipelines/functions.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/trace/clock.h"
+#include "spec_fields.h"
+
+namespace pipeprof::pipelines {
+namespace {
+
+using spec_detail::Fields;
+
+int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs)); }
+
+template <typename C>
+C registered(std::string name, const nlohmann::json& args, decltype(C::fn) fn) {
+  C c;
+  c.name = std::move(name);
+  c.args = args.is_null() ? nlohmann::json::object() : args;
+  c.serializable = true;
+  c.fn = std::move(fn);
+  return c;
+}
+
+// Adds one to every value of a numeric tensor, in place when the buffer is not shared.
+void increment_tensor(Tensor& t) {
+  switch (t.dtype()) {
+    case DType::kInt64: for (auto& v : t.mutable_values<int64_t>()) ++v; break;
+    case DType::kInt32: for (auto& v : t.mutable_values<int32_t>()) ++v; break;
+    case DType::kUInt8: for (auto& v : t.mutable_values<uint8_t>()) ++v; break;
+    case DType::kFloat32: for (auto& v : t.mutable_values<float>()) v += 1.0F; break;
+    case DType::kFloat64: for (auto& v : t.mutable_values<double>()) v += 1.0; break;
+    case DType::kBool: throw std::invalid_argument("increment: cannot increment a bool tensor");
+  }
+}
+
+// The seed contribution of an element: the value of a one-value component 0, else 0.
+uint64_t element_seed(const Element& e) {
+  if (!e.empty() && e[0].num_elements() == 1 && e[0].dtype() != DType::kFloat32 &&
+      e[0].dtype() != DType::kFloat64) {
+    return static_cast<uint64_t>(e[0].as_int64());
+  }
+  return 0;
+}
+
+Element random_element(const std::vector<Shape>& shapes, uint64_t seed) {
+  Element out;
+  out.reserve(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Tensor t(DType::kFloat32, shapes[i]);
+    fill_random(t.mutable_values<float>(), seed * 0x9E3779B97F4A7C15ULL + i);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+using FunctionMaker = Function (*)(const Fields&, const nlohmann::json&);
+using PredicateMaker = Predicate (*)(const Fields&, const nlohmann::json&);
+using GeneratorMaker = GeneratorFn (*)(const Fields&, const nlohmann::json&);
+
+const std::map<std::string, FunctionMaker>& functions() {
+  static const std::map<std::string, FunctionMaker> kFunctions{
+      {"identity",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({});
+         return registered<Function>("identity", args, [](Element e) { return e; });
+       }},
+      {"increment",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({});
+         return registered<Function>("increment", args, [](Element e) {
+           for (Tensor& t : e) increment_tensor(t);
+           return e;
+         });
+       }},
+      {"sleep_ms",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"ms"});
+         const int64_t ns = ms_to_ns(f.number("ms", std::nullopt, 0));
+         return registered<Function>("sleep_ms", args, [ns](Element e) {
+           precise_sleep_for(ns);
+           return e;
+         });
+       }},
+      {"busy_ms",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"ms"});
+         const int64_t ns = ms_to_ns(f.number("ms", std::nullopt, 0));
+         return registered<Function>("busy_ms", args, [ns](Element e) {
+           busy_for(ns);
+           return e;
+         });
+       }},
+      {"fill_random",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"shape", "shapes", "seed"});
+         auto shapes = f.shapes();
+         const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
+         return registered<Function>("fill_random", args, [shapes, seed](Element e) {
+           return random_element(shapes, seed ^ element_seed(e));
+         });
+       }},
+  };
+  return kFunctions;
+}
+
+template <typename Compare>
+Predicate compare_predicate(const char* name, const Fields& f, const nlohmann::json& args, Compare cmp) {
+  f.only({"value"});
+  const double value = f.number("value");
+  return registered<Predicate>(name, args, [value, cmp](const Element& e) {
+    if (e.empty()) throw std::invalid_argument("the element has no components");
+    return cmp(e[0].as_double(), value);
+  });
+}
+
+const std::map<std::string, PredicateMaker>& predicates() {
+  static const std::map<std::string, PredicateMaker> kPredicates{
+      {"less_than", [](const Fields& f, const nlohmann::json& a) {
+         return compare_predicate("less_than", f, a, [](double x, double v) { return x < v; });
+       }},
+      {"greater_than", [](const Fields& f, const nlohmann::json& a) {
+         return compare_predicate("greater_than", f, a, [](double x, double v) { return x > v; });
+       }},
+      {"equal", [](const Fields& f, const nlohmann::json& a) {
+         return compare_predicate("equal", f, a, [](double x, double v) { return x == v; });
+       }},
+      {"not_equal", [](const Fields& f, const nlohmann::json& a) {
+         return compare_predicate("not_equal", f, a, [](double x, double v) { return x != v; });
+       }},
+      {"modulo_equals",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"modulus", "remainder"});
+         const int64_t modulus = f.integer("modulus", std::nullopt, 1);
+         const int64_t remainder = f.integer("remainder", 0, 0, modulus - 1);
+         return registered<Predicate>("modulo_equals", args, [modulus, remainder](const Element& e) {
+           if (e.empty()) throw std::invalid_argument("the element has no components");
+           const int64_t r = e[0].as_int64() % modulus;
+           return (r < 0 ? r + modulus : r) == remainder;
+         });
+       }},
+  };
+  return kPredicates;
+}
+
+const std::map<std::string, GeneratorMaker>& generators() {
+  static const std::map<std::string, GeneratorMaker> kGenerators{
+      {"counter",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"count"});
+         const int64_t count = f.integer("count", std::nullopt, 0);
+         return registered<GeneratorFn>("counter", args, [count] {
+           return std::function<std::optional<Element>()>(
+               [count, i = int64_t{0}]() mutable -> std::optional<Element> {
+                 if (i >= count) return std::nullopt;
+                 return scalar_element(i++);
+               });
+         });
+       }},
+      {"random_tensors",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"count", "shape", "shapes", "delay_ms", "seed"});
+         const int64_t count = f.integer("count", std::nullopt, 0);
+         auto shapes = f.shapes();
+         const int64_t delay_ns = ms_to_ns(f.number("delay_ms", 0.0, 0));
+         const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
+         return registered<GeneratorFn>("random_tensors", args, [=] {
+           return std::function<std::optional<Element>()>(
+               [=, i = int64_t{0}]() mutable -> std::optional<Element> {
+                 if (i >= count) return std::nullopt;
+                 if (!precise_sleep_for(delay_ns)) return std::nullopt;  // cancelled
+                 return random_element(shapes, seed + static_cast<uint64_t>(i++));
+               });
+         });
+       }},
+  };
+  return kGenerators;
+}
+
+template <typename Map>
+auto make(const Map& registry, const char* kind, const std::string& name, const nlohmann::json& args,
+          const std::string& where) {
+  auto it = registry.find(name);
+  if (it == registry.end()) {
+    std::vector<std::string> known;
+    for (const auto& [k, v] : registry) known.push_back(k);
+    throw SpecError(fmt::format("{}: unknown {} \"{}\" (known: {})", where, kind, name,
+                                fmt::join(known, ", ")));
+  }
+  const nlohmann::json& a = args.is_null() ? nlohmann::json::object() : args;
+  return it->second(Fields(a, where + ".args"), a);
+}
+
+template <typename Map>
+std::vector<std::string> names(const Map& registry) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : registry) out.push_back(k);
+  return out;
+}
+
+}  // namespace
+
+Function make_function(const std::string& name, const nlohmann::json& args, const std::string& where) {
+  return make(functions(), "function", name, args, where);
+}
+Predicate make_predicate(const std::string& name, const nlohmann::json& args, const std::string& where) {
+  return make(predicates(), "predicate", name, args, where);
+}
+GeneratorFn make_generator(const std::string& name, const nlohmann::json& args,
+                           const std::string& where) {
+  return make(generators(), "generator", name, args, where);
+}
+
+std::vector<std::string> function_names() { return names(functions()); }
+std::vector<std::string> predicate_names() { return names(predicates()); }
+std::vector<std::string> generator_names() { return names(generators()); }
+
+void fill_random(std::span<float> out, uint64_t seed) {
+  // fmix32 of (counter ^ key): a counter-based generator, so every lane is independent and the
+  // loop vectorizes. 24 random bits give a float in [0, 1).
+  const auto key = static_cast<uint32_t>(seed ^ (seed >> 32)) * 0x9E3779B9U + 0x7F4A7C15U;
+  float* data = out.data();
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t x = static_cast<uint32_t>(i) ^ key;
+    x ^= x >> 16;
+    x *= 0x85EBCA6BU;
+    x ^= x >> 13;
+    x *= 0xC2B2AE35U;
+    x ^= x >> 16;
+    data[i] = static_cast<float>(x >> 8) * (1.0F / 16777216.0F);
+  }
+}
+
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,123 @@
+#include "pipeprof/pipelines/model.h"
+
+#include <algorithm>
+
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::pipelines {
+
+Knob::Knob(std::string name, int64_t min, int64_t max, int64_t initial)
+    : name_(std::move(name)), min_(min), max_(std::max(min, max)), value_(std::clamp(initial, min_, max_)) {}
+
+int64_t Knob::set(int64_t value) {
+  const int64_t v = std::clamp(value, min_, max_);
+  if (value_.exchange(v, std::memory_order_acq_rel) != v) {
+    changes_.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::lock_guard<std::mutex> subs(subscribers_mu_);
+  for (auto [mu, cv] : subscribers_) {
+    // Taking the subscriber's lock orders the store before any waiter's next predicate check.
+    std::lock_guard<std::mutex> lock(*mu);
+    cv->notify_all();
+  }
+  return v;
+}
+
+void Knob::subscribe(std::mutex* mu, std::condition_variable* cv) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  subscribers_.emplace_back(mu, cv);
+}
+
+void Knob::unsubscribe(std::mutex* mu, std::condition_variable* cv) {
+  std::lock_guard<std::mutex> lock(subscribers_mu_);
+  std::erase(subscribers_, std::pair{mu, cv});
+}
+
+Knob& Node::knob(const std::string& name, int64_t min, int64_t max, int64_t initial) {
+  std::lock_guard<std::mutex> lock(knobs_mu_);
+  for (auto& k : knobs_) {
+    if (k->name() == name) return *k;
+  }
+  knobs_.push_back(std::make_unique<Knob>(name, min, max, initial));
+  return *knobs_.back();
+}
+
+std::vector<Knob*> Node::knobs() const {
+  std::lock_guard<std::mutex> lock(knobs_mu_);
+  std::vector<Knob*> out;
+  for (const auto& k : knobs_) out.push_back(k.get());
+  return out;
+}
+
+NodeSnapshot Node::snapshot() const {
+  NodeSnapshot s;
+  s.key = key_;
+  s.op = op_;
+  s.name = name_;
+  s.parent = parent_;
+  s.elements = stats_.elements.load();
+  s.self_wall_ns = stats_.self_wall_ns.load();
+  s.work_wall_ns = stats_.work_wall_ns.load();
+  s.blocked_ns = stats_.blocked_ns.load();
+  const double wall = static_cast<double>(s.self_wall_ns + s.work_wall_ns);
+  const auto sampled_wall = stats_.sampled_wall_ns.load();
+  const auto sampled_cpu = stats_.sampled_cpu_ns.load();
+  s.cpu_share = sampled_wall > 0 ? std::clamp(static_cast<double>(sampled_cpu) / sampled_wall, 0.0, 1.0) : 0.0;
+  if (s.elements > 0) {
+    s.wall_ns_per_element = wall / static_cast<double>(s.elements);
+    s.cpu_ns_per_element = s.wall_ns_per_element * s.cpu_share;
+    s.mean_buffered = static_cast<double>(stats_.buffered_sum.load()) / static_cast<double>(s.elements);
+  }
+  s.buffered = stats_.buffered.load();
+  s.buffer_capacity = stats_.buffer_capacity.load();
+  for (const Knob* k : knobs()) s.knobs.emplace_back(k->name(), k->value());
+  return s;
+}
+
+void Cancellation::cancel() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+bool Cancellation::wait_until(int64_t deadline_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline_ns));
+  cv_.wait_until(lock, deadline, [&] { return cancelled(); });
+  return !cancelled();
+}
+
+Node& Model::node(const std::string& key, const std::string& op, const std::string& name,
+                  const std::string& parent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& n : nodes_) {
+    if (n->key() == key) return *n;
+  }
+  nodes_.push_back(std::make_unique<Node>(key, op, name, parent));
+  return *nodes_.back();
+}
+
+std::vector<Node*> Model::nodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Node*> out;
+  for (const auto& n : nodes_) out.push_back(n.get());
+  return out;
+}
+
+std::vector<Knob*> Model::knobs() const {
+  std::vector<Knob*> out;
+  for (Node* n : nodes()) {
+    for (Knob* k : n->knobs()) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<NodeSnapshot> Model::snapshot() const {
+  std::vector<NodeSnapshot> out;
+  for (Node* n : nodes()) out.push_back(n->snapshot());
+  return out;
+}
+
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,20 @@
+// batch(batch_size, drop_remainder): stacks batch_size consecutive elements component by
+// component along a new first dimension. The last, smaller batch is yielded unless drop_remainder.
+#pragma once
+
+#include "pipeprof/pipelines/dataset.h"
+
+namespace pipeprof::pipelines::ops {
+
+class BatchNode final : public DatasetNode {
+ public:
+  BatchNode(Dataset input, int64_t batch_size, bool drop_remainder);
+  std::string_view op() const override { return "batch"; }
+  nlohmann::json to_json() const override;
+  std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
+
+  int64_t batch_size;
+  bool drop_remainder;
+};
+
+}  // namespace pipeprof::pipelines::ops

@@ -1,0 +1,61 @@
+#include "ops/cache.h"
+
+namespace pipeprof::pipelines {
+namespace ops {
+namespace {
+
+class CacheIterator final : public Iterator {
+ public:
+  CacheIterator(const IteratorContext& ctx, const CacheNode& node)
+      : Iterator(ctx, &node), node_(node), cached_(node.complete()) {
+    if (!cached_) input_ = node.inputs()[0].node().make_iterator(input_context());
+  }
+
+ protected:
+  std::optional<Element> next_impl() override {
+    if (cached_) {
+      if (position_ >= cached_->size()) return std::nullopt;
+      return (*cached_)[position_++];  // shares the tensors' buffers
+    }
+    if (done_) return std::nullopt;
+    auto e = input_->next();
+    if (!e) {
+      done_ = true;
+      node_.commit(std::move(pending_));
+      return std::nullopt;
+    }
+    pending_.push_back(*e);
+    stats().buffered.store(static_cast<int64_t>(pending_.size()), std::memory_order_relaxed);
+    return e;
+  }
+
+ private:
+  const CacheNode& node_;
+  std::shared_ptr<const std::vector<Element>> cached_;
+  std::unique_ptr<Iterator> input_;
+  std::vector<Element> pending_;
+  size_t position_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::shared_ptr<const std::vector<Element>> CacheNode::complete() const {
+  std::lock_guard<std::mutex> lock(store_->mu);
+  return store_->elements;
+}
+
+void CacheNode::commit(std::vector<Element> elements) const {
+  std::lock_guard<std::mutex> lock(store_->mu);
+  if (!store_->elements) store_->elements = std::make_shared<const std::vector<Element>>(std::move(elements));
+}
+
+std::unique_ptr<Iterator> CacheNode::make_iterator(const IteratorContext& ctx) const {
+  return std::make_unique<CacheIterator>(ctx, *this);
+}
+
+}  // namespace ops
+
+Dataset Dataset::cache() const { return Dataset(std::make_shared<ops::CacheNode>(*this)); }
+
+}  // namespace pipeprof::pipelines

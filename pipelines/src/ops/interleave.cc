@@ -1,0 +1,113 @@
+#include "ops/interleave.h"
+
+#include <stdexcept>
+
+#include "ops/common.h"
+
+namespace pipeprof::pipelines {
+namespace ops {
+namespace {
+
+// The sequential algorithm, as tf.data's: loop until the input is exhausted and no slot is open.
+class InterleaveIterator final : public Iterator {
+ public:
+  InterleaveIterator(const IteratorContext& ctx, const InterleaveNode& node)
+      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())),
+        slots_(static_cast<size_t>(node.cycle_length)) {}
+
+ protected:
+  std::optional<Element> next_impl() override {
+    while (!input_done_ || open_ > 0) {
+      OpenInput& slot = slots_[cycle_];
+      if (slot.iterator) {
+        if (auto e = slot.iterator->next()) {
+          if (++block_ == node_.options.block_length) advance();
+          return e;
+        }
+        slot = OpenInput{};
+        --open_;
+        advance();
+      } else if (!input_done_) {
+        auto x = input_->next();
+        if (!x) {
+          input_done_ = true;
+          continue;
+        }
+        slot = open_input(node_, *x, input_context("pipeline."), stage_name());
+        ++open_;
+      } else {
+        advance();
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  void advance() {
+    block_ = 0;
+    cycle_ = (cycle_ + 1) % slots_.size();
+  }
+
+  const InterleaveNode& node_;
+  std::unique_ptr<Iterator> input_;
+  std::vector<OpenInput> slots_;
+  size_t cycle_ = 0;
+  int64_t block_ = 0;
+  int64_t open_ = 0;
+  bool input_done_ = false;
+};
+
+}  // namespace
+
+OpenInput open_input(const InterleaveNode& node, const Element& x, const IteratorContext& ctx,
+                     const std::string& stage) {
+  return with_stage(stage, [&] {
+    Dataset d = node.fn.fn(x);
+    auto it = d.node().make_iterator(ctx);
+    return OpenInput{d.shared_node(), std::move(it)};
+  });
+}
+
+InterleaveNode::InterleaveNode(Dataset input, DatasetFn fn_, InterleaveOptions options_)
+    : DatasetNode(std::move(input)), fn(std::move(fn_)), options(std::move(options_)),
+      cycle_length(options.cycle_length == kAutotune ? default_autotune_parallelism()
+                                                     : options.cycle_length) {
+  if (!fn.fn) throw std::invalid_argument("interleave: empty function");
+  if (cycle_length < 1) throw std::invalid_argument("interleave: cycle_length must be positive or kAutotune");
+  if (options.block_length < 1) throw std::invalid_argument("interleave: block_length must be positive");
+  if (options.parallelism < 0 && options.parallelism != kAutotune) {
+    throw std::invalid_argument("interleave: parallelism must be >= 0 or kAutotune");
+  }
+}
+
+std::string InterleaveNode::display_name() const {
+  return options.name.empty() ? std::string("interleave") : named_stage("interleave", options.name);
+}
+
+nlohmann::json InterleaveNode::to_json() const {
+  if (!fn.serializable) {
+    throw SpecError("interleave: its function '" + fn.name +
+                    "' is a C++ callable and cannot be written to a spec");
+  }
+  nlohmann::json out{{"op", "interleave"},
+                     {"pipeline", fn.args},
+                     {"cycle_length", tunable_json(options.cycle_length)},
+                     {"block_length", options.block_length}};
+  if (options.parallelism != 0) out["parallelism"] = tunable_json(options.parallelism);
+  if (!options.deterministic) out["deterministic"] = false;
+  if (!options.name.empty()) out["name"] = options.name;
+  return out;
+}
+
+std::unique_ptr<Iterator> InterleaveNode::make_iterator(const IteratorContext& ctx) const {
+  if (options.parallelism == 0) return std::make_unique<InterleaveIterator>(ctx, *this);
+  return make_parallel_interleave_iterator(ctx, *this);
+}
+
+}  // namespace ops
+
+Dataset Dataset::interleave(DatasetFn fn, InterleaveOptions options) const {
+  return Dataset(std::make_shared<ops::InterleaveNode>(*this, std::move(fn), std::move(options)));
+}
+
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,43 @@
+// interleave(fn, cycle_length, block_length, parallelism): tf.data's interleave. Each input element
+// x opens the pipeline fn(x); up to cycle_length such pipelines are open at once and the output
+// takes block_length consecutive elements from each in turn. When a pipeline ends its slot is
+// freed and the cycle moves on at once; the freed slot is refilled from the input when the cycle
+// comes back to it. cycle_length 1 is a flat map.
+//
+// parallelism 0 is sequential: a pipeline is opened only when the cycle first reaches its slot.
+// parallelism >= 1 (or kAutotune, a knob within [1, cycle_length]) opens all cycle_length
+// pipelines at once and lets that many workers pull them ahead into per-slot buffers; with
+// deterministic (the default) the output order is exactly the sequential one.
+#pragma once
+
+#include "pipeprof/pipelines/dataset.h"
+
+namespace pipeprof::pipelines::ops {
+
+class InterleaveNode final : public DatasetNode {
+ public:
+  InterleaveNode(Dataset input, DatasetFn fn, InterleaveOptions options);
+  std::string_view op() const override { return "interleave"; }
+  std::string display_name() const override;
+  nlohmann::json to_json() const override;
+  std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
+
+  DatasetFn fn;
+  InterleaveOptions options;
+  int64_t cycle_length;  // resolved (kAutotune: the number of cores)
+};
+
+// One open input pipeline: the Dataset fn(x) made and its iterator (which refers to it).
+struct OpenInput {
+  std::shared_ptr<const DatasetNode> dataset;
+  std::unique_ptr<Iterator> iterator;
+};
+
+// Opens fn(x) as the input pipeline of `node`'s stage (errors name the stage).
+OpenInput open_input(const InterleaveNode& node, const Element& x, const IteratorContext& ctx,
+                     const std::string& stage);
+
+std::unique_ptr<Iterator> make_parallel_interleave_iterator(const IteratorContext& ctx,
+                                                            const InterleaveNode& node);
+
+}  // namespace pipeprof::pipelines::ops

@@ -1,0 +1,292 @@
+#include "pipeprof/pipelines/tensor.h"
+
+#include <cstring>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace pipeprof::pipelines {
+namespace {
+
+// Buffers are 64-byte aligned so that vectorized fills and (later) pinned copies are efficient.
+std::shared_ptr<std::byte> allocate(size_t nbytes) {
+  constexpr std::align_val_t kAlign{64};
+  auto* raw = static_cast<std::byte*>(::operator new(nbytes == 0 ? 1 : nbytes, kAlign));
+  std::memset(raw, 0, nbytes);
+  return std::shared_ptr<std::byte>(raw, [](std::byte* p) { ::operator delete(p, kAlign); });
+}
+
+template <typename Fn>
+decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kBool: return fn(bool{});
+    case DType::kUInt8: return fn(uint8_t{});
+    case DType::kInt32: return fn(int32_t{});
+    case DType::kInt64: return fn(int64_t{});
+    case DType::kFloat32: return fn(float{});
+    case DType::kFloat64: return fn(double{});
+  }
+  throw std::logic_error("unknown dtype");
+}
+
+nlohmann::json values_to_json(const Tensor& t, size_t dim, size_t& offset) {
+  if (dim == t.shape().size()) {
+    return visit_dtype(t.dtype(), [&](auto tag) -> nlohmann::json {
+      using T = decltype(tag);
+      return t.values<T>()[offset++];
+    });
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (int64_t i = 0; i < t.shape()[dim]; ++i) arr.push_back(values_to_json(t, dim + 1, offset));
+  return arr;
+}
+
+void infer_shape(const nlohmann::json& v, size_t dim, Shape& shape, bool& has_fraction) {
+  if (v.is_array()) {
+    const auto n = static_cast<int64_t>(v.size());
+    if (dim == shape.size()) {
+      shape.push_back(n);
+    } else if (shape[dim] != n) {
+      throw std::invalid_argument(
+          fmt::format("ragged nested array: dimension {} has lengths {} and {}", dim, shape[dim], n));
+    }
+    for (const auto& x : v) infer_shape(x, dim + 1, shape, has_fraction);
+    return;
+  }
+  if (dim != shape.size()) throw std::invalid_argument("ragged nested array: a number where a list was expected");
+  if (v.is_number_float()) has_fraction = true;
+  if (!v.is_number() && !v.is_boolean()) {
+    throw std::invalid_argument(fmt::format("expected a number, bool or nested array, got {}", v.dump()));
+  }
+}
+
+void fill_from_json(const nlohmann::json& v, Tensor& t, size_t& offset) {
+  if (v.is_array()) {
+    for (const auto& x : v) fill_from_json(x, t, offset);
+    return;
+  }
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto out = t.mutable_values<T>();
+    if (v.is_boolean()) {
+      out[offset++] = static_cast<T>(v.get<bool>());
+    } else {
+      out[offset++] = static_cast<T>(v.get<double>());
+      if constexpr (std::is_integral_v<T>) {
+        if (v.is_number_integer()) out[offset - 1] = static_cast<T>(v.get<int64_t>());
+      }
+    }
+  });
+}
+
+}  // namespace
+
+size_t dtype_size(DType dtype) {
+  return visit_dtype(dtype, [](auto tag) { return sizeof(tag); });
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return "bool";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+  }
+  return "unknown";
+}
+
+DType parse_dtype(std::string_view name) {
+  for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
+                  DType::kFloat64}) {
+    if (dtype_name(d) == name) return d;
+  }
+  throw std::invalid_argument(fmt::format(
+      "unknown dtype '{}' (expected bool, uint8, int32, int64, float32 or float64)", name));
+}
+
+int64_t num_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)), num_elements_(pipelines::num_elements(shape_)) {
+  data_ = allocate(nbytes());
+}
+
+Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
+  if (!data) throw std::invalid_argument("Tensor::wrap: null data");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = pipelines::num_elements(t.shape_);
+  t.data_ = std::move(data);
+  return t;
+}
+
+std::byte* Tensor::mutable_data() {
+  if (data_ && data_.use_count() > 1) {
+    auto copy = allocate(nbytes());
+    std::memcpy(copy.get(), data_.get(), nbytes());
+    data_ = std::move(copy);
+  }
+  return data_.get();
+}
+
+void Tensor::check_dtype(DType expected) const {
+  if (expected != dtype_) {
+    throw std::invalid_argument(
+        fmt::format("tensor has dtype {}, accessed as {}", dtype_name(dtype_), dtype_name(expected)));
+  }
+}
+
+int64_t Tensor::as_int64() const {
+  if (num_elements_ != 1) {
+    throw std::invalid_argument(
+        fmt::format("expected a single value, got a tensor of shape {}", shape_string(shape_)));
+  }
+  return visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<int64_t>(values<T>()[0]);
+  });
+}
+
+double Tensor::as_double() const {
+  if (num_elements_ != 1) {
+    throw std::invalid_argument(
+        fmt::format("expected a single value, got a tensor of shape {}", shape_string(shape_)));
+  }
+  return visit_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<double>(values<T>()[0]);
+  });
+}
+
+Tensor Tensor::slice(int64_t begin, int64_t end) const {
+  if (shape_.empty()) throw std::invalid_argument("cannot slice a scalar");
+  if (begin < 0 || end < begin || end > shape_[0]) {
+    throw std::out_of_range(
+        fmt::format("slice [{}, {}) out of range for dimension 0 of size {}", begin, end, shape_[0]));
+  }
+  const int64_t row = shape_[0] == 0 ? 0 : num_elements_ / shape_[0];
+  Tensor t;
+  t.dtype_ = dtype_;
+  t.shape_ = shape_;
+  t.shape_[0] = end - begin;
+  t.num_elements_ = row * (end - begin);
+  t.data_ = std::shared_ptr<std::byte>(
+      data_, data_.get() + static_cast<size_t>(begin * row) * dtype_size(dtype_));
+  return t;
+}
+
+Tensor Tensor::operator[](int64_t row) const {
+  Tensor t = slice(row, row + 1);
+  t.shape_.erase(t.shape_.begin());
+  return t;
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  if (pipelines::num_elements(shape) != num_elements_) {
+    throw std::invalid_argument(fmt::format("cannot reshape {} into {}", shape_string(shape_),
+                                            shape_string(shape)));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+bool Tensor::shares_buffer_with(const Tensor& other) const {
+  return data_ && !data_.owner_before(other.data_) && !other.data_.owner_before(data_);
+}
+
+Tensor Tensor::stack(std::span<const Tensor> parts) {
+  if (parts.empty()) throw std::invalid_argument("cannot stack zero tensors");
+  const Tensor& first = parts[0];
+  Shape shape{static_cast<int64_t>(parts.size())};
+  shape.insert(shape.end(), first.shape_.begin(), first.shape_.end());
+  Tensor out(first.dtype_, std::move(shape));
+  const size_t row = first.nbytes();
+  std::byte* dst = out.data_.get();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    if (p.dtype_ != first.dtype_ || p.shape_ != first.shape_) {
+      throw std::invalid_argument(fmt::format(
+          "cannot stack: part {} is {}{} but part 0 is {}{}", i, dtype_name(p.dtype_),
+          shape_string(p.shape_), dtype_name(first.dtype_), shape_string(first.shape_)));
+    }
+    std::memcpy(dst + i * row, p.data_.get(), row);
+  }
+  return out;
+}
+
+bool Tensor::operator==(const Tensor& other) const {
+  return dtype_ == other.dtype_ && shape_ == other.shape_ &&
+         (data_ == other.data_ || std::memcmp(data_.get(), other.data_.get(), nbytes()) == 0);
+}
+
+nlohmann::json Tensor::to_json() const {
+  if (!valid()) return nullptr;
+  size_t offset = 0;
+  return values_to_json(*this, 0, offset);
+}
+
+Tensor Tensor::from_json(const nlohmann::json& value, const DType* dtype) {
+  Shape shape;
+  bool has_fraction = false;
+  infer_shape(value, 0, shape, has_fraction);
+  DType dt = dtype ? *dtype
+                   : (value.is_boolean() ? DType::kBool
+                                         : (has_fraction ? DType::kFloat64 : DType::kInt64));
+  if (!dtype && value.is_array() && !has_fraction) {
+    // An all-bool array stays bool; a mixed array is numeric.
+    const auto flat = value.flatten();
+    bool all_bool = !flat.empty();
+    for (const auto& [k, v] : flat.items()) all_bool = all_bool && v.is_boolean();
+    if (all_bool) dt = DType::kBool;
+  }
+  Tensor t(dt, std::move(shape));
+  size_t offset = 0;
+  fill_from_json(value, t, offset);
+  return t;
+}
+
+nlohmann::json element_to_json(const Element& element) {
+  if (element.size() == 1) return element[0].to_json();
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : element) arr.push_back(t.to_json());
+  return arr;
+}
+
+nlohmann::json element_to_json_full(const Element& element) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : element) {
+    arr.push_back({{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"value", t.to_json()}});
+  }
+  return arr;
+}
+
+std::string element_debug_string(const Element& element) {
+  std::ostringstream out;
+  out << "(";
+  for (size_t i = 0; i < element.size(); ++i) {
+    const Tensor& t = element[i];
+    if (i) out << ", ";
+    out << dtype_name(t.dtype()) << shape_string(t.shape());
+    if (t.num_elements() <= 16) out << "=" << t.to_json().dump();
+  }
+  out << ")";
+  return out.str();
+}
+
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,30 @@
+#include "pipeprof/trace/clock.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace pipeprof::trace {
+namespace {
+
+TEST(Clock, MonotonicAndAdvancesWithSleep) {
+  const int64_t a = now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int64_t b = now_ns();
+  EXPECT_GE(b - a, 2 * kNsPerMs);
+}
+
+TEST(Clock, ThreadCpuTimeCountsWorkNotSleep) {
+  const int64_t cpu0 = thread_cpu_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t cpu1 = thread_cpu_ns();
+  EXPECT_LT(cpu1 - cpu0, 10 * kNsPerMs) << "sleeping must not count as CPU time";
+  volatile uint64_t sink = 0;
+  const int64_t until = now_ns() + 5 * kNsPerMs;
+  while (now_ns() < until) sink = sink + 1;
+  EXPECT_GE(thread_cpu_ns() - cpu1, 3 * kNsPerMs) << "spinning must count as CPU time";
+  EXPECT_GE(process_cpu_ns(), thread_cpu_ns());
+}
+
+}  // namespace
+}  // namespace pipeprof::trace
