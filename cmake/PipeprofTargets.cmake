@@ -4,7 +4,9 @@ add_library(pipeprof_warnings INTERFACE)
 add_library(pipeprof::warnings ALIAS pipeprof_warnings)
 target_compile_options(pipeprof_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
-  -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough)
+  -Woverloaded-virtual -Wimplicit-fallthrough
+  # Designated initializers ({.parallelism = kAutotune}) leave the other fields at their defaults.
+  -Wno-missing-field-initializers)
 if(PIPEPROF_WARNINGS_AS_ERRORS)
   target_compile_options(pipeprof_warnings INTERFACE -Werror)
 endif()

@@ -11,8 +11,14 @@
 namespace pipeprof::pipelines {
 namespace {
 
-// Buffers are 64-byte aligned so that vectorized fills and (later) pinned copies are efficient.
+// Small buffers share one allocation with their reference count (16-byte aligned); large ones are
+// 64-byte aligned so that vectorized fills and copies are efficient.
 std::shared_ptr<std::byte> allocate(size_t nbytes) {
+  constexpr size_t kSmall = 256;
+  if (nbytes <= kSmall) {
+    std::shared_ptr<std::byte[]> small = std::make_shared<std::byte[]>(nbytes == 0 ? 1 : nbytes);
+    return std::shared_ptr<std::byte>(small, small.get());
+  }
   constexpr std::align_val_t kAlign{64};
   auto* raw = static_cast<std::byte*>(::operator new(nbytes == 0 ? 1 : nbytes, kAlign));
   std::memset(raw, 0, nbytes);

@@ -4,11 +4,13 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/trace/clock.h"
 
 namespace pipeprof::pipelines::ops {
 
@@ -74,6 +76,28 @@ void add_callable_json(nlohmann::json& out, std::string_view key, const C& calla
   }
   out[std::string(key)] = callable.name;
   if (!callable.args.is_null() && !callable.args.empty()) out["args"] = callable.args;
+}
+
+// How long a consumer polls for a hand-off before it blocks. A futex wake-up costs several
+// microseconds on a VM (more under load); when the other side is running, polling this long
+// catches most hand-offs, and it is negligible next to any real wait.
+inline constexpr int64_t kHandoffSpinNs = 20 * trace::kNsPerUs;
+
+// Polls `ready` (which must only read atomics) for up to `max_ns`; true once it holds.
+template <typename Ready>
+bool spin_until(Ready&& ready, int64_t max_ns = kHandoffSpinNs) {
+  const int64_t until = trace::now_ns() + max_ns;
+  for (uint32_t i = 1;; ++i) {
+    if (ready()) return true;
+    if ((i & 15) == 0) {
+      if (trace::now_ns() >= until) return false;
+      std::this_thread::yield();
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
 }
 
 }  // namespace pipeprof::pipelines::ops

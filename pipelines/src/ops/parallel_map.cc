@@ -3,6 +3,9 @@
 // function outside every lock and fill the slot. The consumer takes the front slot when it is done
 // (deterministic) or any done slot. Slots in flight plus slots done but not yet taken never exceed
 // the parallelism, which is read on every decision, so a knob change takes effect at once.
+// Workers and the consumer wait on separate condition variables and are woken only when they are
+// blocked and can make progress; both poll briefly before they block.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -21,17 +24,17 @@ class ParallelMapIterator final : public Iterator {
       : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {
     if (node.options.parallelism == kAutotune) {
       knob_ = &this->node()->knob("parallelism", 1, kMaxParallelism, default_autotune_parallelism());
-      knob_->subscribe(&mu_, &cv_);
+      knob_->subscribe(&mu_, &worker_cv_);
     }
   }
 
   ~ParallelMapIterator() override {
-    if (knob_ != nullptr) knob_->unsubscribe(&mu_, &cv_);
+    if (knob_ != nullptr) knob_->unsubscribe(&mu_, &worker_cv_);
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    worker_cv_.notify_all();
     for (auto& t : workers_) t.join();
   }
 
@@ -40,20 +43,22 @@ class ParallelMapIterator final : public Iterator {
     std::unique_lock<std::mutex> lock(mu_);
     spawn_workers();
     while (true) {
-      for (auto it = slots_.begin(); it != slots_.end(); ++it) {
-        if ((*it)->done) {
-          Result r = std::move((*it)->result);
-          slots_.erase(it);
-          stats().buffered.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
-          lock.unlock();
-          cv_.notify_all();
-          return r.take();
-        }
-        if (node_.options.deterministic) break;
+      if (auto slot = take_ready()) {
+        const bool wake = workers_waiting_ > 0;
+        lock.unlock();
+        if (wake) worker_cv_.notify_one();
+        return slot->result.take();
       }
       if (slots_.empty() && input_done_) return std::nullopt;
+      lock.unlock();
       BlockedScope blocked(*this);
-      cv_.wait(lock);
+      const bool ready = spin_until([&] { return ready_.load(std::memory_order_acquire) > 0; });
+      lock.lock();
+      if (!ready) {
+        consumer_waiting_ = true;
+        consumer_cv_.wait(lock, [&] { return has_ready() || (slots_.empty() && input_done_); });
+        consumer_waiting_ = false;
+      }
       spawn_workers();
     }
   }
@@ -66,11 +71,42 @@ class ParallelMapIterator final : public Iterator {
 
   int64_t parallelism() const { return knob_ ? knob_->value() : node_.options.parallelism; }
 
-  // Called with mu_ held: one thread per unit of parallelism, created on demand.
+  // With mu_ held: whether the consumer can take a result now.
+  bool has_ready() const {
+    if (node_.options.deterministic) return !slots_.empty() && slots_.front()->done;
+    return ready_.load(std::memory_order_relaxed) > 0;
+  }
+
+  // With mu_ held: removes and returns the next result to deliver, if there is one.
+  std::shared_ptr<Slot> take_ready() {
+    for (auto it = slots_.begin(); it != slots_.end(); ++it) {
+      if ((*it)->done) {
+        auto slot = std::move(*it);
+        slots_.erase(it);
+        ready_.fetch_sub(1, std::memory_order_relaxed);
+        publish_size();
+        return slot;
+      }
+      if (node_.options.deterministic) break;
+    }
+    return nullptr;
+  }
+
+  // With mu_ held: one thread per unit of parallelism, created on demand.
   void spawn_workers() {
     const int64_t want = parallelism();
     stats().buffer_capacity.store(want, std::memory_order_relaxed);
     while (static_cast<int64_t>(workers_.size()) < want) workers_.emplace_back([this] { work(); });
+  }
+
+  // With mu_ held: mirrors the number of slots for polling workers and the statistics.
+  void publish_size() {
+    slots_count_.store(static_cast<int64_t>(slots_.size()), std::memory_order_release);
+    stats().buffered.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
+  }
+
+  bool can_start() const {
+    return !pulling_ && !input_done_ && static_cast<int64_t>(slots_.size()) < parallelism();
   }
 
   void work() {
@@ -78,24 +114,36 @@ class ParallelMapIterator final : public Iterator {
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] {
-        return stop_ || (!pulling_ && !input_done_ && static_cast<int64_t>(slots_.size()) < parallelism());
-      });
+      if (!stop_ && !can_start()) {
+        lock.unlock();
+        spin_until([&] {
+          return !pulling_flag_.load(std::memory_order_acquire) &&
+                 slots_count_.load(std::memory_order_acquire) < parallelism();
+        });
+        lock.lock();
+      }
+      if (!stop_ && !can_start()) {
+        ++workers_waiting_;
+        worker_cv_.wait(lock, [&] { return stop_ || can_start(); });
+        --workers_waiting_;
+      }
       if (stop_) return;
       pulling_ = true;
+      pulling_flag_.store(true, std::memory_order_release);
       lock.unlock();
       Result in = capture(stage_name(), [&] { return input_->next(); });
       lock.lock();
       pulling_ = false;
+      pulling_flag_.store(false, std::memory_order_release);
       if (in.end()) {
         input_done_ = true;
-        cv_.notify_all();
+        if (consumer_waiting_) consumer_cv_.notify_one();
         continue;
       }
       auto slot = std::make_shared<Slot>();
       slots_.push_back(slot);
-      stats().buffered.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
-      cv_.notify_all();  // the next worker may pull
+      publish_size();
+      if (workers_waiting_ > 0 && can_start()) worker_cv_.notify_one();  // the next pull
       lock.unlock();
       Result out;
       if (in.error) {
@@ -107,7 +155,8 @@ class ParallelMapIterator final : public Iterator {
       lock.lock();
       slot->result = std::move(out);
       slot->done = true;
-      cv_.notify_all();
+      ready_.fetch_add(1, std::memory_order_release);
+      if (consumer_waiting_ && has_ready()) consumer_cv_.notify_one();
     }
   }
 
@@ -115,8 +164,14 @@ class ParallelMapIterator final : public Iterator {
   std::unique_ptr<Iterator> input_;
   Knob* knob_ = nullptr;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable worker_cv_;
+  std::condition_variable consumer_cv_;
   std::deque<std::shared_ptr<Slot>> slots_;  // in input order
+  std::atomic<int64_t> ready_{0};           // done slots not yet taken
+  std::atomic<int64_t> slots_count_{0};     // slots_.size(), for polling workers
+  std::atomic<bool> pulling_flag_{false};   // pulling_, for polling workers
+  int64_t workers_waiting_ = 0;
+  bool consumer_waiting_ = false;
   bool pulling_ = false;
   bool input_done_ = false;
   bool stop_ = false;

@@ -1,5 +1,6 @@
 #include "ops/prefetch.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -13,23 +14,27 @@ namespace pipeprof::pipelines {
 namespace ops {
 namespace {
 
+// One producer thread, one consumer. Each side wakes the other only when the other is blocked
+// (the *_waiting_ flags), and each side polls briefly before it blocks, so a stream of fast
+// elements costs no futex call per element.
 class PrefetchIterator final : public Iterator {
  public:
   PrefetchIterator(const IteratorContext& ctx, const PrefetchNode& node)
       : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {
     if (node.buffer_size == kAutotune) {
       knob_ = &this->node()->knob("buffer_size", 1, kMaxBufferSize, kDefaultAutotuneBuffer);
-      knob_->subscribe(&mu_, &cv_);
+      knob_->subscribe(&mu_, &producer_cv_);
     }
+    stats().buffer_capacity.store(capacity(), std::memory_order_relaxed);
   }
 
   ~PrefetchIterator() override {
-    if (knob_ != nullptr) knob_->unsubscribe(&mu_, &cv_);
+    if (knob_ != nullptr) knob_->unsubscribe(&mu_, &producer_cv_);
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    producer_cv_.notify_all();
     if (producer_.joinable()) producer_.join();
   }
 
@@ -38,27 +43,51 @@ class PrefetchIterator final : public Iterator {
     std::unique_lock<std::mutex> lock(mu_);
     if (!producer_.joinable()) producer_ = std::thread([this] { produce(); });
     if (buffer_.empty() && !ended_) {
+      lock.unlock();
       BlockedScope blocked(*this);
-      cv_.wait(lock, [&] { return !buffer_.empty() || ended_; });
+      const bool ready = spin_until([&] { return available_.load(std::memory_order_acquire); });
+      lock.lock();
+      if (!ready) {
+        consumer_waiting_ = true;
+        consumer_cv_.wait(lock, [&] { return !buffer_.empty() || ended_; });
+        consumer_waiting_ = false;
+      }
     }
     if (buffer_.empty()) return std::nullopt;
     Result r = std::move(buffer_.front());
     buffer_.pop_front();
-    stats().buffered.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+    publish();
+    const bool wake = producer_waiting_;
     lock.unlock();
-    cv_.notify_all();
+    if (wake) producer_cv_.notify_one();
     return r.take();
   }
 
  private:
   int64_t capacity() const { return knob_ ? knob_->value() : node_.buffer_size; }
 
+  // With mu_ held: mirrors the buffer state for the polling consumer and the statistics.
+  void publish() {
+    available_.store(!buffer_.empty() || ended_, std::memory_order_release);
+    size_.store(static_cast<int64_t>(buffer_.size()), std::memory_order_release);
+    stats().buffered.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+  }
+
   void produce() {
     prepare_worker_thread();
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] { return stop_ || static_cast<int64_t>(buffer_.size()) < capacity(); });
+      if (!stop_ && static_cast<int64_t>(buffer_.size()) >= capacity()) {
+        lock.unlock();
+        spin_until([&] { return size_.load(std::memory_order_acquire) < capacity(); });
+        lock.lock();
+      }
+      if (!stop_ && static_cast<int64_t>(buffer_.size()) >= capacity()) {
+        producer_waiting_ = true;
+        producer_cv_.wait(lock, [&] { return stop_ || static_cast<int64_t>(buffer_.size()) < capacity(); });
+        producer_waiting_ = false;
+      }
       if (stop_) return;
       stats().buffer_capacity.store(capacity(), std::memory_order_relaxed);
       lock.unlock();
@@ -66,12 +95,12 @@ class PrefetchIterator final : public Iterator {
       lock.lock();
       if (r.end()) {
         ended_ = true;
-        cv_.notify_all();
-        return;
+      } else {
+        buffer_.push_back(std::move(r));
       }
-      buffer_.push_back(std::move(r));
-      stats().buffered.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
-      cv_.notify_all();
+      publish();
+      if (consumer_waiting_) consumer_cv_.notify_one();
+      if (ended_) return;
     }
   }
 
@@ -79,8 +108,13 @@ class PrefetchIterator final : public Iterator {
   std::unique_ptr<Iterator> input_;
   Knob* knob_ = nullptr;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable producer_cv_;
+  std::condition_variable consumer_cv_;
   std::deque<Result> buffer_;
+  std::atomic<bool> available_{false};  // an element or the end is waiting for the consumer
+  std::atomic<int64_t> size_{0};        // buffer_.size(), for the polling producer
+  bool producer_waiting_ = false;
+  bool consumer_waiting_ = false;
   bool ended_ = false;
   bool stop_ = false;
   std::thread producer_;

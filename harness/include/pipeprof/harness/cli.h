@@ -1,0 +1,13 @@
+// The `pipeprof` command line: one binary, one subcommand per file in src/commands/.
+// Exit codes: 0 ok, 1 a failed run or check, 2 bad usage or bad input.
+#pragma once
+
+namespace pipeprof::harness {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+int run_cli(int argc, char** argv);
+
+}  // namespace pipeprof::harness

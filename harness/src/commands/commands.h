@@ -1,0 +1,15 @@
+// Subcommand registration. Each command adds itself to the app and returns the function that runs
+// it once parsing succeeded (returning the exit code).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace pipeprof::harness {
+
+using CommandRunner = std::function<int()>;
+
+CommandRunner add_inspect_command(CLI::App& app);
+
+}  // namespace pipeprof::harness

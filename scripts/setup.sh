@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# pipeprof set-up: installs the Debian packages the build needs (only the missing ones, after one
+# apt-get update), configures and builds with the default preset, then runs the requested job.
+#
+#   scripts/setup.sh suite [pipeprof suite options]   build, then run the experiment suite
+#   scripts/setup.sh test                             build, then run every test (ctest)
+#   scripts/setup.sh build                            build only
+#
+# Idempotent, and works from any current folder. Environment: PIPEPROF_BUILD_DIR (default
+# <repo>/build), PIPEPROF_JOBS (default: the number of cores).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${PIPEPROF_BUILD_DIR:-$ROOT/build}
+JOBS=${PIPEPROF_JOBS:-$(nproc)}
+JOB=${1:-build}
+[ $# -gt 0 ] && shift
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 2; }
+
+case "$JOB" in
+  suite|test|build) ;;
+  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) die "unknown job '$JOB' (expected suite, test or build; see --help)" ;;
+esac
+
+# The build's Debian packages. xvfb and xauth run the viewer's window tests headless.
+PACKAGES=(
+  g++ cmake ninja-build pkg-config git ca-certificates
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
+)
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "all ${#PACKAGES[@]} packages present"
+    return
+  fi
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "missing packages (${missing[*]}) and not root: run as root or install them"
+    sudo=(sudo)
+  fi
+  say "installing: ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install failed for: ${missing[*]}"
+}
+
+build() {
+  say "configuring ($BUILD_DIR)"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD_DIR/configure.log" 2>&1 \
+    || { cat "$BUILD_DIR/configure.log"; die "cmake configure failed"; }
+  grep -E "^-- (pipeprof|CUDA|Viewer)" "$BUILD_DIR/configure.log" || true
+  say "building with $JOBS jobs"
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+install_packages
+mkdir -p "$BUILD_DIR"
+build
+
+case "$JOB" in
+  build) say "built: $BUILD_DIR/harness/pipeprof" ;;
+  test)
+    say "running the tests"
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --no-tests=error "$@"
+    ;;
+  suite)
+    say "running the suite"
+    "$BUILD_DIR/harness/pipeprof" suite "$@"
+    ;;
+esac
