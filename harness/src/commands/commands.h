@@ -11,5 +11,8 @@ namespace pipeprof::harness {
 using CommandRunner = std::function<int()>;
 
 CommandRunner add_inspect_command(CLI::App& app);
+CommandRunner add_list_command(CLI::App& app);
+CommandRunner add_run_command(CLI::App& app);
+CommandRunner add_suite_command(CLI::App& app);
 
 }  // namespace pipeprof::harness

@@ -1,0 +1,62 @@
+// The runner: an experiment's pipeline around its training step. Per repetition: for each epoch a
+// fresh iterator; per element, the wait for the element and the step. Every repetition is kept;
+// the median is reported. The ideal and bound come from the simulator; efficiency = ideal / median.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeprof/harness/experiment.h"
+#include "pipeprof/pipelines/model.h"
+
+namespace pipeprof::harness {
+
+struct WaitStats {
+  double mean_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;
+};
+WaitStats wait_stats(std::vector<int64_t> waits_ns);
+
+struct Repetition {
+  double wall_ms = 0;
+  int64_t steps = 0;
+  WaitStats wait;
+  double step_mean_ms = 0;
+  double cpu_ms = 0;          // process CPU time (all threads)
+  int64_t peak_rss_kb = 0;    // the process's peak resident set so far
+  bool interrupted = false;
+};
+
+struct RunOptions {
+  std::string step;        // empty: the experiment's own step
+  int64_t epochs = 0;      // 0: the experiment's own
+  int repetitions = 5;
+  const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C) to stop after the current element
+  std::function<void(int, const Repetition&)> on_repetition;
+};
+
+struct ExperimentResult {
+  std::string id, description, step;
+  std::string notice;  // e.g. the step `auto` fell back to
+  int64_t epochs = 0;
+  nlohmann::json spec;
+  std::vector<Repetition> repetitions;
+  double median_wall_ms = 0;
+  WaitStats median_wait;
+  int64_t elements = 0;  // steps per repetition
+  std::optional<double> ideal_ms, bound_ms, efficiency, seed_ms, documented_ideal_ms;
+  std::string simulation_note;  // why there is no ideal, when there is none
+  bool interrupted = false;
+  std::vector<pipelines::NodeSnapshot> stages;  // statistics of the last epoch run
+};
+
+// Throws StepError for an unusable step.
+ExperimentResult run_experiment(const Experiment& experiment, const RunOptions& options);
+
+nlohmann::json to_json(const ExperimentResult& result);
+
+}  // namespace pipeprof::harness

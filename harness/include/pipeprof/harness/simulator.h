@@ -1,0 +1,48 @@
+// The ideal-time simulator: a discrete-event model of a pipeline spec with known latencies
+// (artificial open/read, sleep_ms and busy_ms maps, generator delays, the step) and zero framework
+// overhead. It follows the same rules as the real operations (who pulls when, buffer and
+// parallelism bounds, interleave's cycle order), so `ideal / measured` is the efficiency of the
+// implementation alone.
+//
+// How it works: every iterator answers "you ask for your next element at time t: when is it
+// ready?". Sequential stages add their latency to the request time. Asynchronous stages (prefetch,
+// parallel map, parallel interleave's inputs) run a producer whose k-th pull starts when its
+// previous pull finished, when there is room (the consumer took element k - capacity) and, for
+// prefetch, not before the first request; all of these are known when element k is requested, so
+// the producer's timeline can be computed lazily, in order, without a global event queue.
+//
+//   ideal: knobs (kAutotune) at their documented starting values, other values as written;
+//   bound: knobs at their best (unbounded parallelism and buffers).
+//
+// Unsupported: latencies that are not known in advance (fill_random, a C++ callable), parallel
+// interleave with fewer workers than cycle_length, non-deterministic parallel stages, and stages
+// whose timing depends on values a shuffle has permuted. Those give `supported = false` and a
+// reason, never a guess.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace pipeprof::harness {
+
+struct SimOptions {
+  double step_ms = 0;     // the consumer's step per element
+  int64_t epochs = 1;     // a fresh iterator per epoch
+  bool bound = false;     // knobs at their best instead of their starting values
+  int64_t autotune_parallelism = 0;  // 0: pipelines::default_autotune_parallelism()
+};
+
+struct SimResult {
+  bool supported = false;
+  std::string reason;     // why not, when unsupported
+  double total_ms = 0;    // wall time of all epochs
+  int64_t elements = 0;   // elements the consumer received
+};
+
+// `pipeline` is a spec document or pipeline object ({"stages": [...]}), already validated by
+// pipelines::parse_spec.
+SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options);
+
+}  // namespace pipeprof::harness

@@ -1,0 +1,151 @@
+// pipeprof suite [--quick] [--out DIR] [--step S] [--repetitions R] [--only id,...]
+// The main job: runs the whole catalog, prints a progress line per experiment and a table, and
+// writes results.json and report.md into DIR. Ctrl-C stops after the current element and writes
+// what was measured so far.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "commands/interrupt.h"
+#include "commands/table.h"
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/machine.h"
+#include "pipeprof/harness/runner.h"
+#include "pipeprof/harness/step.h"
+#include "pipeprof/harness/version.h"
+#include "pipeprof/pipelines/errors.h"
+
+namespace pipeprof::harness {
+namespace {
+
+struct SuiteOptions {
+  bool quick = false;
+  std::string out = "out";
+  std::string step;
+  int repetitions = 5;
+  std::vector<std::string> only;
+};
+
+nlohmann::json machine_json(const SleepOvershoot& o) {
+  std::string cpu = "unknown";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return {{"cpu_model", cpu},
+          {"cores", std::thread::hardware_concurrency()},
+          {"sleep_overshoot",
+           {{"sleep_ms", o.sleep_ms},
+            {"count", o.count},
+            {"plain_p50_ms", o.plain_p50_ms},
+            {"plain_p99_ms", o.plain_p99_ms},
+            {"plain_max_ms", o.plain_max_ms},
+            {"precise_p50_ms", o.precise_p50_ms},
+            {"precise_p99_ms", o.precise_p99_ms},
+            {"precise_max_ms", o.precise_max_ms}}}};
+}
+
+void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& results,
+                   const SleepOvershoot& overshoot, bool interrupted, int repetitions) {
+  std::filesystem::create_directories(dir);
+  nlohmann::json experiments = nlohmann::json::array();
+  for (const auto& r : results) experiments.push_back(to_json(r));
+  const nlohmann::json doc{{"schema_version", 1},
+                           {"pipeprof_version", kVersion},
+                           {"repetitions", repetitions},
+                           {"interrupted", interrupted},
+                           {"machine", machine_json(overshoot)},
+                           {"experiments", experiments}};
+  std::ofstream(dir / "results.json") << doc.dump(2) << "\n";
+
+  std::ostringstream table;
+  print_table(table, results);
+  std::ofstream md(dir / "report.md");
+  md << "# pipeprof suite\n\n"
+     << "Each experiment of the catalog measured against its zero-overhead ideal (efficiency = ideal / "
+        "measured median of " << repetitions << " repetitions). `bound` is the ideal with every knob at its best; "
+        "`seed (TF)` is the time the source document published for tf.data, and `TF eff.` its efficiency "
+        "against the same ideal.\n\n```\n"
+     << table.str() << "```\n\n";
+  std::ostringstream os;
+  print_overshoot(os, overshoot);
+  md << "Machine: " << machine_json(overshoot)["cpu_model"].get<std::string>() << ", "
+     << std::thread::hardware_concurrency() << " cores. " << os.str();
+  if (interrupted) md << "\n**Interrupted**: the results above are partial.\n";
+}
+
+int suite(const SuiteOptions& o) {
+  InterruptGuard guard;
+  std::vector<Experiment> catalog;
+  try {
+    if (!o.step.empty()) check_step_name(o.step);
+    for (auto& x : load_catalog()) {
+      if (o.only.empty() || std::find(o.only.begin(), o.only.end(), x.id) != o.only.end()) {
+        catalog.push_back(std::move(x));
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "pipeprof suite: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  if (catalog.empty()) {
+    std::cerr << "pipeprof suite: no experiment matches --only\n";
+    return kExitBadInput;
+  }
+  const int repetitions = o.quick ? 1 : o.repetitions;
+  const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
+  print_overshoot(std::cerr, overshoot);
+
+  std::vector<ExperimentResult> results;
+  bool failed = false;
+  for (size_t i = 0; i < catalog.size() && !InterruptGuard::flag(); ++i) {
+    const Experiment& x = catalog[i];
+    std::cerr << fmt::format("[{:>2}/{}] {:<24} ", i + 1, catalog.size(), x.id) << std::flush;
+    try {
+      RunOptions options{.step = o.step, .repetitions = repetitions, .stop = &InterruptGuard::flag()};
+      options.on_repetition = [](int, const Repetition&) { std::cerr << "." << std::flush; };
+      results.push_back(run_experiment(x, options));
+      std::cerr << " " << summary_line(results.back()) << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << " failed: " << e.what() << "\n";
+      failed = true;
+    }
+  }
+  const bool interrupted = InterruptGuard::flag();
+  std::cout << "\n";
+  print_table(std::cout, results);
+  try {
+    write_outputs(o.out, results, overshoot, interrupted, repetitions);
+  } catch (const std::exception& e) {
+    std::cerr << "pipeprof suite: " << o.out << ": " << e.what() << "\n";
+    return kExitFailed;
+  }
+  std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
+  if (interrupted) return kExitInterrupted;
+  return failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+CommandRunner add_suite_command(CLI::App& app) {
+  auto o = std::make_shared<SuiteOptions>();
+  auto* cmd = app.add_subcommand("suite", "Run the whole experiment catalog and write results and a report");
+  cmd->add_flag("--quick", o->quick, "One repetition per experiment (a quick check)");
+  cmd->add_option("--out", o->out, "Output folder for results.json and report.md")->capture_default_str();
+  cmd->add_option("--step", o->step, "Training step for every experiment (default: each experiment's own)");
+  cmd->add_option("--repetitions", o->repetitions, "Repetitions per experiment; the median is reported")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--only", o->only, "Run only these experiment ids")->delimiter(',');
+  return [o] { return suite(*o); };
+}
+
+}  // namespace pipeprof::harness

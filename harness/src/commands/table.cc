@@ -1,0 +1,52 @@
+#include "commands/table.h"
+
+#include <fmt/format.h>
+
+namespace pipeprof::harness {
+namespace {
+
+std::string num(const std::optional<double>& v, const char* format = "{:.1f}") {
+  return v ? fmt::format(fmt::runtime(format), *v) : std::string("-");
+}
+
+}  // namespace
+
+std::string summary_line(const ExperimentResult& r) {
+  if (r.repetitions.empty()) return "no complete repetition";
+  std::string line = fmt::format("{:.2f} ms median of {}", r.median_wall_ms, r.repetitions.size());
+  if (r.ideal_ms) line += fmt::format(", ideal {:.1f}", *r.ideal_ms);
+  if (r.efficiency) line += fmt::format(", efficiency {:.3f}", *r.efficiency);
+  if (r.ideal_ms && *r.ideal_ms == 0 && r.elements > 0) {
+    line += fmt::format(", wait p50 {:.3f} ms", r.median_wait.p50_ms);
+  }
+  return line;
+}
+
+void print_table(std::ostream& out, const std::vector<ExperimentResult>& results) {
+  out << fmt::format("{:<24} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n", "experiment", "step",
+                     "measured ms", "ideal", "bound", "efficiency", "seed (TF)", "TF eff.", "wait p99");
+  for (const auto& r : results) {
+    std::optional<double> tf_eff;
+    if (r.seed_ms && r.documented_ideal_ms && *r.documented_ideal_ms > 0) {
+      tf_eff = *r.documented_ideal_ms / *r.seed_ms;
+    }
+    out << fmt::format("{:<24} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n", r.id, r.step,
+                       r.repetitions.empty() ? std::string("-") : fmt::format("{:.2f}", r.median_wall_ms),
+                       num(r.ideal_ms), num(r.bound_ms), num(r.efficiency, "{:.3f}"), num(r.seed_ms, "{:.2f}"),
+                       num(tf_eff, "{:.3f}"),
+                       r.repetitions.empty() ? std::string("-") : fmt::format("{:.2f}", r.median_wait.p99_ms));
+  }
+  for (const auto& r : results) {
+    if (!r.simulation_note.empty()) out << fmt::format("  {}: no ideal: {}\n", r.id, r.simulation_note);
+    if (!r.notice.empty()) out << fmt::format("  {}: {}\n", r.id, r.notice);
+  }
+}
+
+void print_overshoot(std::ostream& out, const SleepOvershoot& o) {
+  out << fmt::format(
+      "sleep overshoot on this machine ({} x {:.0f} ms): plain sleep p50 {:.3f} ms, max {:.3f} ms; "
+      "precise sleep p50 {:.3f} ms, max {:.3f} ms\n",
+      o.count, o.sleep_ms, o.plain_p50_ms, o.plain_max_ms, o.precise_p50_ms, o.precise_max_ms);
+}
+
+}  // namespace pipeprof::harness

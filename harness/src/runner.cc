@@ -1,0 +1,196 @@
+#include "pipeprof/harness/runner.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipeprof/harness/simulator.h"
+#include "pipeprof/harness/step.h"
+#include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::harness {
+namespace {
+
+double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// The q-quantile of sorted values (nearest rank).
+int64_t quantile(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int64_t peak_rss_kb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+bool stopped(const RunOptions& o) { return o.stop != nullptr && o.stop->load(std::memory_order_relaxed); }
+
+Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOptions& options,
+                    std::vector<pipelines::NodeSnapshot>& stages) {
+  Repetition rep;
+  std::vector<int64_t> waits;
+  int64_t step_ns = 0;
+  const int64_t cpu0 = trace::process_cpu_ns();
+  const int64_t t0 = trace::now_ns();
+  for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
+    auto it = x.spec.dataset.iterate();
+    while (true) {
+      if (stopped(options)) {
+        rep.interrupted = true;
+        break;
+      }
+      const int64_t w0 = trace::now_ns();
+      auto element = it->next();
+      const int64_t w1 = trace::now_ns();
+      if (!element) break;
+      waits.push_back(w1 - w0);
+      step.run(*element);
+      step_ns += trace::now_ns() - w1;
+    }
+    stages = it->model().snapshot();
+  }
+  rep.wall_ms = ms(trace::now_ns() - t0);
+  rep.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
+  rep.steps = static_cast<int64_t>(waits.size());
+  rep.step_mean_ms = rep.steps > 0 ? ms(step_ns) / static_cast<double>(rep.steps) : 0;
+  rep.wait = wait_stats(std::move(waits));
+  rep.peak_rss_kb = peak_rss_kb();
+  return rep;
+}
+
+}  // namespace
+
+WaitStats wait_stats(std::vector<int64_t> waits_ns) {
+  WaitStats w;
+  if (waits_ns.empty()) return w;
+  std::sort(waits_ns.begin(), waits_ns.end());
+  double sum = 0;
+  for (int64_t v : waits_ns) sum += static_cast<double>(v);
+  w.mean_ms = sum / static_cast<double>(waits_ns.size()) / 1e6;
+  w.p50_ms = ms(quantile(waits_ns, 0.50));
+  w.p99_ms = ms(quantile(waits_ns, 0.99));
+  w.max_ms = ms(waits_ns.back());
+  return w;
+}
+
+ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) {
+  pipelines::set_minimal_timer_slack();
+  ExperimentResult r;
+  r.id = x.id;
+  r.description = x.description;
+  r.epochs = options.epochs > 0 ? options.epochs : x.epochs;
+  r.spec = x.spec.dataset.to_json();
+  r.seed_ms = x.seed_ms;
+  r.documented_ideal_ms = x.documented_ideal_ms;
+  StepChoice choice = make_step(options.step.empty() ? x.step : options.step, x.step);
+  r.step = choice.step->name();
+  r.notice = choice.notice;
+
+  // The published numbers belong to the experiment as published: other epochs or another step
+  // time make them incomparable.
+  if (r.epochs != x.epochs || (!options.step.empty() && options.step != x.step)) {
+    r.seed_ms.reset();
+    r.documented_ideal_ms.reset();
+  }
+
+  for (int i = 0; i < std::max(1, options.repetitions) && !stopped(options); ++i) {
+    Repetition rep = run_once(x, *choice.step, r.epochs, options, r.stages);
+    r.interrupted = r.interrupted || rep.interrupted;
+    if (options.on_repetition) options.on_repetition(i, rep);
+    if (rep.interrupted) break;  // a partial repetition is not a measurement
+    r.repetitions.push_back(rep);
+  }
+  std::vector<double> walls, means, p50s, p99s, maxs;
+  for (const auto& rep : r.repetitions) {
+    walls.push_back(rep.wall_ms);
+    means.push_back(rep.wait.mean_ms);
+    p50s.push_back(rep.wait.p50_ms);
+    p99s.push_back(rep.wait.p99_ms);
+    maxs.push_back(rep.wait.max_ms);
+    r.elements = rep.steps;
+  }
+  r.median_wall_ms = median(walls);
+  r.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
+
+  SimOptions sim{.step_ms = choice.step->target_ms(), .epochs = r.epochs};
+  const SimResult ideal = simulate(r.spec, sim);
+  sim.bound = true;
+  const SimResult bound = simulate(r.spec, sim);
+  if (ideal.supported) {
+    r.ideal_ms = ideal.total_ms;
+    if (!r.repetitions.empty() && ideal.total_ms > 0) r.efficiency = ideal.total_ms / r.median_wall_ms;
+  } else {
+    r.simulation_note = ideal.reason;
+  }
+  if (bound.supported) r.bound_ms = bound.total_ms;
+  return r;
+}
+
+nlohmann::json to_json(const ExperimentResult& r) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  auto waits = [](const WaitStats& w) {
+    return nlohmann::json{{"mean_ms", w.mean_ms}, {"p50_ms", w.p50_ms}, {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
+  };
+  nlohmann::json reps = nlohmann::json::array();
+  for (const auto& rep : r.repetitions) {
+    reps.push_back({{"wall_ms", rep.wall_ms},
+                    {"steps", rep.steps},
+                    {"wait", waits(rep.wait)},
+                    {"step_mean_ms", rep.step_mean_ms},
+                    {"cpu_ms", rep.cpu_ms},
+                    {"peak_rss_kb", rep.peak_rss_kb}});
+  }
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : r.stages) {
+    nlohmann::json knobs = nlohmann::json::object();
+    for (const auto& [k, v] : s.knobs) knobs[k] = v;
+    stages.push_back({{"key", s.key},
+                      {"name", s.name},
+                      {"elements", s.elements},
+                      {"wall_us_per_element", s.wall_ns_per_element / 1e3},
+                      {"cpu_share", s.cpu_share},
+                      {"blocked_ms", static_cast<double>(s.blocked_ns) / 1e6},
+                      {"mean_buffered", s.mean_buffered},
+                      {"knobs", knobs}});
+  }
+  nlohmann::json out{{"id", r.id},
+                     {"description", r.description},
+                     {"step", r.step},
+                     {"epochs", r.epochs},
+                     {"spec", r.spec},
+                     {"repetitions", reps},
+                     {"median_wall_ms", r.median_wall_ms},
+                     {"median_wait", waits(r.median_wait)},
+                     {"elements", r.elements},
+                     {"ideal_ms", opt(r.ideal_ms)},
+                     {"bound_ms", opt(r.bound_ms)},
+                     {"efficiency", opt(r.efficiency)},
+                     {"seed_ms", opt(r.seed_ms)},
+                     {"documented_ideal_ms", opt(r.documented_ideal_ms)},
+                     {"interrupted", r.interrupted},
+                     {"stages", stages}};
+  if (!r.simulation_note.empty()) out["simulation_note"] = r.simulation_note;
+  if (!r.notice.empty()) out["notice"] = r.notice;
+  // Per input element: what the source produced, over all epochs.
+  for (const auto& s : r.stages) {
+    if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {
+      out["source_elements"] = s.elements * r.epochs;
+      out["ns_per_source_element"] = r.median_wall_ms * 1e6 / static_cast<double>(s.elements * r.epochs);
+    }
+  }
+  return out;
+}
+
+}  // namespace pipeprof::harness
