@@ -11,18 +11,21 @@ namespace {
 // RecordStart/RecordStop do: each call's inclusive time minus the inclusive time of the calls it
 // made (its inputs) and of the blocking waits it marked is the stage's own work.
 //
-// CPU time needs a system call (about 1.3 us on a KVM guest, 50 times a wall-clock read), so it
-// is sampled: one top-level call in kCpuSampleEvery, and every call that follows a slow one,
-// measures the CPU time of its whole call tree. "Slow" is judged per call in the tree (a batch of
-// 256 fast elements is not slow), so the reads never cost more than a few percent; worker work
-// (WorkScope) is sampled the same way. Each stage keeps its sampled wall and CPU time; their ratio
-// is the stage's CPU share, which tells a stage that burns CPU from one that waits.
+// Reading a clock costs ~11 ns (TSC) and the thread CPU clock ~1.3 us (a system call on a KVM
+// guest), so both are sampled by call tree: a top-level call (one the thread makes from outside
+// the pipeline) decides for its whole tree whether it is timed: every kTimeEvery-th tree, and
+// every tree after a slow one (more than kSlowCallNs per call in it, where timing is free in
+// comparison). Timed trees also read the CPU clock every kCpuSampleEvery-th time, or when slow.
+// Each stage counts all its calls and its timed calls; snapshots scale the timed self time to all
+// calls. The ratio of sampled CPU to wall time is the stage's CPU share, which tells a stage that
+// burns CPU from one that waits.
 struct ThreadTiming {
   int depth = 0;
   uint32_t top_calls = 0;
+  bool timed = false;
   bool sampling = false;
   bool last_slow = false;
-  int64_t child_wall_ns = 0;  // inclusive time of completed nested calls and waits, this frame
+  int64_t child_ticks = 0;  // inclusive time of completed nested calls and waits, this frame
   int64_t child_cpu_ns = 0;
   int64_t tree_calls = 0;  // next() calls in the current top-level call tree
   uint32_t work_calls = 0;
@@ -30,9 +33,12 @@ struct ThreadTiming {
 };
 thread_local ThreadTiming tls_timing;
 
+constexpr uint32_t kTimeEvery = 16;
 constexpr uint32_t kCpuSampleEvery = 256;
 constexpr int64_t kSlowCallNs = 200 * trace::kNsPerUs;
 constexpr int64_t kCpuReadNs = 1500;  // what two reads add to a sampled call, on the slow side
+constexpr int64_t kStatsFlushEvery = 256;
+constexpr int64_t kStatsFlushNs = trace::kNsPerMs;
 
 }  // namespace
 
@@ -43,6 +49,11 @@ Iterator::Iterator(const IteratorContext& ctx, const DatasetNode* dataset)
     stage_name_ = dataset->display_name();
     node_ = &model_->node(key_, std::string(dataset->op()), stage_name_, ctx.parent);
   }
+  local_.last_flush_ticks = trace::ticks();
+}
+
+Iterator::~Iterator() {
+  if (node_ != nullptr) flush_stats();
 }
 
 IteratorContext Iterator::input_context(const std::string& nested) const {
@@ -50,45 +61,75 @@ IteratorContext Iterator::input_context(const std::string& nested) const {
   return IteratorContext{model_, key_ + "." + nested, key_};
 }
 
+void Iterator::flush_stats() {
+  NodeStats& s = node_->stats();
+  if (local_.elements != 0) s.elements.fetch_add(local_.elements, std::memory_order_relaxed);
+  if (local_.calls != 0) s.calls.fetch_add(local_.calls, std::memory_order_relaxed);
+  if (local_.timed_calls != 0) {
+    s.timed_calls.fetch_add(local_.timed_calls, std::memory_order_relaxed);
+    s.timed_self_ns.fetch_add(trace::ticks_to_ns(local_.self_ticks), std::memory_order_relaxed);
+  }
+  if (local_.buffered_sum != 0) s.buffered_sum.fetch_add(local_.buffered_sum, std::memory_order_relaxed);
+  if (local_.sampled_wall_ticks != 0) {
+    s.sampled_wall_ns.fetch_add(trace::ticks_to_ns(local_.sampled_wall_ticks), std::memory_order_relaxed);
+    s.sampled_cpu_ns.fetch_add(local_.sampled_cpu_ns, std::memory_order_relaxed);
+  }
+  const int64_t last = trace::ticks();
+  local_ = LocalStats{};
+  local_.last_flush_ticks = last;
+}
+
 std::optional<Element> Iterator::next() {
   if (node_ == nullptr) return next_impl();
+  // A cancelled tree is being torn down: every stage ends at once, so loops that pull until they
+  // find an element (interleave over an endless input whose pipelines now read as empty, filter,
+  // ...) cannot keep a worker, and the destructor joining it, busy forever.
+  if (model_->cancellation().cancelled()) return std::nullopt;
 
   ThreadTiming& tt = tls_timing;
   const bool top = tt.depth == 0;
   if (top) {
-    tt.sampling = (++tt.top_calls % kCpuSampleEvery) == 0 || tt.last_slow;
+    ++tt.top_calls;
+    tt.timed = (tt.top_calls % kTimeEvery) == 0 || tt.last_slow;
+    tt.sampling = tt.timed && ((tt.top_calls % kCpuSampleEvery) == 0 || tt.last_slow);
     tt.tree_calls = 0;
   }
   ++tt.tree_calls;
+  ++local_.calls;
+  if (!tt.timed) return next_untimed();
+
   const bool sampling = tt.sampling;
-  const int64_t saved_child_wall = tt.child_wall_ns;
+  const int64_t saved_child_ticks = tt.child_ticks;
   const int64_t saved_child_cpu = tt.child_cpu_ns;
-  tt.child_wall_ns = 0;
+  tt.child_ticks = 0;
   tt.child_cpu_ns = 0;
   ++tt.depth;
   const int64_t cpu0 = sampling ? trace::thread_cpu_ns() : 0;
-  const int64_t wall0 = trace::now_ns();
+  const int64_t tick0 = trace::ticks();
 
   // Runs on both the normal and the exceptional path.
   auto finish = [&](bool produced) {
-    const int64_t wall = trace::now_ns() - wall0;
+    const int64_t tick1 = trace::ticks();
+    const int64_t wall = tick1 - tick0;
     const int64_t cpu = sampling ? trace::thread_cpu_ns() - cpu0 : 0;
-    NodeStats& s = node_->stats();
-    const int64_t self = std::max<int64_t>(0, wall - tt.child_wall_ns);
-    s.self_wall_ns.fetch_add(self, std::memory_order_relaxed);
+    const int64_t self = std::max<int64_t>(0, wall - tt.child_ticks);
+    ++local_.timed_calls;
+    local_.self_ticks += self;
     if (sampling) {
-      s.sampled_wall_ns.fetch_add(self, std::memory_order_relaxed);
-      s.sampled_cpu_ns.fetch_add(std::max<int64_t>(0, cpu - tt.child_cpu_ns),
-                                 std::memory_order_relaxed);
+      local_.sampled_wall_ticks += self;
+      local_.sampled_cpu_ns += std::max<int64_t>(0, cpu - tt.child_cpu_ns);
     }
-    if (produced) {
-      s.elements.fetch_add(1, std::memory_order_relaxed);
-      s.buffered_sum.fetch_add(s.buffered.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    }
+    if (produced) count_element();
     --tt.depth;
-    tt.child_wall_ns = saved_child_wall + wall;
+    tt.child_ticks = saved_child_ticks + wall;
     tt.child_cpu_ns = saved_child_cpu + cpu;
-    if (top) tt.last_slow = wall > tt.tree_calls * (kSlowCallNs + (sampling ? 2 * kCpuReadNs : 0));
+    if (top) {
+      const int64_t per_call = trace::ticks_to_ns(wall) / tt.tree_calls;
+      tt.last_slow = per_call > kSlowCallNs + (sampling ? 2 * kCpuReadNs : 0);
+    }
+    if (local_.calls >= kStatsFlushEvery || trace::ticks_to_ns(tick1 - local_.last_flush_ticks) > kStatsFlushNs) {
+      flush_stats();
+    }
   };
 
   std::optional<Element> result;
@@ -102,16 +143,37 @@ std::optional<Element> Iterator::next() {
   return result;
 }
 
-Iterator::BlockedScope::BlockedScope(Iterator& it) : it_(it), start_ns_(trace::now_ns()) {}
-
-Iterator::BlockedScope::~BlockedScope() {
-  const int64_t blocked = trace::now_ns() - start_ns_;
-  // Counted like a nested call, so it is excluded from the self time of every enclosing stage.
-  tls_timing.child_wall_ns += blocked;
-  if (it_.node_ != nullptr) it_.node_->stats().blocked_ns.fetch_add(blocked, std::memory_order_relaxed);
+// The common path of a call in an untimed tree: no clock at all.
+std::optional<Element> Iterator::next_untimed() {
+  ThreadTiming& tt = tls_timing;
+  ++tt.depth;
+  struct DepthGuard {
+    ThreadTiming& tt;
+    ~DepthGuard() { --tt.depth; }
+  } guard{tt};
+  std::optional<Element> result = next_impl();
+  if (result) count_element();
+  if (local_.calls >= kStatsFlushEvery) flush_stats();
+  return result;
 }
 
-Iterator::WorkScope::WorkScope(Iterator& it) : it_(it), start_ns_(trace::now_ns()), start_cpu_ns_(-1) {
+void Iterator::count_element() {
+  ++local_.elements;
+  local_.buffered_sum += node_->stats().buffered.load(std::memory_order_relaxed);
+}
+
+Iterator::BlockedScope::BlockedScope(Iterator& it) : it_(it), start_ticks_(trace::ticks()) {}
+
+Iterator::BlockedScope::~BlockedScope() {
+  const int64_t blocked = trace::ticks() - start_ticks_;
+  // Counted like a nested call, so it is excluded from the self time of every enclosing stage.
+  tls_timing.child_ticks += blocked;
+  if (it_.node_ != nullptr) {
+    it_.node_->stats().blocked_ns.fetch_add(trace::ticks_to_ns(blocked), std::memory_order_relaxed);
+  }
+}
+
+Iterator::WorkScope::WorkScope(Iterator& it) : it_(it), start_ticks_(trace::ticks()), start_cpu_ns_(-1) {
   ThreadTiming& tt = tls_timing;
   if ((++tt.work_calls % kCpuSampleEvery) == 0 || tt.last_work_slow) start_cpu_ns_ = trace::thread_cpu_ns();
   if (it_.node_ != nullptr) it_.node_->stats().active_workers.fetch_add(1, std::memory_order_relaxed);
@@ -120,7 +182,7 @@ Iterator::WorkScope::WorkScope(Iterator& it) : it_(it), start_ns_(trace::now_ns(
 Iterator::WorkScope::~WorkScope() {
   if (it_.node_ == nullptr) return;
   NodeStats& s = it_.node_->stats();
-  const int64_t wall = trace::now_ns() - start_ns_;
+  const int64_t wall = trace::ticks_to_ns(trace::ticks() - start_ticks_);
   s.work_wall_ns.fetch_add(wall, std::memory_order_relaxed);
   tls_timing.last_work_slow = wall > kSlowCallNs;
   if (start_cpu_ns_ >= 0) {

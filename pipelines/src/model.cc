@@ -56,7 +56,11 @@ NodeSnapshot Node::snapshot() const {
   s.name = name_;
   s.parent = parent_;
   s.elements = stats_.elements.load();
-  s.self_wall_ns = stats_.self_wall_ns.load();
+  const int64_t calls = stats_.calls.load();
+  const int64_t timed = stats_.timed_calls.load();
+  s.self_wall_ns = timed > 0 ? static_cast<int64_t>(static_cast<double>(stats_.timed_self_ns.load()) *
+                                                    static_cast<double>(calls) / static_cast<double>(timed))
+                             : 0;
   s.work_wall_ns = stats_.work_wall_ns.load();
   s.blocked_ns = stats_.blocked_ns.load();
   const double wall = static_cast<double>(s.self_wall_ns + s.work_wall_ns);
@@ -115,6 +119,7 @@ std::vector<Knob*> Model::knobs() const {
 }
 
 std::vector<NodeSnapshot> Model::snapshot() const {
+  trace::recalibrate_ticks();
   std::vector<NodeSnapshot> out;
   for (Node* n : nodes()) out.push_back(n->snapshot());
   return out;

@@ -197,6 +197,11 @@ Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source
 
 Spec load_spec(const std::filesystem::path& file) {
   const std::string source = file.string();
+  std::error_code dir_ec;
+  // An ifstream opens a directory without complaint and then reads nothing.
+  if (std::filesystem::is_directory(file, dir_ec)) {
+    throw SpecError(fmt::format("{}: is a directory, not a spec file", source));
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     std::error_code ec;

@@ -50,19 +50,24 @@ nlohmann::json values_to_json(const Tensor& t, size_t dim, size_t& offset) {
   return arr;
 }
 
-void infer_shape(const nlohmann::json& v, size_t dim, Shape& shape, bool& has_fraction) {
+// `leaf_seen`: a number was met, which fixes the rank at shape.size(); a list found deeper than
+// that later (as in [1, [2, 3]]) is as ragged as a number found too shallow.
+void infer_shape(const nlohmann::json& v, size_t dim, Shape& shape, bool& has_fraction,
+                 bool& leaf_seen) {
   if (v.is_array()) {
     const auto n = static_cast<int64_t>(v.size());
     if (dim == shape.size()) {
+      if (leaf_seen) throw std::invalid_argument("ragged nested array: a list where a number was expected");
       shape.push_back(n);
     } else if (shape[dim] != n) {
       throw std::invalid_argument(
           fmt::format("ragged nested array: dimension {} has lengths {} and {}", dim, shape[dim], n));
     }
-    for (const auto& x : v) infer_shape(x, dim + 1, shape, has_fraction);
+    for (const auto& x : v) infer_shape(x, dim + 1, shape, has_fraction, leaf_seen);
     return;
   }
   if (dim != shape.size()) throw std::invalid_argument("ragged nested array: a number where a list was expected");
+  leaf_seen = true;
   if (v.is_number_float()) has_fraction = true;
   if (!v.is_number() && !v.is_boolean()) {
     throw std::invalid_argument(fmt::format("expected a number, bool or nested array, got {}", v.dump()));
@@ -128,7 +133,11 @@ std::string shape_string(const Shape& shape) { return fmt::format("[{}]", fmt::j
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), num_elements_(pipelines::num_elements(shape_)) {
-  data_ = allocate(nbytes());
+  if (nbytes() <= kInlineBytes) {
+    inline_ = true;
+  } else {
+    data_ = allocate(nbytes());
+  }
 }
 
 Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
@@ -142,6 +151,7 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
 }
 
 std::byte* Tensor::mutable_data() {
+  if (inline_) return inline_bytes_.data();
   if (data_ && data_.use_count() > 1) {
     auto copy = allocate(nbytes());
     std::memcpy(copy.get(), data_.get(), nbytes());
@@ -186,13 +196,20 @@ Tensor Tensor::slice(int64_t begin, int64_t end) const {
         fmt::format("slice [{}, {}) out of range for dimension 0 of size {}", begin, end, shape_[0]));
   }
   const int64_t row = shape_[0] == 0 ? 0 : num_elements_ / shape_[0];
+  const size_t offset = static_cast<size_t>(begin * row) * dtype_size(dtype_);
+  if (inline_) {  // a few bytes: copy them
+    Shape shape = shape_;
+    shape[0] = end - begin;
+    Tensor t(dtype_, std::move(shape));
+    std::memcpy(t.mutable_data(), inline_bytes_.data() + offset, t.nbytes());
+    return t;
+  }
   Tensor t;
   t.dtype_ = dtype_;
   t.shape_ = shape_;
   t.shape_[0] = end - begin;
   t.num_elements_ = row * (end - begin);
-  t.data_ = std::shared_ptr<std::byte>(
-      data_, data_.get() + static_cast<size_t>(begin * row) * dtype_size(dtype_));
+  t.data_ = std::shared_ptr<std::byte>(data_, data_.get() + offset);
   return t;
 }
 
@@ -213,7 +230,7 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 bool Tensor::shares_buffer_with(const Tensor& other) const {
-  return data_ && !data_.owner_before(other.data_) && !other.data_.owner_before(data_);
+  return data_ && other.data_ && !data_.owner_before(other.data_) && !other.data_.owner_before(data_);
 }
 
 Tensor Tensor::stack(std::span<const Tensor> parts) {
@@ -223,7 +240,7 @@ Tensor Tensor::stack(std::span<const Tensor> parts) {
   shape.insert(shape.end(), first.shape_.begin(), first.shape_.end());
   Tensor out(first.dtype_, std::move(shape));
   const size_t row = first.nbytes();
-  std::byte* dst = out.data_.get();
+  std::byte* dst = out.mutable_data();
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& p = parts[i];
     if (p.dtype_ != first.dtype_ || p.shape_ != first.shape_) {
@@ -231,14 +248,16 @@ Tensor Tensor::stack(std::span<const Tensor> parts) {
           "cannot stack: part {} is {}{} but part 0 is {}{}", i, dtype_name(p.dtype_),
           shape_string(p.shape_), dtype_name(first.dtype_), shape_string(first.shape_)));
     }
-    std::memcpy(dst + i * row, p.data_.get(), row);
+    std::memcpy(dst + i * row, p.data(), row);
   }
   return out;
 }
 
 bool Tensor::operator==(const Tensor& other) const {
+  // An invalid (default-constructed) tensor has no values: it equals only another invalid one.
+  if (valid() != other.valid()) return false;
   return dtype_ == other.dtype_ && shape_ == other.shape_ &&
-         (data_ == other.data_ || std::memcmp(data_.get(), other.data_.get(), nbytes()) == 0);
+         (data() == other.data() || std::memcmp(data(), other.data(), nbytes()) == 0);
 }
 
 nlohmann::json Tensor::to_json() const {
@@ -250,7 +269,8 @@ nlohmann::json Tensor::to_json() const {
 Tensor Tensor::from_json(const nlohmann::json& value, const DType* dtype) {
   Shape shape;
   bool has_fraction = false;
-  infer_shape(value, 0, shape, has_fraction);
+  bool leaf_seen = false;
+  infer_shape(value, 0, shape, has_fraction, leaf_seen);
   DType dt = dtype ? *dtype
                    : (value.is_boolean() ? DType::kBool
                                          : (has_fraction ? DType::kFloat64 : DType::kInt64));

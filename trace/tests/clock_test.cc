@@ -28,3 +28,21 @@ TEST(Clock, ThreadCpuTimeCountsWorkNotSleep) {
 
 }  // namespace
 }  // namespace pipeprof::trace
+
+namespace pipeprof::trace {
+namespace {
+
+TEST(Ticks, ConvertToNanosecondsOfTheMonotonicClock) {
+  const int64_t t0 = ticks();
+  const int64_t n0 = now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  recalibrate_ticks();
+  const int64_t dt = ticks_to_ns(ticks() - t0);
+  const int64_t dn = now_ns() - n0;
+  EXPECT_GT(dt, 0);
+  // Within 2% of the monotonic clock over 20 ms.
+  EXPECT_NEAR(static_cast<double>(dt), static_cast<double>(dn), 0.02 * static_cast<double>(dn));
+}
+
+}  // namespace
+}  // namespace pipeprof::trace

@@ -1,63 +1,108 @@
 #include "ops/batch.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "ops/common.h"
+#include "ops/range.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
 namespace {
 
+// Copies each element into its row of the output as it arrives (no intermediate list); a short
+// last batch is a zero-copy view of the rows filled.
 class BatchIterator final : public Iterator {
  public:
   BatchIterator(const IteratorContext& ctx, const BatchNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {
-    pending_.reserve(static_cast<size_t>(node.batch_size));
-  }
+      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:
   std::optional<Element> next_impl() override {
     if (ended_) return std::nullopt;
-    pending_.clear();
-    while (static_cast<int64_t>(pending_.size()) < node_.batch_size) {
+    Element out;
+    int64_t n = 0;
+    while (n < node_.batch_size) {
       auto e = input_->next();
       if (!e) {
         ended_ = true;
         break;
       }
-      pending_.push_back(std::move(*e));
+      with_stage(stage_name(), [&] { add_row(out, *e, n); });
+      ++n;
     }
-    if (pending_.empty() || (ended_ && node_.drop_remainder &&
-                             static_cast<int64_t>(pending_.size()) < node_.batch_size)) {
-      return std::nullopt;
-    }
-    return with_stage(stage_name(), [&] { return stack(); });
-  }
-
- private:
-  Element stack() {
-    const size_t arity = pending_[0].size();
-    Element out;
-    out.reserve(arity);
-    std::vector<Tensor> parts(pending_.size());
-    for (size_t c = 0; c < arity; ++c) {
-      for (size_t i = 0; i < pending_.size(); ++i) {
-        if (pending_[i].size() != arity) {
-          throw std::invalid_argument("element " + std::to_string(i) + " of the batch has " +
-                                      std::to_string(pending_[i].size()) +
-                                      " components, element 0 has " + std::to_string(arity));
-        }
-        parts[i] = std::move(pending_[i][c]);
-      }
-      out.push_back(Tensor::stack(parts));
+    if (n == 0 || (ended_ && node_.drop_remainder && n < node_.batch_size)) return std::nullopt;
+    if (n < node_.batch_size) {
+      for (Tensor& t : out) t = t.slice(0, n);
     }
     return out;
   }
 
+ private:
+  void add_row(Element& out, const Element& e, int64_t row) {
+    if (row == 0) {
+      out.reserve(e.size());
+      rows_.clear();
+      for (const Tensor& t : e) {
+        Shape shape{node_.batch_size};
+        shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+        out.emplace_back(t.dtype(), std::move(shape));
+        rows_.push_back(Row{out.back().mutable_data(), t.nbytes()});
+      }
+    }
+    if (e.size() != out.size()) {
+      throw std::invalid_argument("element " + std::to_string(row) + " of the batch has " +
+                                  std::to_string(e.size()) + " components, element 0 has " +
+                                  std::to_string(out.size()));
+    }
+    for (size_t c = 0; c < e.size(); ++c) {
+      const Tensor& t = e[c];
+      if (t.dtype() != out[c].dtype() || t.nbytes() != rows_[c].bytes ||
+          !std::equal(t.shape().begin(), t.shape().end(), out[c].shape().begin() + 1, out[c].shape().end())) {
+        throw std::invalid_argument("element " + std::to_string(row) + " component " + std::to_string(c) +
+                                    " is " + std::string(dtype_name(t.dtype())) + shape_string(t.shape()) +
+                                    ", element 0's is " + std::string(dtype_name(out[c].dtype())) +
+                                    shape_string(Shape(out[c].shape().begin() + 1, out[c].shape().end())));
+      }
+      std::memcpy(rows_[c].base + static_cast<size_t>(row) * rows_[c].bytes, t.data(), rows_[c].bytes);
+    }
+  }
+
+  struct Row {
+    std::byte* base;
+    size_t bytes;
+  };
   const BatchNode& node_;
   std::unique_ptr<Iterator> input_;
-  std::vector<Element> pending_;
+  std::vector<Row> rows_;
   bool ended_ = false;
+};
+
+// batch over range, fused: the batch of an arithmetic sequence is filled directly, with the same
+// values, dtype and shapes as stacking the range's scalars (a static rewrite in the spirit of
+// tf.data's fusions). The range stage then does not appear in the statistics on its own.
+class RangeBatchIterator final : public Iterator {
+ public:
+  RangeBatchIterator(const IteratorContext& ctx, const BatchNode& node, const RangeNode& range)
+      : Iterator(ctx, &node), batch_(node.batch_size), drop_(node.drop_remainder), next_(range.start),
+        stop_(range.stop), step_(range.step) {}
+
+ protected:
+  std::optional<Element> next_impl() override {
+    const int64_t remaining = step_ > 0 ? (stop_ - next_ + step_ - 1) / step_ : (next_ - stop_ - step_ - 1) / -step_;
+    const int64_t n = std::min(batch_, std::max<int64_t>(0, remaining));
+    if (n == 0 || (drop_ && n < batch_)) return std::nullopt;
+    Tensor t(DType::kInt64, Shape{n});
+    auto values = t.mutable_values<int64_t>();
+    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = next_ + i * step_;
+    next_ += n * step_;
+    return Element{std::move(t)};
+  }
+
+ private:
+  int64_t batch_;
+  bool drop_;
+  int64_t next_, stop_, step_;
 };
 
 }  // namespace
@@ -72,6 +117,9 @@ nlohmann::json BatchNode::to_json() const {
 }
 
 std::unique_ptr<Iterator> BatchNode::make_iterator(const IteratorContext& ctx) const {
+  if (const auto* range = dynamic_cast<const RangeNode*>(&inputs()[0].node())) {
+    return std::make_unique<RangeBatchIterator>(ctx, *this, *range);
+  }
   return std::make_unique<BatchIterator>(ctx, *this);
 }
 

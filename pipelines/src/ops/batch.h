@@ -1,5 +1,7 @@
 // batch(batch_size, drop_remainder): stacks batch_size consecutive elements component by
 // component along a new first dimension. The last, smaller batch is yielded unless drop_remainder.
+// Elements must agree in arity, dtype and shape. A batch directly over a range is fused into one
+// stage that fills the batch arithmetically (same values, dtype and shapes).
 #pragma once
 
 #include "pipeprof/pipelines/dataset.h"

@@ -18,10 +18,18 @@ class CacheIterator final : public Iterator {
       return (*cached_)[position_++];  // shares the tensors' buffers
     }
     if (done_) return std::nullopt;
-    auto e = input_->next();
+    std::optional<Element> e;
+    try {
+      e = input_->next();
+    } catch (...) {
+      failed_ = true;  // this pass misses an element: it will not be stored
+      throw;
+    }
     if (!e) {
       done_ = true;
-      node_.commit(std::move(pending_));
+      // A pass that lost an element to an error, or an input cut short by cancellation (the tree
+      // is being destroyed mid-pass), is not a complete pass.
+      if (!failed_ && !cancellation().cancelled()) node_.commit(std::move(pending_));
       return std::nullopt;
     }
     pending_.push_back(*e);
@@ -36,6 +44,7 @@ class CacheIterator final : public Iterator {
   std::vector<Element> pending_;
   size_t position_ = 0;
   bool done_ = false;
+  bool failed_ = false;
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // cache(): in memory. The first iteration that runs to the end stores every element; later
 // iterations replay the store without creating an input iterator at all (the stages before the
-// cache do no work). An iteration that stops early stores nothing, so a partial pass never leaves
-// an incomplete cache behind; the next iteration recomputes from the start.
+// cache do no work). An iteration that stops early (dropped, cancelled, or one whose input raised
+// an error) stores nothing, so a partial pass never leaves an incomplete cache behind; the next
+// iteration recomputes from the start.
 #pragma once
 
 #include <memory>

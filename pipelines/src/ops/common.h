@@ -44,7 +44,8 @@ Result capture(const std::string& stage, Pull&& pull) {
   return r;
 }
 
-// Calls `fn`, turning any exception that is not already a PipelineError into one naming `stage`.
+// Calls `fn`, turning any exception that is not already a PipelineError into one naming `stage`
+// (as capture() does: a foreign exception becomes "unknown exception").
 template <typename Fn>
 decltype(auto) with_stage(const std::string& stage, Fn&& fn) {
   try {
@@ -53,6 +54,8 @@ decltype(auto) with_stage(const std::string& stage, Fn&& fn) {
     throw;
   } catch (const std::exception& e) {
     throw PipelineError(stage, e.what());
+  } catch (...) {
+    throw PipelineError(stage, "unknown exception");
   }
 }
 

@@ -13,18 +13,22 @@ class GeneratorIterator final : public Iterator {
 
  protected:
   std::optional<Element> next_impl() override {
-    return with_stage(stage_name(), [&]() -> std::optional<Element> {
+    if (ended_) return std::nullopt;  // the end is sticky, whatever the pull function does next
+    auto e = with_stage(stage_name(), [&]() -> std::optional<Element> {
       if (!pull_) {
         pull_ = node_.fn.fn();
         if (!pull_) throw std::runtime_error("the generator factory returned an empty function");
       }
       return pull_();
     });
+    ended_ = !e.has_value();
+    return e;
   }
 
  private:
   const GeneratorNode& node_;
   std::function<std::optional<Element>()> pull_;
+  bool ended_ = false;
 };
 
 }  // namespace

@@ -26,7 +26,7 @@ struct IteratorContext {
 
 class Iterator {
  public:
-  virtual ~Iterator() = default;
+  virtual ~Iterator();
   Iterator(const Iterator&) = delete;
   Iterator& operator=(const Iterator&) = delete;
 
@@ -63,7 +63,7 @@ class Iterator {
 
    private:
     Iterator& it_;
-    int64_t start_ns_;
+    int64_t start_ticks_;
   };
 
   // Marks work this stage does on one of its own worker threads (a map call, ...), with its
@@ -77,11 +77,29 @@ class Iterator {
 
    private:
     Iterator& it_;
-    int64_t start_ns_;
+    int64_t start_ticks_;
     int64_t start_cpu_ns_;
   };
 
  private:
+  // Statistics of next() accumulated here by the one thread that calls it at a time, and added to
+  // the shared NodeStats every kStatsFlushEvery calls, after ~1 ms, and on destruction: the hot
+  // path does no atomic read-modify-write.
+  struct LocalStats {
+    int64_t elements = 0;
+    int64_t timed_calls = 0;
+    int64_t self_ticks = 0;
+    int64_t buffered_sum = 0;
+    int64_t sampled_wall_ticks = 0;
+    int64_t sampled_cpu_ns = 0;
+    int64_t calls = 0;
+    int64_t last_flush_ticks = 0;
+  };
+  void flush_stats();
+  std::optional<Element> next_untimed();
+  void count_element();
+
+  LocalStats local_;
   std::shared_ptr<Model> model_;
   Node* node_ = nullptr;
   std::string key_;

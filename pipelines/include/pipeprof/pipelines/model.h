@@ -49,10 +49,14 @@ class Knob {
 };
 
 // Counters of one stage, updated lock-free by the threads that run it. Times in nanoseconds.
+// next() is timed on a sample of calls (see iterator.cc): timed_self_ns covers timed_calls of the
+// calls; NodeSnapshot scales it to all of them.
 struct NodeStats {
-  std::atomic<int64_t> elements{0};      // elements produced by next()
-  std::atomic<int64_t> self_wall_ns{0};  // time inside next() minus inputs and blocking waits
-  std::atomic<int64_t> work_wall_ns{0};  // time of work done on worker threads (map calls, ...)
+  std::atomic<int64_t> elements{0};       // elements produced by next()
+  std::atomic<int64_t> calls{0};          // next() calls
+  std::atomic<int64_t> timed_calls{0};    // next() calls that were timed
+  std::atomic<int64_t> timed_self_ns{0};  // their time inside next() minus inputs and waits
+  std::atomic<int64_t> work_wall_ns{0};   // time of work done on worker threads (map calls, ...)
   std::atomic<int64_t> blocked_ns{0};    // time next() or workers spent blocked waiting
   std::atomic<int64_t> sampled_wall_ns{0};  // wall and CPU time of the sampled calls, used to
   std::atomic<int64_t> sampled_cpu_ns{0};   // estimate the CPU share without a syscall per call
@@ -69,7 +73,7 @@ struct NodeSnapshot {
   std::string name;  // display name, e.g. "map 'mapped_function'"
   std::string parent;  // key of the consuming stage ("" for the output stage)
   int64_t elements = 0;
-  int64_t self_wall_ns = 0;
+  int64_t self_wall_ns = 0;  // estimated: timed self time scaled to all calls
   int64_t work_wall_ns = 0;
   int64_t blocked_ns = 0;
   double wall_ns_per_element = 0;  // (self + work) per element

@@ -1,8 +1,11 @@
 // Tensor: a dtype, a shape and a shared, reference-counted buffer. Copies and views (slices along
 // the first dimension, reshapes) share the buffer: nothing is copied until someone writes to a
-// buffer that is shared (copy on write). Element: the ordered tuple of tensors a pipeline yields.
+// buffer that is shared (copy on write). Tensors of at most kInlineBytes (scalars, tiny vectors)
+// keep their values inline instead, so the hot path of scalar pipelines never allocates for them;
+// copying one copies its bytes. Element: the ordered tuple of tensors a pipeline yields.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +40,8 @@ std::string shape_string(const Shape& shape);  // "[4, 1000000, 3]"
 
 class Tensor {
  public:
+  static constexpr size_t kInlineBytes = 16;
+
   Tensor() = default;
 
   // A new zero-filled tensor that owns its buffer.
@@ -63,21 +68,21 @@ class Tensor {
     return from_vector(values, Shape{static_cast<int64_t>(values.size())});
   }
 
-  bool valid() const { return data_ != nullptr; }
+  bool valid() const { return data_ != nullptr || inline_; }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   int64_t num_elements() const { return num_elements_; }
   size_t nbytes() const { return static_cast<size_t>(num_elements_) * dtype_size(dtype_); }
 
-  const std::byte* data() const { return data_.get(); }
+  const std::byte* data() const { return inline_ ? inline_bytes_.data() : data_.get(); }
   // Write access; copies the buffer first when another tensor shares it.
   std::byte* mutable_data();
 
   template <typename T>
   std::span<const T> values() const {
     check_dtype(dtype_of<T>());
-    return {reinterpret_cast<const T*>(data_.get()), static_cast<size_t>(num_elements_)};
+    return {reinterpret_cast<const T*>(data()), static_cast<size_t>(num_elements_)};
   }
   template <typename T>
   std::span<T> mutable_values() {
@@ -111,6 +116,8 @@ class Tensor {
   Shape shape_;
   int64_t num_elements_ = 0;
   std::shared_ptr<std::byte> data_;  // points at this tensor's first byte (aliasing the buffer)
+  bool inline_ = false;              // the values live in inline_bytes_ instead
+  alignas(16) std::array<std::byte, kInlineBytes> inline_bytes_{};
 };
 
 // An ordered tuple of tensors: what one pull of a pipeline yields.

@@ -17,6 +17,19 @@ int64_t thread_cpu_ns() noexcept;
 // CPU time consumed by the whole process (all threads) in nanoseconds.
 int64_t process_cpu_ns() noexcept;
 
+// A cheap counter for durations on hot paths: the CPU's invariant time-stamp counter where it has
+// one (about 11 ns a read on a KVM guest, against 27 ns for clock_gettime), else now_ns(). Convert
+// differences with ticks_to_ns(); the rate is calibrated against CLOCK_MONOTONIC at start-up
+// (about 1 ms) and refined by recalibrate_ticks() over the process's lifetime.
+int64_t ticks() noexcept;
+double ns_per_tick() noexcept;
+inline int64_t ticks_to_ns(int64_t ticks) noexcept {
+  return static_cast<int64_t>(static_cast<double>(ticks) * ns_per_tick());
+}
+// Re-estimates the tick rate over the time since start-up (cheap; statistics readers call it).
+void recalibrate_ticks() noexcept;
+bool ticks_are_tsc() noexcept;
+
 inline constexpr int64_t kNsPerUs = 1'000;
 inline constexpr int64_t kNsPerMs = 1'000'000;
 inline constexpr int64_t kNsPerSec = 1'000'000'000;
