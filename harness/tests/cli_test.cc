@@ -1,9 +1,19 @@
 // Runs the real `pipeprof` binary: exit codes, messages and output as a user sees them.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
+#include <chrono>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fcntl.h>
+
 #include <fstream>
 #include <string>
 
@@ -98,6 +108,90 @@ TEST(Inspect, TruncatedJsonNamesByteOffset) {
 TEST(Inspect, UnknownOptionIsBadUsage) {
   CliResult r = run("inspect " + spec("batch.json") + " --bogus");
   EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST(List, ShowsTheCatalog) {
+  CliResult r = run("list");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("interleave_parallel_3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("map_vectorized"), std::string::npos) << r.out;
+}
+
+TEST(Run, UnknownExperimentIsBadInput) {
+  CliResult r = run("run no_such_thing");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no experiment \"no_such_thing\""), std::string::npos) << r.out;
+}
+
+TEST(Run, BadStepIsBadInput) {
+  CliResult r = run("run naive --step warp:3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("unknown step 'warp:3'"), std::string::npos) << r.out;
+}
+
+TEST(Run, CudaStepWithoutGpuExitsTwo) {
+  CliResult r = run("run naive --step cuda:10 --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cuda:10"), std::string::npos) << r.out;
+}
+
+TEST(Run, WritesJsonWithEveryRepetition) {
+  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_run.json";
+  std::filesystem::remove(path);
+  CliResult r = run("run map_vectorized --repetitions 3 --json " + path.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["id"], "map_vectorized");
+  EXPECT_EQ(j["repetitions"].size(), 3u);
+  EXPECT_TRUE(j["ideal_ms"].is_number());
+}
+
+TEST(Suite, QuickRunWritesResultsAndReport) {
+  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite";
+  std::filesystem::remove_all(dir);
+  CliResult r = run("suite --quick --only naive,map_scalar --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[ 1/2] naive"), std::string::npos) << r.out;  // progress
+  EXPECT_NE(r.out.find("sleep overshoot"), std::string::npos) << r.out;
+  std::ifstream in(dir / "results.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["schema_version"], 1);
+  ASSERT_EQ(j["experiments"].size(), 2u);
+  EXPECT_EQ(j["experiments"][0]["id"], "naive");
+  EXPECT_DOUBLE_EQ(j["experiments"][0]["ideal_ms"].get<double>(), 210.0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.md"));
+}
+
+TEST(Suite, CtrlCStopsCleanlyAndWritesWhatWasMeasured) {
+  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_interrupted";
+  std::filesystem::remove_all(dir);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    const std::string out = dir.string();
+    execl(PIPEPROF_BINARY, PIPEPROF_BINARY, "suite", "--repetitions", "3", "--out", out.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // naive takes ~0.63 s for three repetitions after the overshoot measurement (~0.6 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGINT);
+  int status = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << "stopping took too long";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  std::ifstream in(dir / "results.json");
+  ASSERT_TRUE(in.good()) << "results.json was not written";
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_TRUE(j["interrupted"].get<bool>());
+  EXPECT_GE(j["experiments"].size(), 1u);
+  EXPECT_LT(j["experiments"].size(), 11u);
 }
 
 }  // namespace

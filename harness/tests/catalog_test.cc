@@ -1,0 +1,72 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pipeprof/harness/experiment.h"
+#include "pipeprof/pipelines/errors.h"
+
+namespace pipeprof::harness {
+namespace {
+
+std::filesystem::path write_spec(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / "pipeprof_catalog_test";
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Catalog, HasEveryPartAExperimentInOrder) {
+  const auto catalog = load_catalog();
+  std::vector<std::string> ids;
+  for (const auto& x : catalog) ids.push_back(x.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"naive", "prefetch", "interleave_sequential", "interleave_parallel",
+                                           "interleave_sequential_3", "interleave_parallel_3", "map_sequential",
+                                           "map_parallel", "cache", "map_scalar", "map_vectorized"}));
+  for (const auto& x : catalog) {
+    EXPECT_FALSE(x.description.empty()) << x.id;
+    EXPECT_GE(x.epochs, 2) << x.id;
+  }
+  EXPECT_EQ(find_experiment("cache").epochs, 5);
+  EXPECT_EQ(find_experiment("map_scalar").step, "none");
+}
+
+TEST(Catalog, UnknownIdListsTheKnownOnes) {
+  try {
+    find_experiment("no_such_experiment");
+    FAIL();
+  } catch (const pipelines::SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("naive"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Catalog, ExperimentBlockIsValidated) {
+  auto bad_step = write_spec("bad_step.json", R"({"stages": [{"op": "range", "stop": 3}],
+      "experiment": {"step": "warp:3"}})");
+  EXPECT_THROW(load_experiment(bad_step), pipelines::SpecError);
+  auto bad_epochs = write_spec("bad_epochs.json", R"({"stages": [{"op": "range", "stop": 3}],
+      "experiment": {"epochs": 0}})");
+  try {
+    load_experiment(bad_epochs);
+    FAIL();
+  } catch (const pipelines::SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("experiment.epochs: expected a positive integer, got 0"), std::string::npos)
+        << e.what();
+  }
+  auto unknown = write_spec("unknown.json", R"({"stages": [{"op": "range", "stop": 3}],
+      "experiment": {"epoch": 2}})");
+  EXPECT_THROW(load_experiment(unknown), pipelines::SpecError);
+}
+
+TEST(Catalog, PlainSpecGetsDefaults) {
+  auto plain = write_spec("plain.json", R"({"stages": [{"op": "range", "stop": 3}]})");
+  const Experiment x = load_experiment(plain);
+  EXPECT_EQ(x.id, "plain");
+  EXPECT_EQ(x.step, "sleep:10");
+  EXPECT_EQ(x.epochs, 1);
+  EXPECT_FALSE(x.seed_ms.has_value());
+}
+
+}  // namespace
+}  // namespace pipeprof::harness
