@@ -42,10 +42,13 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   Repetition rep;
   std::vector<int64_t> waits;
   int64_t step_ns = 0;
+  // A fresh graph per repetition: state that lives in the graph (a cache's store, a shuffle's
+  // iteration count) must not carry over from one repetition to the next.
+  const pipelines::Dataset dataset = pipelines::parse_spec(x.spec.document, x.file.string()).dataset;
   const int64_t cpu0 = trace::process_cpu_ns();
   const int64_t t0 = trace::now_ns();
   for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
-    auto it = x.spec.dataset.iterate();
+    auto it = dataset.iterate();
     while (true) {
       if (stopped(options)) {
         rep.interrupted = true;

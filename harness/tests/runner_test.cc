@@ -52,6 +52,18 @@ TEST(Runner, KeepsEveryRepetitionAndComparesWithTheIdeal) {
   EXPECT_EQ(j["id"], "small");
 }
 
+TEST(Runner, EveryRepetitionStartsWithAColdCache) {
+  auto path = std::filesystem::temp_directory_path() / "pipeprof_runner_cache.json";
+  std::ofstream(path) << R"({"name": "cached", "stages": [
+      {"op": "artificial", "open_ms": 5, "read_ms": 5, "num_samples": 2}, {"op": "cache"}],
+      "experiment": {"step": "none", "epochs": 2}})";
+  const ExperimentResult r = run_experiment(load_experiment(path), {.repetitions = 3});
+  ASSERT_EQ(r.repetitions.size(), 3u);
+  // The first epoch of each repetition reads (15 ms); a warm cache would make it ~0.
+  for (const auto& rep : r.repetitions) EXPECT_GE(rep.wall_ms, 15.0);
+  EXPECT_DOUBLE_EQ(*r.ideal_ms, 15);
+}
+
 TEST(Runner, StopFlagEndsTheRunWithoutAMeasurement) {
   std::atomic<bool> stop{true};
   RunOptions options{.repetitions = 3, .stop = &stop};
