@@ -62,7 +62,10 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       step.run(*element);
       step_ns += trace::now_ns() - w1;
     }
-    stages = it->model().snapshot();
+    // Statistics are complete once the iterators have flushed them, i.e. after the tree is gone.
+    const auto model = it->shared_model();
+    it.reset();
+    stages = model->snapshot();
   }
   rep.wall_ms = ms(trace::now_ns() - t0);
   rep.cpu_ms = ms(trace::process_cpu_ns() - cpu0);

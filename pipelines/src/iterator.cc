@@ -24,7 +24,7 @@ struct ThreadTiming {
   uint32_t top_calls = 0;
   bool timed = false;
   bool sampling = false;
-  bool last_slow = false;
+  bool last_slow = true;  // so a thread's first call tree is timed
   int64_t child_ticks = 0;  // inclusive time of completed nested calls and waits, this frame
   int64_t child_cpu_ns = 0;
   int64_t tree_calls = 0;  // next() calls in the current top-level call tree
@@ -140,6 +140,7 @@ std::optional<Element> Iterator::next() {
     throw;
   }
   finish(result.has_value());
+  if (!result) flush_stats();  // the end of an epoch: statistics are complete, not batched
   return result;
 }
 
@@ -153,7 +154,7 @@ std::optional<Element> Iterator::next_untimed() {
   } guard{tt};
   std::optional<Element> result = next_impl();
   if (result) count_element();
-  if (local_.calls >= kStatsFlushEvery) flush_stats();
+  if (local_.calls >= kStatsFlushEvery || !result) flush_stats();
   return result;
 }
 

@@ -59,11 +59,13 @@ bool precise_sleep_until(int64_t deadline_ns) {
     now = trace::now_ns();
     note_lateness(now - wake_at);
   }
-  // Spin the last fraction; yield now and then so a busy core still runs other threads.
-  uint32_t spins = 0;
+  // Spin the last fraction. Never yield here: on a loaded machine sched_yield can hand the core to
+  // another process for a whole time slice (milliseconds), the very overshoot this avoids.
   while (now < deadline_ns) {
     if (cancel != nullptr && cancel->cancelled()) return false;
-    if ((++spins & 63) == 0) std::this_thread::yield();
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
     now = trace::now_ns();
   }
   return cancel == nullptr || !cancel->cancelled();

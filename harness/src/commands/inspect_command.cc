@@ -70,8 +70,10 @@ int inspect(const InspectOptions& options) {
     }
     std::cout.flush();
     if (options.stats) {
+      const auto model = it->shared_model();
+      it.reset();  // the iterators flush their statistics when they go
       std::cerr << fmt::format("# epoch {}: {} elements\n", epoch, index);
-      print_stats(it->model());
+      print_stats(*model);
     }
   }
   return kExitOk;

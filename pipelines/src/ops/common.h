@@ -86,20 +86,17 @@ void add_callable_json(nlohmann::json& out, std::string_view key, const C& calla
 // catches most hand-offs, and it is negligible next to any real wait.
 inline constexpr int64_t kHandoffSpinNs = 20 * trace::kNsPerUs;
 
-// Polls `ready` (which must only read atomics) for up to `max_ns`; true once it holds.
+// Polls `ready` (which must only read atomics) for up to `max_ns`; true once it holds. It never
+// yields: on a loaded machine sched_yield can cost a whole time slice.
 template <typename Ready>
 bool spin_until(Ready&& ready, int64_t max_ns = kHandoffSpinNs) {
   const int64_t until = trace::now_ns() + max_ns;
   for (uint32_t i = 1;; ++i) {
     if (ready()) return true;
-    if ((i & 15) == 0) {
-      if (trace::now_ns() >= until) return false;
-      std::this_thread::yield();
-    } else {
+    if ((i & 15) == 0 && trace::now_ns() >= until) return false;
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
-    }
   }
 }
 
