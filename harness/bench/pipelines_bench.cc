@@ -30,12 +30,14 @@ void run(benchmark::State& state, const Dataset& ds, int64_t elements_out) {
   }
   // Per input element (kElements), the unit the targets are stated in.
   state.counters["time_per_element"] = benchmark::Counter(
-      static_cast<double>(kElements), benchmark::Counter::kIsIterationInvariantRate |
-                                                 benchmark::Counter::kInvert);
+      static_cast<double>(kElements),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.SetItemsProcessed(state.iterations() * kElements);
 }
 
-void BM_Sequential_Range(benchmark::State& state) { run(state, range(kElements), kElements); }
+void BM_Sequential_Range(benchmark::State& state) {
+  run(state, range(kElements), kElements);
+}
 BENCHMARK(BM_Sequential_Range)->Unit(benchmark::kMillisecond);
 
 void BM_Sequential_RangeMap(benchmark::State& state) {
@@ -56,13 +58,23 @@ BENCHMARK(BM_Sequential_RangeBatchMap)->Unit(benchmark::kMillisecond);
 void BM_Handoff_Prefetch(benchmark::State& state) {
   run(state, range(kElements).prefetch(state.range(0)), kElements);
 }
-BENCHMARK(BM_Handoff_Prefetch)->Arg(1)->Arg(16)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Handoff_Prefetch)
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_Handoff_ParallelMap(benchmark::State& state) {
   run(state, range(kElements).map(make_function("identity"), {.parallelism = state.range(0)}),
       kElements);
 }
-BENCHMARK(BM_Handoff_ParallelMap)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Handoff_ParallelMap)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace pipeprof::pipelines

@@ -19,7 +19,9 @@ int run_cli(int argc, char** argv) {
   app.fallthrough(false);
 
   std::map<const CLI::App*, CommandRunner> runners;
-  auto add = [&](CommandRunner runner) { runners[app.get_subcommands({}).back()] = std::move(runner); };
+  auto add = [&](CommandRunner runner) {
+    runners[app.get_subcommands({}).back()] = std::move(runner);
+  };
   add(add_suite_command(app));
   add(add_list_command(app));
   add(add_run_command(app));

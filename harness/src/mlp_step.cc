@@ -1,10 +1,10 @@
 #include "mlp_step.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "pipeprof/trace/clock.h"
 
@@ -21,7 +21,8 @@ void matmul(const float* a, const float* b, float* out, int m, int k, int n) {
       const float av = a[static_cast<size_t>(i) * k + p];
       const float* brow = b + static_cast<size_t>(p) * n;
       float* orow = out + static_cast<size_t>(i) * n;
-      for (int j = 0; j < n; ++j) orow[j] += av * brow[j];
+      for (int j = 0; j < n; ++j)
+        orow[j] += av * brow[j];
     }
   }
 }
@@ -34,7 +35,8 @@ void matmul_at_b(const float* a, const float* b, float* out, int m, int k, int n
       const float av = a[static_cast<size_t>(i) * k + p];
       const float* brow = b + static_cast<size_t>(i) * n;
       float* orow = out + static_cast<size_t>(p) * n;
-      for (int j = 0; j < n; ++j) orow[j] += av * brow[j];
+      for (int j = 0; j < n; ++j)
+        orow[j] += av * brow[j];
     }
   }
 }
@@ -46,7 +48,8 @@ void matmul_a_bt(const float* a, const float* b, float* out, int m, int n, int k
       float s = 0;
       const float* arow = a + static_cast<size_t>(i) * n;
       const float* brow = b + static_cast<size_t>(p) * n;
-      for (int j = 0; j < n; ++j) s += arow[j] * brow[j];
+      for (int j = 0; j < n; ++j)
+        s += arow[j] * brow[j];
       out[static_cast<size_t>(i) * k + p] = s;
     }
   }
@@ -60,9 +63,11 @@ MlpStep::MlpStep(double target_ms, int batch, int inputs, int classes)
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.0F, 1.0F);
   x_.resize(static_cast<size_t>(batch_) * inputs_);
-  for (auto& v : x_) v = normal(rng);
+  for (auto& v : x_)
+    v = normal(rng);
   labels_.resize(static_cast<size_t>(batch_));
-  for (int i = 0; i < batch_; ++i) labels_[static_cast<size_t>(i)] = static_cast<int>(rng() % classes_);
+  for (int i = 0; i < batch_; ++i)
+    labels_[static_cast<size_t>(i)] = static_cast<int>(rng() % classes_);
 
   // Calibration: the step's cost is linear in the hidden width; measure and rescale until one step
   // lands within 10% of the target (three rounds at most), using the median of a few steps.
@@ -91,9 +96,11 @@ void MlpStep::resize(int hidden) {
   const float s1 = 1.0F / std::sqrt(static_cast<float>(inputs_));
   const float s2 = 1.0F / std::sqrt(static_cast<float>(hidden_));
   w1_.resize(static_cast<size_t>(inputs_) * hidden_);
-  for (auto& v : w1_) v = normal(rng) * s1;
+  for (auto& v : w1_)
+    v = normal(rng) * s1;
   w2_.resize(static_cast<size_t>(hidden_) * classes_);
-  for (auto& v : w2_) v = normal(rng) * s2;
+  for (auto& v : w2_)
+    v = normal(rng) * s2;
   h_.assign(static_cast<size_t>(batch_) * hidden_, 0);
   grad_h_.assign(h_.size(), 0);
   grad_w1_.assign(w1_.size(), 0);
@@ -102,12 +109,15 @@ void MlpStep::resize(int hidden) {
   grad_logits_.assign(logits_.size(), 0);
 }
 
-std::string MlpStep::name() const { return fmt::format("cpu:{}", target_ms_); }
+std::string MlpStep::name() const {
+  return fmt::format("cpu:{}", target_ms_);
+}
 
 double MlpStep::train_step() {
   // Forward.
   matmul(x_.data(), w1_.data(), h_.data(), batch_, inputs_, hidden_);
-  for (auto& v : h_) v = std::max(v, 0.0F);
+  for (auto& v : h_)
+    v = std::max(v, 0.0F);
   matmul(h_.data(), w2_.data(), logits_.data(), batch_, hidden_, classes_);
   // Softmax cross-entropy and its gradient.
   double loss = 0;
@@ -116,7 +126,8 @@ double MlpStep::train_step() {
     float* grow = grad_logits_.data() + static_cast<size_t>(i) * classes_;
     const float mx = *std::max_element(row, row + classes_);
     double sum = 0;
-    for (int j = 0; j < classes_; ++j) sum += std::exp(static_cast<double>(row[j] - mx));
+    for (int j = 0; j < classes_; ++j)
+      sum += std::exp(static_cast<double>(row[j] - mx));
     const int label = labels_[static_cast<size_t>(i)];
     for (int j = 0; j < classes_; ++j) {
       const double p = std::exp(static_cast<double>(row[j] - mx)) / sum;
@@ -132,11 +143,15 @@ double MlpStep::train_step() {
   }
   matmul_at_b(x_.data(), grad_h_.data(), grad_w1_.data(), batch_, inputs_, hidden_);
   // SGD.
-  for (size_t i = 0; i < w1_.size(); ++i) w1_[i] -= kLearningRate * grad_w1_[i];
-  for (size_t i = 0; i < w2_.size(); ++i) w2_[i] -= kLearningRate * grad_w2_[i];
+  for (size_t i = 0; i < w1_.size(); ++i)
+    w1_[i] -= kLearningRate * grad_w1_[i];
+  for (size_t i = 0; i < w2_.size(); ++i)
+    w2_[i] -= kLearningRate * grad_w2_[i];
   return loss;
 }
 
-void MlpStep::run(const pipelines::Element& /*batch*/) { loss_ = train_step(); }
+void MlpStep::run(const pipelines::Element& /*batch*/) {
+  loss_ = train_step();
+}
 
 }  // namespace pipeprof::harness

@@ -13,7 +13,9 @@
 namespace pipeprof::harness {
 namespace {
 
-double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+double ms(int64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
 
 // The q-quantile of sorted values (nearest rank).
 int64_t quantile(const std::vector<int64_t>& sorted, double q) {
@@ -35,7 +37,9 @@ int64_t peak_rss_kb() {
   return usage.ru_maxrss;
 }
 
-bool stopped(const RunOptions& o) { return o.stop != nullptr && o.stop->load(std::memory_order_relaxed); }
+bool stopped(const RunOptions& o) {
+  return o.stop != nullptr && o.stop->load(std::memory_order_relaxed);
+}
 
 Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOptions& options,
                     std::vector<pipelines::NodeSnapshot>& stages) {
@@ -44,7 +48,8 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   int64_t step_ns = 0;
   // A fresh graph per repetition: state that lives in the graph (a cache's store, a shuffle's
   // iteration count) must not carry over from one repetition to the next.
-  const pipelines::Dataset dataset = pipelines::parse_spec(x.spec.document, x.file.string()).dataset;
+  const pipelines::Dataset dataset =
+      pipelines::parse_spec(x.spec.document, x.file.string()).dataset;
   const int64_t cpu0 = trace::process_cpu_ns();
   const int64_t t0 = trace::now_ns();
   for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
@@ -83,7 +88,8 @@ WaitStats wait_stats(std::vector<int64_t> waits_ns) {
   if (waits_ns.empty()) return w;
   std::sort(waits_ns.begin(), waits_ns.end());
   double sum = 0;
-  for (int64_t v : waits_ns) sum += static_cast<double>(v);
+  for (int64_t v : waits_ns)
+    sum += static_cast<double>(v);
   w.mean_ms = sum / static_cast<double>(waits_ns.size()) / 1e6;
   w.p50_ms = ms(quantile(waits_ns, 0.50));
   w.p99_ms = ms(quantile(waits_ns, 0.99));
@@ -136,7 +142,8 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   const SimResult bound = simulate(r.spec, sim);
   if (ideal.supported) {
     r.ideal_ms = ideal.total_ms;
-    if (!r.repetitions.empty() && ideal.total_ms > 0) r.efficiency = ideal.total_ms / r.median_wall_ms;
+    if (!r.repetitions.empty() && ideal.total_ms > 0)
+      r.efficiency = ideal.total_ms / r.median_wall_ms;
   } else {
     r.simulation_note = ideal.reason;
   }
@@ -145,9 +152,12 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
 }
 
 nlohmann::json to_json(const ExperimentResult& r) {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  auto opt = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
   auto waits = [](const WaitStats& w) {
-    return nlohmann::json{{"mean_ms", w.mean_ms}, {"p50_ms", w.p50_ms}, {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
+    return nlohmann::json{
+        {"mean_ms", w.mean_ms}, {"p50_ms", w.p50_ms}, {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
   };
   nlohmann::json reps = nlohmann::json::array();
   for (const auto& rep : r.repetitions) {
@@ -161,7 +171,8 @@ nlohmann::json to_json(const ExperimentResult& r) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : r.stages) {
     nlohmann::json knobs = nlohmann::json::object();
-    for (const auto& [k, v] : s.knobs) knobs[k] = v;
+    for (const auto& [k, v] : s.knobs)
+      knobs[k] = v;
     stages.push_back({{"key", s.key},
                       {"name", s.name},
                       {"elements", s.elements},
@@ -193,7 +204,8 @@ nlohmann::json to_json(const ExperimentResult& r) {
   for (const auto& s : r.stages) {
     if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {
       out["source_elements"] = s.elements * r.epochs;
-      out["ns_per_source_element"] = r.median_wall_ms * 1e6 / static_cast<double>(s.elements * r.epochs);
+      out["ns_per_source_element"] =
+          r.median_wall_ms * 1e6 / static_cast<double>(s.elements * r.epochs);
     }
   }
   return out;

@@ -1,5 +1,7 @@
 #include "pipeprof/harness/simulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -8,8 +10,6 @@
 #include <optional>
 #include <stdexcept>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "pipeprof/pipelines/dataset.h"
 
@@ -53,7 +53,9 @@ struct Ctx {
 };
 
 double value_or_throw(const Elem& e, const char* who) {
-  if (!e.value) throw Unsupported(fmt::format("{} depends on element values the simulator does not track", who));
+  if (!e.value)
+    throw Unsupported(
+        fmt::format("{} depends on element values the simulator does not track", who));
   return *e.value;
 }
 
@@ -113,7 +115,8 @@ class AheadPuller {
   Pull take(Time t) {
     if (!start_) start_ = t;
     const size_t k = takes_.size();
-    while (!ended_ && done_.size() <= k) pull_one();
+    while (!ended_ && done_.size() <= k)
+      pull_one();
     if (k < done_.size()) {
       const Time at = std::max(t, done_[k]);
       takes_.push_back(at);
@@ -170,7 +173,8 @@ MapFn map_fn(const nlohmann::json& stage) {
 
 class SeqMapIterator final : public SimIterator {
  public:
-  SeqMapIterator(std::unique_ptr<SimIterator> input, MapFn fn) : input_(std::move(input)), fn_(std::move(fn)) {}
+  SeqMapIterator(std::unique_ptr<SimIterator> input, MapFn fn)
+      : input_(std::move(input)), fn_(std::move(fn)) {}
   Pull next(Time t) override {
     Pull p = input_->next(t);
     if (!p.elem) return p;
@@ -191,7 +195,8 @@ class ParallelMapIterator final : public SimIterator {
   Pull next(Time t) override {
     if (!start_) start_ = t;
     const size_t k = takes_.size();
-    while (!ended_ && pulled_.size() <= k) pull_one();
+    while (!ended_ && pulled_.size() <= k)
+      pull_one();
     if (k < pulled_.size()) {
       const Time at = std::max(t, finished_[k]);
       takes_.push_back(at);
@@ -289,15 +294,18 @@ nlohmann::json substitute(const nlohmann::json& j, double value) {
   if (j.is_string()) {
     const std::string s = j.get<std::string>();
     if (s == "$element" || s == "$element[0]") {
-      if (value == static_cast<double>(static_cast<int64_t>(value))) return static_cast<int64_t>(value);
+      if (value == static_cast<double>(static_cast<int64_t>(value)))
+        return static_cast<int64_t>(value);
       return value;
     }
-    if (s.rfind("$element[", 0) == 0) throw Unsupported("interleave reads a component other than 0");
+    if (s.rfind("$element[", 0) == 0)
+      throw Unsupported("interleave reads a component other than 0");
     return j;
   }
   if (j.is_array() || j.is_object()) {
     nlohmann::json out = j;
-    for (auto& [k, v] : out.items()) v = substitute(v, value);
+    for (auto& [k, v] : out.items())
+      v = substitute(v, value);
     return out;
   }
   return j;
@@ -305,7 +313,8 @@ nlohmann::json substitute(const nlohmann::json& j, double value) {
 
 class InterleaveNode final : public SimNode {
  public:
-  InterleaveNode(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) : input_(std::move(input)), ctx_(ctx) {
+  InterleaveNode(NodePtr input, const nlohmann::json& stage, const Ctx& ctx)
+      : input_(std::move(input)), ctx_(ctx) {
     nested_ = stage.at("pipeline");
     cycle_ = tunable(stage, "cycle_length", pipelines::kAutotune);
     if (cycle_ == pipelines::kAutotune) cycle_ = ctx.autotune_parallelism;
@@ -315,8 +324,9 @@ class InterleaveNode final : public SimNode {
     if (parallel_ && !stage.value("deterministic", true)) {
       throw Unsupported("non-deterministic parallel interleave");
     }
-    const double workers = p == pipelines::kAutotune ? (ctx.options.bound ? kUnbounded : static_cast<double>(cycle_))
-                                                     : static_cast<double>(p);
+    const double workers = p == pipelines::kAutotune
+                               ? (ctx.options.bound ? kUnbounded : static_cast<double>(cycle_))
+                               : static_cast<double>(p);
     if (parallel_ && workers < static_cast<double>(cycle_)) {
       throw Unsupported("parallel interleave with fewer workers than cycle_length");
     }
@@ -343,7 +353,8 @@ class InterleaveIterator final : public SimIterator {
   Pull next(Time t) override {
     if (node_.parallel_ && !started_) {
       started_ = true;
-      for (size_t i = 0; i < slots_.size() && !input_done_; ++i) t = open(i, t);
+      for (size_t i = 0; i < slots_.size() && !input_done_; ++i)
+        t = open(i, t);
     }
     while (!input_done_ || open_ > 0) {
       Slot& slot = slots_[cycle_];
@@ -384,8 +395,8 @@ class InterleaveIterator final : public SimIterator {
     Slot& s = slots_[i];
     s.open = true;
     if (node_.parallel_) {
-      s.ahead = std::make_unique<AheadPuller>(std::move(inner),
-                                              static_cast<double>(std::max<int64_t>(2, node_.block_)), x.at);
+      s.ahead = std::make_unique<AheadPuller>(
+          std::move(inner), static_cast<double>(std::max<int64_t>(2, node_.block_)), x.at);
     } else {
       s.it = std::move(inner);
     }
@@ -408,13 +419,16 @@ class InterleaveIterator final : public SimIterator {
   bool started_ = false;
 };
 
-std::unique_ptr<SimIterator> InterleaveNode::iterate() { return std::make_unique<InterleaveIterator>(*this); }
+std::unique_ptr<SimIterator> InterleaveNode::iterate() {
+  return std::make_unique<InterleaveIterator>(*this);
+}
 
 // --- building ------------------------------------------------------------------------------------
 
 std::vector<Elem> range_values(int64_t start, int64_t stop, int64_t step) {
   std::vector<Elem> out;
-  for (int64_t v = start; step > 0 ? v < stop : v > stop; v += step) out.push_back({static_cast<double>(v)});
+  for (int64_t v = start; step > 0 ? v < stop : v > stop; v += step)
+    out.push_back({static_cast<double>(v)});
   return out;
 }
 
@@ -422,7 +436,8 @@ NodePtr build_source(const nlohmann::json& stage, const Ctx& ctx) {
   const std::string op = stage.at("op").get<std::string>();
   if (op == "range") {
     return std::make_shared<ListNode>(
-        range_values(stage.value("start", int64_t{0}), stage.at("stop").get<int64_t>(), stage.value("step", int64_t{1})),
+        range_values(stage.value("start", int64_t{0}), stage.at("stop").get<int64_t>(),
+                     stage.value("step", int64_t{1})),
         0, 0);
   }
   if (op == "artificial") {
@@ -431,7 +446,8 @@ NodePtr build_source(const nlohmann::json& stage, const Ctx& ctx) {
   }
   if (op == "from_vector") {
     std::vector<Elem> v;
-    for (const auto& x : stage.at("values")) v.push_back({x.get<double>()});
+    for (const auto& x : stage.at("values"))
+      v.push_back({x.get<double>()});
     return std::make_shared<ListNode>(std::move(v), 0, 0);
   }
   if (op == "from_tensors") {
@@ -446,16 +462,19 @@ NodePtr build_source(const nlohmann::json& stage, const Ctx& ctx) {
     if (fn == "counter") return std::make_shared<ListNode>(range_values(0, count, 1), 0, 0);
     if (fn == "random_tensors") {
       // The fill's CPU time is not a known latency.
-      throw Unsupported("generator 'random_tensors' fills tensors with CPU work of unknown duration");
+      throw Unsupported(
+          "generator 'random_tensors' fills tensors with CPU work of unknown duration");
     }
     throw Unsupported(fmt::format("generator '{}'", fn));
   }
   if (op == "zip") {
     std::vector<NodePtr> inputs;
-    for (const auto& p : stage.at("inputs")) inputs.push_back(build_chain(p, ctx));
+    for (const auto& p : stage.at("inputs"))
+      inputs.push_back(build_chain(p, ctx));
     return std::make_shared<FnNode>([inputs] {
       auto its = std::make_shared<std::vector<std::unique_ptr<SimIterator>>>();
-      for (const auto& n : inputs) its->push_back(n->iterate());
+      for (const auto& n : inputs)
+        its->push_back(n->iterate());
       return std::make_unique<LambdaIterator>([its](Time t) -> Pull {
         for (auto& it : *its) {
           Pull p = it->next(t);
@@ -470,7 +489,8 @@ NodePtr build_source(const nlohmann::json& stage, const Ctx& ctx) {
 }
 
 // A pass-through stage that decides per element: returns the pulls to deliver.
-NodePtr counting_stage(NodePtr input, std::function<std::function<Pull(SimIterator&, Time)>()> make) {
+NodePtr counting_stage(NodePtr input,
+                       std::function<std::function<Pull(SimIterator&, Time)>()> make) {
   return std::make_shared<FnNode>([input, make] {
     auto it = std::shared_ptr<SimIterator>(input->iterate());
     auto step = make();
@@ -485,22 +505,27 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
     MapFn fn = map_fn(stage);
     const int64_t p = tunable(stage, "parallelism", 0);
     if (p == 0) {
-      return std::make_shared<FnNode>([input, fn] { return std::make_unique<SeqMapIterator>(input->iterate(), fn); });
+      return std::make_shared<FnNode>(
+          [input, fn] { return std::make_unique<SeqMapIterator>(input->iterate(), fn); });
     }
     if (!stage.value("deterministic", true)) throw Unsupported("non-deterministic parallel map");
-    const double workers = p == pipelines::kAutotune
-                               ? (bound ? kUnbounded : static_cast<double>(ctx.autotune_parallelism))
-                               : static_cast<double>(p);
-    return std::make_shared<FnNode>(
-        [input, fn, workers] { return std::make_unique<ParallelMapIterator>(input->iterate(), fn, workers); });
+    const double workers =
+        p == pipelines::kAutotune
+            ? (bound ? kUnbounded : static_cast<double>(ctx.autotune_parallelism))
+            : static_cast<double>(p);
+    return std::make_shared<FnNode>([input, fn, workers] {
+      return std::make_unique<ParallelMapIterator>(input->iterate(), fn, workers);
+    });
   }
   if (op == "prefetch") {
     const int64_t b = tunable(stage, "buffer_size", pipelines::kAutotune);
-    const double capacity = b == pipelines::kAutotune
-                                ? (bound ? kUnbounded : static_cast<double>(pipelines::kDefaultAutotuneBuffer))
-                                : static_cast<double>(b);
-    return std::make_shared<FnNode>(
-        [input, capacity] { return std::make_unique<PrefetchIterator>(input->iterate(), capacity); });
+    const double capacity =
+        b == pipelines::kAutotune
+            ? (bound ? kUnbounded : static_cast<double>(pipelines::kDefaultAutotuneBuffer))
+            : static_cast<double>(b);
+    return std::make_shared<FnNode>([input, capacity] {
+      return std::make_unique<PrefetchIterator>(input->iterate(), capacity);
+    });
   }
   if (op == "interleave") return std::make_shared<InterleaveNode>(input, stage, ctx);
   if (op == "cache") return std::make_shared<CacheNode>(input);
@@ -513,8 +538,10 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
         while (!ended && n < size) {
           Pull p = in.next(t);
           t = p.at;
-          if (!p.elem) ended = true;
-          else ++n;
+          if (!p.elem)
+            ended = true;
+          else
+            ++n;
         }
         if (n == 0 || (ended && drop && n < size)) return {std::nullopt, t};
         return {Elem{}, t};
@@ -544,11 +571,16 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
     const std::string pred = stage.at("predicate").get<std::string>();
     const auto args = stage.value("args", nlohmann::json::object());
     std::function<bool(double)> keep;
-    if (pred == "less_than") keep = [v = args.at("value").get<double>()](double x) { return x < v; };
-    else if (pred == "greater_than") keep = [v = args.at("value").get<double>()](double x) { return x > v; };
-    else if (pred == "equal") keep = [v = args.at("value").get<double>()](double x) { return x == v; };
-    else if (pred == "not_equal") keep = [v = args.at("value").get<double>()](double x) { return x != v; };
-    else throw Unsupported(fmt::format("predicate '{}'", pred));
+    if (pred == "less_than")
+      keep = [v = args.at("value").get<double>()](double x) { return x < v; };
+    else if (pred == "greater_than")
+      keep = [v = args.at("value").get<double>()](double x) { return x > v; };
+    else if (pred == "equal")
+      keep = [v = args.at("value").get<double>()](double x) { return x == v; };
+    else if (pred == "not_equal")
+      keep = [v = args.at("value").get<double>()](double x) { return x != v; };
+    else
+      throw Unsupported(fmt::format("predicate '{}'", pred));
     return counting_stage(input, [keep] {
       return [keep](SimIterator& in, Time t) -> Pull {
         while (true) {
@@ -582,14 +614,17 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
     // takes one more element. Values are no longer tracked (they are permuted).
     const int64_t buffer = stage.at("buffer_size").get<int64_t>();
     return counting_stage(input, [buffer] {
-      return [buffer, held = int64_t{0}, filled = false, ended = false](SimIterator& in, Time t) mutable -> Pull {
+      return [buffer, held = int64_t{0}, filled = false, ended = false](SimIterator& in,
+                                                                        Time t) mutable -> Pull {
         if (!filled) {
           filled = true;
           while (!ended && held < buffer) {
             Pull p = in.next(t);
             t = p.at;
-            if (p.elem) ++held;
-            else ended = true;
+            if (p.elem)
+              ++held;
+            else
+              ended = true;
           }
         }
         if (held == 0) return {std::nullopt, t};
@@ -597,8 +632,10 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
         if (!ended) {
           Pull p = in.next(t);
           t = p.at;
-          if (p.elem) ++held;
-          else ended = true;
+          if (p.elem)
+            ++held;
+          else
+            ended = true;
         }
         return {Elem{}, t};
       };
@@ -610,7 +647,8 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
 NodePtr build_chain(const nlohmann::json& pipeline, const Ctx& ctx) {
   const auto& stages = pipeline.at("stages");
   NodePtr node = build_source(stages.at(0), ctx);
-  for (size_t i = 1; i < stages.size(); ++i) node = apply_stage(node, stages[i], ctx);
+  for (size_t i = 1; i < stages.size(); ++i)
+    node = apply_stage(node, stages[i], ctx);
   return node;
 }
 
@@ -618,8 +656,9 @@ NodePtr build_chain(const nlohmann::json& pipeline, const Ctx& ctx) {
 
 SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
   SimResult result;
-  const Ctx ctx{options, options.autotune_parallelism > 0 ? options.autotune_parallelism
-                                                          : pipelines::default_autotune_parallelism()};
+  const Ctx ctx{options, options.autotune_parallelism > 0
+                             ? options.autotune_parallelism
+                             : pipelines::default_autotune_parallelism()};
   try {
     NodePtr root = build_chain(pipeline, ctx);
     Time t = 0;

@@ -1,10 +1,10 @@
 #include "pipeprof/harness/step.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "mlp_step.h"
 #include "pipeprof/pipelines/sleep.h"
@@ -65,14 +65,18 @@ ParsedStep parse_step(const std::string& name) {
 
 }  // namespace
 
-double Step::last_loss() const { return std::numeric_limits<double>::quiet_NaN(); }
+double Step::last_loss() const {
+  return std::numeric_limits<double>::quiet_NaN();
+}
 
 bool cuda_step_available(std::string* why_not) {
   if (why_not != nullptr) *why_not = "pipeprof was built without CUDA";
   return false;
 }
 
-void check_step_name(const std::string& name) { (void)parse_step(name); }
+void check_step_name(const std::string& name) {
+  (void)parse_step(name);
+}
 
 StepChoice make_step(const std::string& name, const std::string& experiment_default) {
   const ParsedStep parsed = parse_step(name);
@@ -87,7 +91,8 @@ StepChoice make_step(const std::string& name, const std::string& experiment_defa
   if (parsed.kind == "sleep") return {std::make_unique<SleepStep>(parsed.ms), ""};
   if (parsed.kind == "cpu") return {std::make_unique<MlpStep>(parsed.ms), ""};
   std::string why;
-  if (!cuda_step_available(&why)) throw StepError(fmt::format("step '{}': unavailable: {}", name, why));
+  if (!cuda_step_available(&why))
+    throw StepError(fmt::format("step '{}': unavailable: {}", name, why));
   throw StepError(fmt::format("step '{}': unavailable", name));
 }
 

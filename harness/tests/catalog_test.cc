@@ -20,10 +20,12 @@ std::filesystem::path write_spec(const std::string& name, const std::string& tex
 TEST(Catalog, HasEveryPartAExperimentInOrder) {
   const auto catalog = load_catalog();
   std::vector<std::string> ids;
-  for (const auto& x : catalog) ids.push_back(x.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"naive", "prefetch", "interleave_sequential", "interleave_parallel",
-                                           "interleave_sequential_3", "interleave_parallel_3", "map_sequential",
-                                           "map_parallel", "cache", "map_scalar", "map_vectorized"}));
+  for (const auto& x : catalog)
+    ids.push_back(x.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{
+                     "naive", "prefetch", "interleave_sequential", "interleave_parallel",
+                     "interleave_sequential_3", "interleave_parallel_3", "map_sequential",
+                     "map_parallel", "cache", "map_scalar", "map_vectorized"}));
   for (const auto& x : catalog) {
     EXPECT_FALSE(x.description.empty()) << x.id;
     EXPECT_GE(x.epochs, 2) << x.id;
@@ -51,7 +53,8 @@ TEST(Catalog, ExperimentBlockIsValidated) {
     load_experiment(bad_epochs);
     FAIL();
   } catch (const pipelines::SpecError& e) {
-    EXPECT_NE(std::string(e.what()).find("experiment.epochs: expected a positive integer, got 0"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("experiment.epochs: expected a positive integer, got 0"),
+              std::string::npos)
         << e.what();
   }
   auto unknown = write_spec("unknown.json", R"({"stages": [{"op": "range", "stop": 3}],

@@ -1,21 +1,18 @@
 // Runs the real `pipeprof` binary: exit codes, messages and output as a user sees them.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <chrono>
-#include <thread>
-
-#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <fcntl.h>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -30,12 +27,15 @@ CliResult run(const std::string& args) {
   EXPECT_NE(pipe, nullptr);
   std::string out;
   std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
+    out.append(buf.data(), n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-std::string spec(const std::string& name) { return std::string(PIPEPROF_SPEC_DIR) + "/" + name; }
+std::string spec(const std::string& name) {
+  return std::string(PIPEPROF_SPEC_DIR) + "/" + name;
+}
 
 std::filesystem::path write_temp(const std::string& name, const std::string& text) {
   auto path = std::filesystem::temp_directory_path() / ("pipeprof_cli_test_" + name);
@@ -63,7 +63,9 @@ TEST(Cli, VersionPrintsVersion) {
 TEST(Inspect, InterleaveCycleAndBlockLengthsMatchTfData) {
   CliResult r = run("inspect " + spec("interleave_cycle2_block4.json"));
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out, "1\n1\n1\n1\n2\n2\n2\n2\n1\n1\n2\n2\n3\n3\n3\n3\n4\n4\n4\n4\n3\n3\n4\n4\n5\n5\n5\n5\n5\n5\n");
+  EXPECT_EQ(
+      r.out,
+      "1\n1\n1\n1\n2\n2\n2\n2\n1\n1\n2\n2\n3\n3\n3\n3\n4\n4\n4\n4\n3\n3\n4\n4\n5\n5\n5\n5\n5\n5\n");
 }
 
 TEST(Inspect, EpochsAndLimit) {
@@ -86,9 +88,10 @@ TEST(Inspect, InvalidParallelismNamesFilePathAndValue) {
       {"op": "map", "fn": "increment", "parallelism": -3}]})");
   CliResult r = run("inspect " + path.string());
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.out.find(path.string() +
-                       ": stages[2].parallelism: expected a positive integer or \"autotune\", got -3"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(path.string() +
+                 ": stages[2].parallelism: expected a positive integer or \"autotune\", got -3"),
+      std::string::npos)
       << r.out;
 }
 
@@ -183,7 +186,8 @@ TEST(Suite, CtrlCStopsCleanlyAndWritesWhatWasMeasured) {
   int status = 0;
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << "stopping took too long";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5))
+      << "stopping took too long";
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
   std::ifstream in(dir / "results.json");

@@ -19,7 +19,8 @@ Experiment small_experiment() {
 
 TEST(WaitStats, QuantilesOfKnownValues) {
   std::vector<int64_t> waits;
-  for (int i = 1; i <= 100; ++i) waits.push_back(i * 1'000'000LL);
+  for (int i = 1; i <= 100; ++i)
+    waits.push_back(i * 1'000'000LL);
   const WaitStats w = wait_stats(waits);
   EXPECT_DOUBLE_EQ(w.mean_ms, 50.5);
   EXPECT_DOUBLE_EQ(w.p50_ms, 50);
@@ -60,7 +61,8 @@ TEST(Runner, EveryRepetitionStartsWithAColdCache) {
   const ExperimentResult r = run_experiment(load_experiment(path), {.repetitions = 3});
   ASSERT_EQ(r.repetitions.size(), 3u);
   // The first epoch of each repetition reads (15 ms); a warm cache would make it ~0.
-  for (const auto& rep : r.repetitions) EXPECT_GE(rep.wall_ms, 15.0);
+  for (const auto& rep : r.repetitions)
+    EXPECT_GE(rep.wall_ms, 15.0);
   EXPECT_DOUBLE_EQ(*r.ideal_ms, 15);
 }
 

@@ -41,9 +41,10 @@ INSTANTIATE_TEST_SUITE_P(
     ExperimentsMd, DocumentedIdeal,
     ::testing::Values(Expected{"naive", 210}, Expected{"prefetch", 170},
                       Expected{"interleave_sequential", 170}, Expected{"interleave_parallel", 110},
-                      Expected{"interleave_sequential_3", 420}, Expected{"interleave_parallel_3", 210},
-                      Expected{"map_sequential", 390}, Expected{"map_parallel", 230},
-                      Expected{"cache", 315}, Expected{"map_scalar", 0}, Expected{"map_vectorized", 0}),
+                      Expected{"interleave_sequential_3", 420},
+                      Expected{"interleave_parallel_3", 210}, Expected{"map_sequential", 390},
+                      Expected{"map_parallel", 230}, Expected{"cache", 315},
+                      Expected{"map_scalar", 0}, Expected{"map_vectorized", 0}),
     [](const auto& param_info) { return std::string(param_info.param.id); });
 
 TEST(Simulator, IdealUsesTheKnobsStartingValues) {
@@ -59,21 +60,24 @@ TEST(Simulator, IdealUsesTheKnobsStartingValues) {
 }
 
 TEST(Simulator, PrefetchBufferBoundsHowFarTheProducerRuns) {
-  const nlohmann::json p = {{"stages",
-                             {{{"op", "artificial"}, {"open_ms", 0}, {"read_ms", 10}, {"num_samples", 4}},
-                              {{"op", "prefetch"}, {"buffer_size", 1}}}}};
+  const nlohmann::json p = {
+      {"stages",
+       {{{"op", "artificial"}, {"open_ms", 0}, {"read_ms", 10}, {"num_samples", 4}},
+        {{"op", "prefetch"}, {"buffer_size", 1}}}}};
   // Reads take 10, steps 30: with one slot the producer stays at most one element ahead.
   // Element k is read in [10k', ...] and the consumer is the bottleneck: 10 + 4 x 30.
   EXPECT_DOUBLE_EQ(simulate(p, {.step_ms = 30, .epochs = 1}).total_ms, 130);
   // Reads slower than steps: the reads are the bottleneck, 4 x 40 + 5.
-  const nlohmann::json slow = {{"stages",
-                                {{{"op", "artificial"}, {"open_ms", 0}, {"read_ms", 40}, {"num_samples", 4}},
-                                 {{"op", "prefetch"}, {"buffer_size", 1}}}}};
+  const nlohmann::json slow = {
+      {"stages",
+       {{{"op", "artificial"}, {"open_ms", 0}, {"read_ms", 40}, {"num_samples", 4}},
+        {{"op", "prefetch"}, {"buffer_size", 1}}}}};
   EXPECT_DOUBLE_EQ(simulate(slow, {.step_ms = 5, .epochs = 1}).total_ms, 165);
 }
 
 TEST(Simulator, ElementsAndEpochsAreCounted) {
-  const nlohmann::json p = {{"stages", {{{"op", "range"}, {"stop", 10}}, {{"op", "batch"}, {"batch_size", 4}}}}};
+  const nlohmann::json p = {
+      {"stages", {{{"op", "range"}, {"stop", 10}}, {{"op", "batch"}, {"batch_size", 4}}}}};
   const SimResult r = simulate(p, {.step_ms = 1, .epochs = 3});
   ASSERT_TRUE(r.supported);
   EXPECT_EQ(r.elements, 9);  // 3 batches per epoch
@@ -91,7 +95,9 @@ TEST(Simulator, UnknownLatenciesAreUnsupportedNotGuessed) {
   const nlohmann::json few_workers = {
       {"stages",
        {{{"op", "range"}, {"stop", 4}},
-        {{"op", "interleave"}, {"cycle_length", 4}, {"parallelism", 2},
+        {{"op", "interleave"},
+         {"cycle_length", 4},
+         {"parallelism", 2},
          {"pipeline", {{"stages", {{{"op", "artificial"}, {"num_samples", 1}}}}}}}}}};
   const SimResult fw = simulate(few_workers, {.step_ms = 1, .epochs = 1});
   EXPECT_FALSE(fw.supported);
@@ -99,12 +105,13 @@ TEST(Simulator, UnknownLatenciesAreUnsupportedNotGuessed) {
 }
 
 TEST(Simulator, FilterTakeSkipShardFollowValues) {
-  const nlohmann::json p = {{"stages",
-                             {{{"op", "range"}, {"stop", 20}},
-                              {{"op", "filter"}, {"predicate", "less_than"}, {"args", {{"value", 10}}}},
-                              {{"op", "shard"}, {"num_shards", 3}, {"index", 1}},
-                              {{"op", "skip"}, {"count", 1}},
-                              {{"op", "take"}, {"count", 5}}}}};
+  const nlohmann::json p = {
+      {"stages",
+       {{{"op", "range"}, {"stop", 20}},
+        {{"op", "filter"}, {"predicate", "less_than"}, {"args", {{"value", 10}}}},
+        {{"op", "shard"}, {"num_shards", 3}, {"index", 1}},
+        {{"op", "skip"}, {"count", 1}},
+        {{"op", "take"}, {"count", 5}}}}};
   // range(20) -> 0..9 -> 1,4,7 -> 4,7
   EXPECT_EQ(simulate(p, {.step_ms = 1, .epochs = 1}).elements, 2);
 }

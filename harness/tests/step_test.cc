@@ -26,7 +26,8 @@ TEST(Step, NoneDoesNothing) {
 }
 
 TEST(Step, MalformedNamesAreErrors) {
-  for (const char* bad : {"sleep", "sleep:", "sleep:abc", "sleep:-1", "warp:10", "cpu:0", "", "sleep:1x"}) {
+  for (const char* bad :
+       {"sleep", "sleep:", "sleep:abc", "sleep:-1", "warp:10", "cpu:0", "", "sleep:1x"}) {
     EXPECT_THROW(make_step(bad), StepError) << bad;
     EXPECT_THROW(check_step_name(bad), StepError) << bad;
   }
@@ -57,12 +58,14 @@ TEST(MlpStep, CalibratesNearTheTargetAndLearns) {
   // Loss falls over 50 steps on the fixed batch.
   step.run({});
   const double first = step.last_loss();
-  for (int i = 0; i < 50; ++i) step.run({});
+  for (int i = 0; i < 50; ++i)
+    step.run({});
   EXPECT_TRUE(std::isfinite(first));
   EXPECT_LT(step.last_loss(), first * 0.8) << "first " << first << " last " << step.last_loss();
   // Calibration lands in the right order of magnitude even on a noisy machine.
   const int64_t t0 = trace::now_ns();
-  for (int i = 0; i < 10; ++i) step.run({});
+  for (int i = 0; i < 10; ++i)
+    step.run({});
   const double ms = static_cast<double>(trace::now_ns() - t0) / 1e6 / 10;
   EXPECT_GT(ms, 0.5);
   EXPECT_LT(ms, 8.0);

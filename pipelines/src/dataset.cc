@@ -34,7 +34,9 @@ int64_t default_autotune_parallelism() {
 }
 
 DatasetNode::DatasetNode(Dataset input)
-    : inputs_{std::move(input)}, source_(false), chain_index_(inputs_[0].node().chain_index() + 1) {}
+    : inputs_{std::move(input)},
+      source_(false),
+      chain_index_(inputs_[0].node().chain_index() + 1) {}
 
 DatasetNode::DatasetNode(std::vector<Dataset> inputs) : inputs_(std::move(inputs)) {}
 
@@ -50,7 +52,8 @@ nlohmann::json Dataset::to_json() const {
     if (n->is_source()) break;
   }
   nlohmann::json stages = nlohmann::json::array();
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) stages.push_back((*it)->to_json());
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    stages.push_back((*it)->to_json());
   return {{"stages", std::move(stages)}};
 }
 

@@ -14,7 +14,9 @@ namespace {
 
 using spec_detail::Fields;
 
-int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs)); }
+int64_t ms_to_ns(double ms) {
+  return static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs));
+}
 
 template <typename C>
 C registered(std::string name, const nlohmann::json& args, decltype(C::fn) fn) {
@@ -29,12 +31,28 @@ C registered(std::string name, const nlohmann::json& args, decltype(C::fn) fn) {
 // Adds one to every value of a numeric tensor, in place when the buffer is not shared.
 void increment_tensor(Tensor& t) {
   switch (t.dtype()) {
-    case DType::kInt64: for (auto& v : t.mutable_values<int64_t>()) ++v; break;
-    case DType::kInt32: for (auto& v : t.mutable_values<int32_t>()) ++v; break;
-    case DType::kUInt8: for (auto& v : t.mutable_values<uint8_t>()) ++v; break;
-    case DType::kFloat32: for (auto& v : t.mutable_values<float>()) v += 1.0F; break;
-    case DType::kFloat64: for (auto& v : t.mutable_values<double>()) v += 1.0; break;
-    case DType::kBool: throw std::invalid_argument("increment: cannot increment a bool tensor");
+    case DType::kInt64:
+      for (auto& v : t.mutable_values<int64_t>())
+        ++v;
+      break;
+    case DType::kInt32:
+      for (auto& v : t.mutable_values<int32_t>())
+        ++v;
+      break;
+    case DType::kUInt8:
+      for (auto& v : t.mutable_values<uint8_t>())
+        ++v;
+      break;
+    case DType::kFloat32:
+      for (auto& v : t.mutable_values<float>())
+        v += 1.0F;
+      break;
+    case DType::kFloat64:
+      for (auto& v : t.mutable_values<double>())
+        v += 1.0;
+      break;
+    case DType::kBool:
+      throw std::invalid_argument("increment: cannot increment a bool tensor");
   }
 }
 
@@ -73,7 +91,8 @@ const std::map<std::string, FunctionMaker>& functions() {
        [](const Fields& f, const nlohmann::json& args) {
          f.only({});
          return registered<Function>("increment", args, [](Element e) {
-           for (Tensor& t : e) increment_tensor(t);
+           for (Tensor& t : e)
+             increment_tensor(t);
            return e;
          });
        }},
@@ -109,7 +128,8 @@ const std::map<std::string, FunctionMaker>& functions() {
 }
 
 template <typename Compare>
-Predicate compare_predicate(const char* name, const Fields& f, const nlohmann::json& args, Compare cmp) {
+Predicate compare_predicate(const char* name, const Fields& f, const nlohmann::json& args,
+                            Compare cmp) {
   f.only({"value"});
   const double value = f.number("value");
   return registered<Predicate>(name, args, [value, cmp](const Element& e) {
@@ -120,16 +140,20 @@ Predicate compare_predicate(const char* name, const Fields& f, const nlohmann::j
 
 const std::map<std::string, PredicateMaker>& predicates() {
   static const std::map<std::string, PredicateMaker> kPredicates{
-      {"less_than", [](const Fields& f, const nlohmann::json& a) {
+      {"less_than",
+       [](const Fields& f, const nlohmann::json& a) {
          return compare_predicate("less_than", f, a, [](double x, double v) { return x < v; });
        }},
-      {"greater_than", [](const Fields& f, const nlohmann::json& a) {
+      {"greater_than",
+       [](const Fields& f, const nlohmann::json& a) {
          return compare_predicate("greater_than", f, a, [](double x, double v) { return x > v; });
        }},
-      {"equal", [](const Fields& f, const nlohmann::json& a) {
+      {"equal",
+       [](const Fields& f, const nlohmann::json& a) {
          return compare_predicate("equal", f, a, [](double x, double v) { return x == v; });
        }},
-      {"not_equal", [](const Fields& f, const nlohmann::json& a) {
+      {"not_equal",
+       [](const Fields& f, const nlohmann::json& a) {
          return compare_predicate("not_equal", f, a, [](double x, double v) { return x != v; });
        }},
       {"modulo_equals",
@@ -137,11 +161,12 @@ const std::map<std::string, PredicateMaker>& predicates() {
          f.only({"modulus", "remainder"});
          const int64_t modulus = f.integer("modulus", std::nullopt, 1);
          const int64_t remainder = f.integer("remainder", 0, 0, modulus - 1);
-         return registered<Predicate>("modulo_equals", args, [modulus, remainder](const Element& e) {
-           if (e.empty()) throw std::invalid_argument("the element has no components");
-           const int64_t r = e[0].as_int64() % modulus;
-           return (r < 0 ? r + modulus : r) == remainder;
-         });
+         return registered<Predicate>(
+             "modulo_equals", args, [modulus, remainder](const Element& e) {
+               if (e.empty()) throw std::invalid_argument("the element has no components");
+               const int64_t r = e[0].as_int64() % modulus;
+               return (r < 0 ? r + modulus : r) == remainder;
+             });
        }},
   };
   return kPredicates;
@@ -182,12 +207,13 @@ const std::map<std::string, GeneratorMaker>& generators() {
 }
 
 template <typename Map>
-auto make(const Map& registry, const char* kind, const std::string& name, const nlohmann::json& args,
-          const std::string& where) {
+auto make(const Map& registry, const char* kind, const std::string& name,
+          const nlohmann::json& args, const std::string& where) {
   auto it = registry.find(name);
   if (it == registry.end()) {
     std::vector<std::string> known;
-    for (const auto& [k, v] : registry) known.push_back(k);
+    for (const auto& [k, v] : registry)
+      known.push_back(k);
     throw SpecError(fmt::format("{}: unknown {} \"{}\" (known: {})", where, kind, name,
                                 fmt::join(known, ", ")));
   }
@@ -198,16 +224,19 @@ auto make(const Map& registry, const char* kind, const std::string& name, const 
 template <typename Map>
 std::vector<std::string> names(const Map& registry) {
   std::vector<std::string> out;
-  for (const auto& [k, v] : registry) out.push_back(k);
+  for (const auto& [k, v] : registry)
+    out.push_back(k);
   return out;
 }
 
 }  // namespace
 
-Function make_function(const std::string& name, const nlohmann::json& args, const std::string& where) {
+Function make_function(const std::string& name, const nlohmann::json& args,
+                       const std::string& where) {
   return make(functions(), "function", name, args, where);
 }
-Predicate make_predicate(const std::string& name, const nlohmann::json& args, const std::string& where) {
+Predicate make_predicate(const std::string& name, const nlohmann::json& args,
+                         const std::string& where) {
   return make(predicates(), "predicate", name, args, where);
 }
 GeneratorFn make_generator(const std::string& name, const nlohmann::json& args,
@@ -215,9 +244,15 @@ GeneratorFn make_generator(const std::string& name, const nlohmann::json& args,
   return make(generators(), "generator", name, args, where);
 }
 
-std::vector<std::string> function_names() { return names(functions()); }
-std::vector<std::string> predicate_names() { return names(predicates()); }
-std::vector<std::string> generator_names() { return names(generators()); }
+std::vector<std::string> function_names() {
+  return names(functions());
+}
+std::vector<std::string> predicate_names() {
+  return names(predicates());
+}
+std::vector<std::string> generator_names() {
+  return names(generators());
+}
 
 void fill_random(std::span<float> out, uint64_t seed) {
   // fmix32 of (counter ^ key): a counter-based generator, so every lane is independent and the

@@ -24,7 +24,7 @@ struct ThreadTiming {
   uint32_t top_calls = 0;
   bool timed = false;
   bool sampling = false;
-  bool last_slow = true;  // so a thread's first call tree is timed
+  bool last_slow = true;    // so a thread's first call tree is timed
   int64_t child_ticks = 0;  // inclusive time of completed nested calls and waits, this frame
   int64_t child_cpu_ns = 0;
   int64_t tree_calls = 0;  // next() calls in the current top-level call tree
@@ -69,9 +69,11 @@ void Iterator::flush_stats() {
     s.timed_calls.fetch_add(local_.timed_calls, std::memory_order_relaxed);
     s.timed_self_ns.fetch_add(trace::ticks_to_ns(local_.self_ticks), std::memory_order_relaxed);
   }
-  if (local_.buffered_sum != 0) s.buffered_sum.fetch_add(local_.buffered_sum, std::memory_order_relaxed);
+  if (local_.buffered_sum != 0)
+    s.buffered_sum.fetch_add(local_.buffered_sum, std::memory_order_relaxed);
   if (local_.sampled_wall_ticks != 0) {
-    s.sampled_wall_ns.fetch_add(trace::ticks_to_ns(local_.sampled_wall_ticks), std::memory_order_relaxed);
+    s.sampled_wall_ns.fetch_add(trace::ticks_to_ns(local_.sampled_wall_ticks),
+                                std::memory_order_relaxed);
     s.sampled_cpu_ns.fetch_add(local_.sampled_cpu_ns, std::memory_order_relaxed);
   }
   const int64_t last = trace::ticks();
@@ -127,7 +129,8 @@ std::optional<Element> Iterator::next() {
       const int64_t per_call = trace::ticks_to_ns(wall) / tt.tree_calls;
       tt.last_slow = per_call > kSlowCallNs + (sampling ? 2 * kCpuReadNs : 0);
     }
-    if (local_.calls >= kStatsFlushEvery || trace::ticks_to_ns(tick1 - local_.last_flush_ticks) > kStatsFlushNs) {
+    if (local_.calls >= kStatsFlushEvery ||
+        trace::ticks_to_ns(tick1 - local_.last_flush_ticks) > kStatsFlushNs) {
       flush_stats();
     }
   };
@@ -174,10 +177,13 @@ Iterator::BlockedScope::~BlockedScope() {
   }
 }
 
-Iterator::WorkScope::WorkScope(Iterator& it) : it_(it), start_ticks_(trace::ticks()), start_cpu_ns_(-1) {
+Iterator::WorkScope::WorkScope(Iterator& it)
+    : it_(it), start_ticks_(trace::ticks()), start_cpu_ns_(-1) {
   ThreadTiming& tt = tls_timing;
-  if ((++tt.work_calls % kCpuSampleEvery) == 0 || tt.last_work_slow) start_cpu_ns_ = trace::thread_cpu_ns();
-  if (it_.node_ != nullptr) it_.node_->stats().active_workers.fetch_add(1, std::memory_order_relaxed);
+  if ((++tt.work_calls % kCpuSampleEvery) == 0 || tt.last_work_slow)
+    start_cpu_ns_ = trace::thread_cpu_ns();
+  if (it_.node_ != nullptr)
+    it_.node_->stats().active_workers.fetch_add(1, std::memory_order_relaxed);
 }
 
 Iterator::WorkScope::~WorkScope() {
@@ -193,6 +199,8 @@ Iterator::WorkScope::~WorkScope() {
   s.active_workers.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void prepare_worker_thread() { set_minimal_timer_slack(); }
+void prepare_worker_thread() {
+  set_minimal_timer_slack();
+}
 
 }  // namespace pipeprof::pipelines

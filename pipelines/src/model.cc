@@ -7,7 +7,10 @@
 namespace pipeprof::pipelines {
 
 Knob::Knob(std::string name, int64_t min, int64_t max, int64_t initial)
-    : name_(std::move(name)), min_(min), max_(std::max(min, max)), value_(std::clamp(initial, min_, max_)) {}
+    : name_(std::move(name)),
+      min_(min),
+      max_(std::max(min, max)),
+      value_(std::clamp(initial, min_, max_)) {}
 
 int64_t Knob::set(int64_t value) {
   const int64_t v = std::clamp(value, min_, max_);
@@ -45,7 +48,8 @@ Knob& Node::knob(const std::string& name, int64_t min, int64_t max, int64_t init
 std::vector<Knob*> Node::knobs() const {
   std::lock_guard<std::mutex> lock(knobs_mu_);
   std::vector<Knob*> out;
-  for (const auto& k : knobs_) out.push_back(k.get());
+  for (const auto& k : knobs_)
+    out.push_back(k.get());
   return out;
 }
 
@@ -58,23 +62,28 @@ NodeSnapshot Node::snapshot() const {
   s.elements = stats_.elements.load();
   const int64_t calls = stats_.calls.load();
   const int64_t timed = stats_.timed_calls.load();
-  s.self_wall_ns = timed > 0 ? static_cast<int64_t>(static_cast<double>(stats_.timed_self_ns.load()) *
-                                                    static_cast<double>(calls) / static_cast<double>(timed))
-                             : 0;
+  s.self_wall_ns =
+      timed > 0 ? static_cast<int64_t>(static_cast<double>(stats_.timed_self_ns.load()) *
+                                       static_cast<double>(calls) / static_cast<double>(timed))
+                : 0;
   s.work_wall_ns = stats_.work_wall_ns.load();
   s.blocked_ns = stats_.blocked_ns.load();
   const double wall = static_cast<double>(s.self_wall_ns + s.work_wall_ns);
   const auto sampled_wall = stats_.sampled_wall_ns.load();
   const auto sampled_cpu = stats_.sampled_cpu_ns.load();
-  s.cpu_share = sampled_wall > 0 ? std::clamp(static_cast<double>(sampled_cpu) / sampled_wall, 0.0, 1.0) : 0.0;
+  s.cpu_share = sampled_wall > 0
+                    ? std::clamp(static_cast<double>(sampled_cpu) / sampled_wall, 0.0, 1.0)
+                    : 0.0;
   if (s.elements > 0) {
     s.wall_ns_per_element = wall / static_cast<double>(s.elements);
     s.cpu_ns_per_element = s.wall_ns_per_element * s.cpu_share;
-    s.mean_buffered = static_cast<double>(stats_.buffered_sum.load()) / static_cast<double>(s.elements);
+    s.mean_buffered =
+        static_cast<double>(stats_.buffered_sum.load()) / static_cast<double>(s.elements);
   }
   s.buffered = stats_.buffered.load();
   s.buffer_capacity = stats_.buffer_capacity.load();
-  for (const Knob* k : knobs()) s.knobs.emplace_back(k->name(), k->value());
+  for (const Knob* k : knobs())
+    s.knobs.emplace_back(k->name(), k->value());
   return s;
 }
 
@@ -88,7 +97,8 @@ void Cancellation::cancel() {
 
 bool Cancellation::wait_until(int64_t deadline_ns) {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline_ns));
+  const auto deadline =
+      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline_ns));
   cv_.wait_until(lock, deadline, [&] { return cancelled(); });
   return !cancelled();
 }
@@ -106,14 +116,16 @@ Node& Model::node(const std::string& key, const std::string& op, const std::stri
 std::vector<Node*> Model::nodes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Node*> out;
-  for (const auto& n : nodes_) out.push_back(n.get());
+  for (const auto& n : nodes_)
+    out.push_back(n.get());
   return out;
 }
 
 std::vector<Knob*> Model::knobs() const {
   std::vector<Knob*> out;
   for (Node* n : nodes()) {
-    for (Knob* k : n->knobs()) out.push_back(k);
+    for (Knob* k : n->knobs())
+      out.push_back(k);
   }
   return out;
 }
@@ -121,7 +133,8 @@ std::vector<Knob*> Model::knobs() const {
 std::vector<NodeSnapshot> Model::snapshot() const {
   trace::recalibrate_ticks();
   std::vector<NodeSnapshot> out;
-  for (Node* n : nodes()) out.push_back(n->snapshot());
+  for (Node* n : nodes())
+    out.push_back(n->snapshot());
   return out;
 }
 

@@ -79,9 +79,13 @@ CancellationScope::CancellationScope(Cancellation* cancellation) : previous_(tls
   tls_cancellation = cancellation;
 }
 
-CancellationScope::~CancellationScope() { tls_cancellation = previous_; }
+CancellationScope::~CancellationScope() {
+  tls_cancellation = previous_;
+}
 
-Cancellation* current_cancellation() { return tls_cancellation; }
+Cancellation* current_cancellation() {
+  return tls_cancellation;
+}
 
 void busy_for(int64_t duration_ns) {
   Cancellation* cancel = tls_cancellation;
@@ -91,7 +95,8 @@ void busy_for(int64_t duration_ns) {
   // Counts this thread's CPU time, so preemption does not shorten the work; the wall clock bound
   // (100x) only guards against a thread that is never scheduled.
   while (trace::thread_cpu_ns() - start < duration_ns) {
-    for (int i = 0; i < 256; ++i) sink = sink + static_cast<uint64_t>(i);
+    for (int i = 0; i < 256; ++i)
+      sink = sink + static_cast<uint64_t>(i);
     if (cancel != nullptr && cancel->cancelled()) return;
     if (trace::now_ns() - wall_start > 100 * duration_ns + trace::kNsPerSec) return;
   }

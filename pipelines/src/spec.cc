@@ -1,9 +1,9 @@
 #include "pipeprof/pipelines/spec.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/functions.h"
@@ -22,7 +22,8 @@ struct Context {
 
 Dataset parse_chain(const nlohmann::json& pipeline, const Context& ctx, const std::string& path);
 
-DatasetFn nested_pipeline_fn(const nlohmann::json& pipeline, const Context& ctx, const std::string& path) {
+DatasetFn nested_pipeline_fn(const nlohmann::json& pipeline, const Context& ctx,
+                             const std::string& path) {
   // Validate now, with placeholders for "$element", so a bad nested spec fails at load time.
   parse_chain(pipeline, Context{ctx.source, ElementScope{true, nullptr}}, path);
   DatasetFn fn;
@@ -35,7 +36,9 @@ DatasetFn nested_pipeline_fn(const nlohmann::json& pipeline, const Context& ctx,
   return fn;
 }
 
-std::string optional_name(const Fields& f) { return f.string("name", std::string()); }
+std::string optional_name(const Fields& f) {
+  return f.string("name", std::string());
+}
 
 Dataset parse_source(const nlohmann::json& stage, const Context& ctx, const std::string& path) {
   const Fields f(stage, ctx.source + ": " + path, ctx.scope);
@@ -55,7 +58,8 @@ Dataset parse_source(const nlohmann::json& stage, const Context& ctx, const std:
       for (size_t i = 0; i < list.size(); ++i) {
         const Fields c(list[i], f.path(fmt::format("components[{}]", i)), ctx.scope);
         c.only({"value", "dtype"});
-        for (Tensor& t : c.element("value", "dtype")) element.push_back(std::move(t));
+        for (Tensor& t : c.element("value", "dtype"))
+          element.push_back(std::move(t));
       }
     } else {
       element = f.element("value", "dtype");
@@ -91,7 +95,8 @@ Dataset parse_source(const nlohmann::json& stage, const Context& ctx, const std:
   if (op == "zip") {
     f.only({"op", "inputs"});
     const auto& inputs = f.raw("inputs");
-    if (!inputs.is_array() || inputs.empty()) f.fail("inputs", "a non-empty list of pipelines", inputs);
+    if (!inputs.is_array() || inputs.empty())
+      f.fail("inputs", "a non-empty list of pipelines", inputs);
     std::vector<Dataset> datasets;
     for (size_t i = 0; i < inputs.size(); ++i) {
       datasets.push_back(parse_chain(inputs[i], ctx, fmt::format("{}.inputs[{}]", path, i)));
@@ -116,14 +121,16 @@ Dataset apply_stage(const Dataset& input, const nlohmann::json& stage, const Con
                       .name = optional_name(f)});
   }
   if (op == "interleave") {
-    f.only({"op", "pipeline", "cycle_length", "block_length", "parallelism", "deterministic", "name"});
+    f.only(
+        {"op", "pipeline", "cycle_length", "block_length", "parallelism", "deterministic", "name"});
     const int64_t cycle_length = f.tunable("cycle_length", -1);
     InterleaveOptions options{.cycle_length = cycle_length,
                               .block_length = f.integer("block_length", 1, 1),
                               .parallelism = f.tunable("parallelism", 0),
                               .deterministic = f.boolean("deterministic", true),
                               .name = optional_name(f)};
-    return input.interleave(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"), options);
+    return input.interleave(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"),
+                            options);
   }
   if (op == "prefetch") {
     f.only({"op", "buffer_size"});
@@ -131,7 +138,8 @@ Dataset apply_stage(const Dataset& input, const nlohmann::json& stage, const Con
   }
   if (op == "batch") {
     f.only({"op", "batch_size", "drop_remainder"});
-    return input.batch(f.integer("batch_size", std::nullopt, 1), f.boolean("drop_remainder", false));
+    return input.batch(f.integer("batch_size", std::nullopt, 1),
+                       f.boolean("drop_remainder", false));
   }
   if (op == "cache") {
     f.only({"op"});
@@ -219,7 +227,8 @@ Spec load_spec(const std::filesystem::path& file) {
   return parse_spec(document, source);
 }
 
-nlohmann::json to_spec(const Dataset& dataset, const std::string& name, const std::string& description) {
+nlohmann::json to_spec(const Dataset& dataset, const std::string& name,
+                       const std::string& description) {
   nlohmann::json doc = dataset.to_json();
   if (!name.empty()) doc["name"] = name;
   if (!description.empty()) doc["description"] = description;

@@ -1,9 +1,9 @@
 #include "spec_fields.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <regex>
-
-#include <fmt/format.h>
 
 #include "pipeprof/pipelines/errors.h"
 
@@ -33,7 +33,8 @@ Fields::Fields(const nlohmann::json& object, std::string where, ElementScope sco
   }
 }
 
-void Fields::fail(const std::string& key, const std::string& expected, const nlohmann::json& got) const {
+void Fields::fail(const std::string& key, const std::string& expected,
+                  const nlohmann::json& got) const {
   throw SpecError(fmt::format("{}: expected {}, got {}", path(key), expected, describe(got)));
 }
 
@@ -51,14 +52,14 @@ std::optional<double> Fields::reference(const std::string& key, double placehold
   const std::string s = v.get<std::string>();
   if (!std::regex_match(s, m, kRef)) return std::nullopt;
   if (!scope_.allowed) {
-    throw SpecError(fmt::format("{}: \"{}\" is only available inside an interleave's pipeline",
-                                path(key), s));
+    throw SpecError(
+        fmt::format("{}: \"{}\" is only available inside an interleave's pipeline", path(key), s));
   }
   if (scope_.outer == nullptr) return placeholder;
   const size_t k = m[1].matched ? std::stoul(m[1].str()) : 0;
   if (k >= scope_.outer->size()) {
-    throw SpecError(fmt::format("{}: \"{}\" refers to component {}, but the element has {}", path(key),
-                                s, k, scope_.outer->size()));
+    throw SpecError(fmt::format("{}: \"{}\" refers to component {}, but the element has {}",
+                                path(key), s, k, scope_.outer->size()));
   }
   try {
     return (*scope_.outer)[k].as_double();
@@ -69,11 +70,11 @@ std::optional<double> Fields::reference(const std::string& key, double placehold
 
 int64_t Fields::integer(const std::string& key, std::optional<int64_t> fallback, int64_t min,
                         int64_t max) const {
-  const std::string expected =
-      min == 0 ? "a non-negative integer"
-      : min == 1 ? "a positive integer"
-      : min == std::numeric_limits<int64_t>::min() ? "an integer"
-                                                   : fmt::format("an integer >= {}", min);
+  const std::string expected = min == 0   ? "a non-negative integer"
+                               : min == 1 ? "a positive integer"
+                               : min == std::numeric_limits<int64_t>::min()
+                                   ? "an integer"
+                                   : fmt::format("an integer >= {}", min);
   auto it = object_.find(key);
   if (it == object_.end()) {
     if (fallback) return *fallback;
@@ -134,7 +135,8 @@ std::string Fields::string(const std::string& key, std::optional<std::string> fa
   return it->get<std::string>();
 }
 
-int64_t Fields::tunable(const std::string& key, std::optional<int64_t> fallback, int64_t min) const {
+int64_t Fields::tunable(const std::string& key, std::optional<int64_t> fallback,
+                        int64_t min) const {
   auto it = object_.find(key);
   if (it == object_.end()) {
     if (fallback) return *fallback;
@@ -142,7 +144,8 @@ int64_t Fields::tunable(const std::string& key, std::optional<int64_t> fallback,
   }
   if (it->is_string() && it->get<std::string>() == "autotune") return -1;  // kAutotune
   if (it->is_number_integer() && it->get<int64_t>() >= min) return it->get<int64_t>();
-  if (it->is_string() && reference(key, static_cast<double>(min))) return integer(key, std::nullopt, min);
+  if (it->is_string() && reference(key, static_cast<double>(min)))
+    return integer(key, std::nullopt, min);
   fail(key, positive_or_autotune(min), *it);
 }
 
@@ -176,7 +179,8 @@ std::vector<Shape> Fields::shapes() const {
   const auto& list = raw("shapes");
   if (!list.is_array() || list.empty()) fail("shapes", "a non-empty list of shapes", list);
   std::vector<Shape> out;
-  for (size_t i = 0; i < list.size(); ++i) out.push_back(read_shape(list[i], fmt::format("shapes[{}]", i)));
+  for (size_t i = 0; i < list.size(); ++i)
+    out.push_back(read_shape(list[i], fmt::format("shapes[{}]", i)));
   return out;
 }
 
@@ -217,7 +221,8 @@ Element Fields::element(const std::string& key, const std::string& dtype_key) co
 void Fields::only(std::initializer_list<const char*> known) const {
   for (const auto& [key, value] : object_.items()) {
     bool ok = false;
-    for (const char* k : known) ok = ok || key == k;
+    for (const char* k : known)
+      ok = ok || key == k;
     if (!ok) {
       throw SpecError(fmt::format("{}: unknown key \"{}\" (expected one of: {})", where_, key,
                                   fmt::join(known, ", ")));

@@ -5,10 +5,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeprof/pipelines/tensor.h"
 
@@ -17,8 +16,8 @@ namespace pipeprof::pipelines::spec_detail {
 // What "$element" refers to while a nested pipeline is parsed: the outer element, or (when the
 // spec is only being validated) nothing, in which case references resolve to a valid placeholder.
 struct ElementScope {
-  bool allowed = false;             // inside interleave's pipeline
-  const Element* outer = nullptr;   // nullptr while validating
+  bool allowed = false;            // inside interleave's pipeline
+  const Element* outer = nullptr;  // nullptr while validating
 };
 
 class Fields {
@@ -36,7 +35,8 @@ class Fields {
   double number(const std::string& key, std::optional<double> fallback = std::nullopt,
                 double min = -std::numeric_limits<double>::infinity()) const;
   bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
-  std::string string(const std::string& key, std::optional<std::string> fallback = std::nullopt) const;
+  std::string string(const std::string& key,
+                     std::optional<std::string> fallback = std::nullopt) const;
   // A positive integer (or >= min) or "autotune" (kAutotune).
   int64_t tunable(const std::string& key, std::optional<int64_t> fallback, int64_t min = 1) const;
   // An object (or the empty object when absent and optional).

@@ -1,12 +1,12 @@
 #include "pipeprof/pipelines/tensor.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace pipeprof::pipelines {
 namespace {
@@ -28,12 +28,18 @@ std::shared_ptr<std::byte> allocate(size_t nbytes) {
 template <typename Fn>
 decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kBool: return fn(bool{});
-    case DType::kUInt8: return fn(uint8_t{});
-    case DType::kInt32: return fn(int32_t{});
-    case DType::kInt64: return fn(int64_t{});
-    case DType::kFloat32: return fn(float{});
-    case DType::kFloat64: return fn(double{});
+    case DType::kBool:
+      return fn(bool{});
+    case DType::kUInt8:
+      return fn(uint8_t{});
+    case DType::kInt32:
+      return fn(int32_t{});
+    case DType::kInt64:
+      return fn(int64_t{});
+    case DType::kFloat32:
+      return fn(float{});
+    case DType::kFloat64:
+      return fn(double{});
   }
   throw std::logic_error("unknown dtype");
 }
@@ -46,7 +52,8 @@ nlohmann::json values_to_json(const Tensor& t, size_t dim, size_t& offset) {
     });
   }
   nlohmann::json arr = nlohmann::json::array();
-  for (int64_t i = 0; i < t.shape()[dim]; ++i) arr.push_back(values_to_json(t, dim + 1, offset));
+  for (int64_t i = 0; i < t.shape()[dim]; ++i)
+    arr.push_back(values_to_json(t, dim + 1, offset));
   return arr;
 }
 
@@ -57,26 +64,31 @@ void infer_shape(const nlohmann::json& v, size_t dim, Shape& shape, bool& has_fr
   if (v.is_array()) {
     const auto n = static_cast<int64_t>(v.size());
     if (dim == shape.size()) {
-      if (leaf_seen) throw std::invalid_argument("ragged nested array: a list where a number was expected");
+      if (leaf_seen)
+        throw std::invalid_argument("ragged nested array: a list where a number was expected");
       shape.push_back(n);
     } else if (shape[dim] != n) {
-      throw std::invalid_argument(
-          fmt::format("ragged nested array: dimension {} has lengths {} and {}", dim, shape[dim], n));
+      throw std::invalid_argument(fmt::format(
+          "ragged nested array: dimension {} has lengths {} and {}", dim, shape[dim], n));
     }
-    for (const auto& x : v) infer_shape(x, dim + 1, shape, has_fraction, leaf_seen);
+    for (const auto& x : v)
+      infer_shape(x, dim + 1, shape, has_fraction, leaf_seen);
     return;
   }
-  if (dim != shape.size()) throw std::invalid_argument("ragged nested array: a number where a list was expected");
+  if (dim != shape.size())
+    throw std::invalid_argument("ragged nested array: a number where a list was expected");
   leaf_seen = true;
   if (v.is_number_float()) has_fraction = true;
   if (!v.is_number() && !v.is_boolean()) {
-    throw std::invalid_argument(fmt::format("expected a number, bool or nested array, got {}", v.dump()));
+    throw std::invalid_argument(
+        fmt::format("expected a number, bool or nested array, got {}", v.dump()));
   }
 }
 
 void fill_from_json(const nlohmann::json& v, Tensor& t, size_t& offset) {
   if (v.is_array()) {
-    for (const auto& x : v) fill_from_json(x, t, offset);
+    for (const auto& x : v)
+      fill_from_json(x, t, offset);
     return;
   }
   visit_dtype(t.dtype(), [&](auto tag) {
@@ -101,12 +113,18 @@ size_t dtype_size(DType dtype) {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
+    case DType::kBool:
+      return "bool";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -129,7 +147,9 @@ int64_t num_elements(const Shape& shape) {
   return n;
 }
 
-std::string shape_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_string(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), num_elements_(pipelines::num_elements(shape_)) {
@@ -162,8 +182,8 @@ std::byte* Tensor::mutable_data() {
 
 void Tensor::check_dtype(DType expected) const {
   if (expected != dtype_) {
-    throw std::invalid_argument(
-        fmt::format("tensor has dtype {}, accessed as {}", dtype_name(dtype_), dtype_name(expected)));
+    throw std::invalid_argument(fmt::format("tensor has dtype {}, accessed as {}",
+                                            dtype_name(dtype_), dtype_name(expected)));
   }
 }
 
@@ -192,8 +212,8 @@ double Tensor::as_double() const {
 Tensor Tensor::slice(int64_t begin, int64_t end) const {
   if (shape_.empty()) throw std::invalid_argument("cannot slice a scalar");
   if (begin < 0 || end < begin || end > shape_[0]) {
-    throw std::out_of_range(
-        fmt::format("slice [{}, {}) out of range for dimension 0 of size {}", begin, end, shape_[0]));
+    throw std::out_of_range(fmt::format("slice [{}, {}) out of range for dimension 0 of size {}",
+                                        begin, end, shape_[0]));
   }
   const int64_t row = shape_[0] == 0 ? 0 : num_elements_ / shape_[0];
   const size_t offset = static_cast<size_t>(begin * row) * dtype_size(dtype_);
@@ -221,8 +241,8 @@ Tensor Tensor::operator[](int64_t row) const {
 
 Tensor Tensor::reshape(Shape shape) const {
   if (pipelines::num_elements(shape) != num_elements_) {
-    throw std::invalid_argument(fmt::format("cannot reshape {} into {}", shape_string(shape_),
-                                            shape_string(shape)));
+    throw std::invalid_argument(
+        fmt::format("cannot reshape {} into {}", shape_string(shape_), shape_string(shape)));
   }
   Tensor t = *this;
   t.shape_ = std::move(shape);
@@ -230,7 +250,8 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 bool Tensor::shares_buffer_with(const Tensor& other) const {
-  return data_ && other.data_ && !data_.owner_before(other.data_) && !other.data_.owner_before(data_);
+  return data_ && other.data_ && !data_.owner_before(other.data_) &&
+         !other.data_.owner_before(data_);
 }
 
 Tensor Tensor::stack(std::span<const Tensor> parts) {
@@ -278,7 +299,8 @@ Tensor Tensor::from_json(const nlohmann::json& value, const DType* dtype) {
     // An all-bool array stays bool; a mixed array is numeric.
     const auto flat = value.flatten();
     bool all_bool = !flat.empty();
-    for (const auto& [k, v] : flat.items()) all_bool = all_bool && v.is_boolean();
+    for (const auto& [k, v] : flat.items())
+      all_bool = all_bool && v.is_boolean();
     if (all_bool) dt = DType::kBool;
   }
   Tensor t(dt, std::move(shape));
@@ -290,7 +312,8 @@ Tensor Tensor::from_json(const nlohmann::json& value, const DType* dtype) {
 nlohmann::json element_to_json(const Element& element) {
   if (element.size() == 1) return element[0].to_json();
   nlohmann::json arr = nlohmann::json::array();
-  for (const auto& t : element) arr.push_back(t.to_json());
+  for (const auto& t : element)
+    arr.push_back(t.to_json());
   return arr;
 }
 

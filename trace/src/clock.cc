@@ -73,16 +73,26 @@ int64_t ticks() noexcept {
   return c.tsc ? c.raw() : read_clock(CLOCK_MONOTONIC);
 }
 
-double ns_per_tick() noexcept { return calibration().ns_per_tick.load(std::memory_order_relaxed); }
+double ns_per_tick() noexcept {
+  return calibration().ns_per_tick.load(std::memory_order_relaxed);
+}
 
 void recalibrate_ticks() noexcept {
   if (calibration().tsc) calibration().update();
 }
 
-bool ticks_are_tsc() noexcept { return calibration().tsc; }
+bool ticks_are_tsc() noexcept {
+  return calibration().tsc;
+}
 
-int64_t now_ns() noexcept { return read_clock(CLOCK_MONOTONIC); }
-int64_t thread_cpu_ns() noexcept { return read_clock(CLOCK_THREAD_CPUTIME_ID); }
-int64_t process_cpu_ns() noexcept { return read_clock(CLOCK_PROCESS_CPUTIME_ID); }
+int64_t now_ns() noexcept {
+  return read_clock(CLOCK_MONOTONIC);
+}
+int64_t thread_cpu_ns() noexcept {
+  return read_clock(CLOCK_THREAD_CPUTIME_ID);
+}
+int64_t process_cpu_ns() noexcept {
+  return read_clock(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 }  // namespace pipeprof::trace

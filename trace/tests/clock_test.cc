@@ -21,7 +21,8 @@ TEST(Clock, ThreadCpuTimeCountsWorkNotSleep) {
   EXPECT_LT(cpu1 - cpu0, 10 * kNsPerMs) << "sleeping must not count as CPU time";
   volatile uint64_t sink = 0;
   const int64_t until = now_ns() + 5 * kNsPerMs;
-  while (now_ns() < until) sink = sink + 1;
+  while (now_ns() < until)
+    sink = sink + 1;
   EXPECT_GE(thread_cpu_ns() - cpu1, 3 * kNsPerMs) << "spinning must count as CPU time";
   EXPECT_GE(process_cpu_ns(), thread_cpu_ns());
 }

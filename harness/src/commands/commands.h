@@ -2,9 +2,8 @@
 // it once parsing succeeded (returning the exit code).
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace pipeprof::harness {
 

@@ -1,12 +1,12 @@
 // pipeprof inspect spec.json [--epochs N] [--limit K] [--format values|full] [--stats]
 // Runs a pipeline spec and prints its elements as JSON lines, so anyone can check the semantics
 // from a shell.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "commands/commands.h"
 #include "pipeprof/harness/cli.h"
@@ -29,7 +29,8 @@ void print_stats(const pipelines::Model& model) {
                            "us/element", "cpu share", "blocked ms", "knobs");
   for (const auto& s : model.snapshot()) {
     std::string knobs;
-    for (const auto& [name, value] : s.knobs) knobs += fmt::format("{}={} ", name, value);
+    for (const auto& [name, value] : s.knobs)
+      knobs += fmt::format("{}={} ", name, value);
     std::cerr << fmt::format("{:<36} {:>10} {:>12.2f} {:>10.2f} {:>12.2f}  {}\n",
                              s.key + " " + s.name, s.elements, s.wall_ns_per_element / 1e3,
                              s.cpu_share, static_cast<double>(s.blocked_ns) / 1e6, knobs);

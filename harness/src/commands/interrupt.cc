@@ -1,13 +1,15 @@
 #include "commands/interrupt.h"
 
-#include <csignal>
 #include <unistd.h>
+
+#include <csignal>
 
 namespace pipeprof::harness {
 namespace {
 
 std::atomic<bool> g_interrupted{false};  // written only from the signal handler
-struct sigaction g_old_int{}, g_old_term{};
+struct sigaction g_old_int {
+}, g_old_term{};
 
 void on_signal(int sig) {
   if (g_interrupted.exchange(true)) {
@@ -15,7 +17,8 @@ void on_signal(int sig) {
     raise(sig);
     return;
   }
-  constexpr char kMessage[] = "\ninterrupted: finishing the current element and writing results (again to abort)\n";
+  constexpr char kMessage[] =
+      "\ninterrupted: finishing the current element and writing results (again to abort)\n";
   (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
 
@@ -35,6 +38,8 @@ InterruptGuard::~InterruptGuard() {
   sigaction(SIGTERM, &g_old_term, nullptr);
 }
 
-const std::atomic<bool>& InterruptGuard::flag() { return g_interrupted; }
+const std::atomic<bool>& InterruptGuard::flag() {
+  return g_interrupted;
+}
 
 }  // namespace pipeprof::harness

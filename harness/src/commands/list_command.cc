@@ -1,7 +1,7 @@
 // pipeprof list: the experiment catalog, one line each.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "commands/commands.h"
 #include "pipeprof/harness/cli.h"
@@ -16,7 +16,8 @@ CommandRunner add_list_command(CLI::App& app) {
   return [] {
     try {
       for (const auto& x : load_catalog()) {
-        std::cout << fmt::format("{:<24} {:<9} {:>2} epochs  {}\n", x.id, x.step, x.epochs, x.description);
+        std::cout << fmt::format("{:<24} {:<9} {:>2} epochs  {}\n", x.id, x.step, x.epochs,
+                                 x.description);
       }
     } catch (const pipelines::SpecError& e) {
       std::cerr << "pipeprof list: " << e.what() << "\n";

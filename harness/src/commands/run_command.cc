@@ -1,8 +1,8 @@
 // pipeprof run <id|spec.json> [--step S] [--epochs N] [--repetitions R] [--json out.json]
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
@@ -28,10 +28,14 @@ int run_command(const RunCommandOptions& o) {
   ExperimentResult result;
   try {
     const Experiment x = find_experiment(o.target);
-    RunOptions options{.step = o.step, .epochs = o.epochs, .repetitions = o.repetitions, .stop = &InterruptGuard::flag()};
+    RunOptions options{.step = o.step,
+                       .epochs = o.epochs,
+                       .repetitions = o.repetitions,
+                       .stop = &InterruptGuard::flag()};
     options.on_repetition = [&](int i, const Repetition& rep) {
-      std::cerr << fmt::format("  repetition {}/{}: {:.2f} ms, wait mean {:.3f} ms{}\n", i + 1, o.repetitions,
-                               rep.wall_ms, rep.wait.mean_ms, rep.interrupted ? " (interrupted)" : "");
+      std::cerr << fmt::format("  repetition {}/{}: {:.2f} ms, wait mean {:.3f} ms{}\n", i + 1,
+                               o.repetitions, rep.wall_ms, rep.wait.mean_ms,
+                               rep.interrupted ? " (interrupted)" : "");
     };
     std::cerr << fmt::format("{}: {} ({} x {} epochs)\n", x.id, x.description, o.repetitions,
                              o.epochs > 0 ? o.epochs : x.epochs);
@@ -63,10 +67,15 @@ int run_command(const RunCommandOptions& o) {
 
 CommandRunner add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunCommandOptions>();
-  auto* cmd = app.add_subcommand("run", "Run one experiment (catalog id or spec file) and compare it with its ideal");
-  cmd->add_option("experiment", o->target, "Catalog id (see `pipeprof list`) or a spec file")->required();
-  cmd->add_option("--step", o->step, "Training step: sleep:<ms>, cpu:<ms>, cuda:<ms>, none, auto (default: the experiment's)");
-  cmd->add_option("--epochs", o->epochs, "Epochs (default: the experiment's)")->check(CLI::PositiveNumber);
+  auto* cmd = app.add_subcommand(
+      "run", "Run one experiment (catalog id or spec file) and compare it with its ideal");
+  cmd->add_option("experiment", o->target, "Catalog id (see `pipeprof list`) or a spec file")
+      ->required();
+  cmd->add_option(
+      "--step", o->step,
+      "Training step: sleep:<ms>, cpu:<ms>, cuda:<ms>, none, auto (default: the experiment's)");
+  cmd->add_option("--epochs", o->epochs, "Epochs (default: the experiment's)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--repetitions", o->repetitions, "Repetitions; the median is reported")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");

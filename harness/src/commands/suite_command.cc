@@ -2,13 +2,13 @@
 // The main job: runs the whole catalog, prints a progress line per experiment and a table, and
 // writes results.json and report.md into DIR. Ctrl-C stops after the current element and writes
 // what was measured so far.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
@@ -57,7 +57,8 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
                    const SleepOvershoot& overshoot, bool interrupted, int repetitions) {
   std::filesystem::create_directories(dir);
   nlohmann::json experiments = nlohmann::json::array();
-  for (const auto& r : results) experiments.push_back(to_json(r));
+  for (const auto& r : results)
+    experiments.push_back(to_json(r));
   const nlohmann::json doc{{"schema_version", 1},
                            {"pipeprof_version", kVersion},
                            {"repetitions", repetitions},
@@ -70,9 +71,13 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
   print_table(table, results);
   std::ofstream md(dir / "report.md");
   md << "# pipeprof suite\n\n"
-     << "Each experiment of the catalog measured against its zero-overhead ideal (efficiency = ideal / "
-        "measured median of " << repetitions << " repetitions). `bound` is the ideal with every knob at its best; "
-        "`seed (TF)` is the time the source document published for tf.data, and `TF eff.` its efficiency "
+     << "Each experiment of the catalog measured against its zero-overhead ideal (efficiency = "
+        "ideal / "
+        "measured median of "
+     << repetitions
+     << " repetitions). `bound` is the ideal with every knob at its best; "
+        "`seed (TF)` is the time the source document published for tf.data, and `TF eff.` its "
+        "efficiency "
         "against the same ideal.\n\n```\n"
      << table.str() << "```\n\n";
   std::ostringstream os;
@@ -110,7 +115,8 @@ int suite(const SuiteOptions& o) {
     const Experiment& x = catalog[i];
     std::cerr << fmt::format("[{:>2}/{}] {:<24} ", i + 1, catalog.size(), x.id) << std::flush;
     try {
-      RunOptions options{.step = o.step, .repetitions = repetitions, .stop = &InterruptGuard::flag()};
+      RunOptions options{
+          .step = o.step, .repetitions = repetitions, .stop = &InterruptGuard::flag()};
       options.on_repetition = [](int, const Repetition&) { std::cerr << "." << std::flush; };
       results.push_back(run_experiment(x, options));
       std::cerr << " " << summary_line(results.back()) << "\n";
@@ -137,11 +143,15 @@ int suite(const SuiteOptions& o) {
 
 CommandRunner add_suite_command(CLI::App& app) {
   auto o = std::make_shared<SuiteOptions>();
-  auto* cmd = app.add_subcommand("suite", "Run the whole experiment catalog and write results and a report");
+  auto* cmd = app.add_subcommand("suite",
+                                 "Run the whole experiment catalog and write results and a report");
   cmd->add_flag("--quick", o->quick, "One repetition per experiment (a quick check)");
-  cmd->add_option("--out", o->out, "Output folder for results.json and report.md")->capture_default_str();
-  cmd->add_option("--step", o->step, "Training step for every experiment (default: each experiment's own)");
-  cmd->add_option("--repetitions", o->repetitions, "Repetitions per experiment; the median is reported")
+  cmd->add_option("--out", o->out, "Output folder for results.json and report.md")
+      ->capture_default_str();
+  cmd->add_option("--step", o->step,
+                  "Training step for every experiment (default: each experiment's own)");
+  cmd->add_option("--repetitions", o->repetitions,
+                  "Repetitions per experiment; the median is reported")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--only", o->only, "Run only these experiment ids")->delimiter(',');

@@ -23,21 +23,24 @@ std::string summary_line(const ExperimentResult& r) {
 }
 
 void print_table(std::ostream& out, const std::vector<ExperimentResult>& results) {
-  out << fmt::format("{:<24} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n", "experiment", "step",
-                     "measured ms", "ideal", "bound", "efficiency", "seed (TF)", "TF eff.", "wait p99");
+  out << fmt::format("{:<24} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n", "experiment",
+                     "step", "measured ms", "ideal", "bound", "efficiency", "seed (TF)", "TF eff.",
+                     "wait p99");
   for (const auto& r : results) {
     std::optional<double> tf_eff;
     if (r.seed_ms && r.documented_ideal_ms && *r.documented_ideal_ms > 0) {
       tf_eff = *r.documented_ideal_ms / *r.seed_ms;
     }
-    out << fmt::format("{:<24} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n", r.id, r.step,
-                       r.repetitions.empty() ? std::string("-") : fmt::format("{:.2f}", r.median_wall_ms),
-                       num(r.ideal_ms), num(r.bound_ms), num(r.efficiency, "{:.3f}"), num(r.seed_ms, "{:.2f}"),
-                       num(tf_eff, "{:.3f}"),
-                       r.repetitions.empty() ? std::string("-") : fmt::format("{:.2f}", r.median_wait.p99_ms));
+    out << fmt::format(
+        "{:<24} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n", r.id, r.step,
+        r.repetitions.empty() ? std::string("-") : fmt::format("{:.2f}", r.median_wall_ms),
+        num(r.ideal_ms), num(r.bound_ms), num(r.efficiency, "{:.3f}"), num(r.seed_ms, "{:.2f}"),
+        num(tf_eff, "{:.3f}"),
+        r.repetitions.empty() ? std::string("-") : fmt::format("{:.2f}", r.median_wait.p99_ms));
   }
   for (const auto& r : results) {
-    if (!r.simulation_note.empty()) out << fmt::format("  {}: no ideal: {}\n", r.id, r.simulation_note);
+    if (!r.simulation_note.empty())
+      out << fmt::format("  {}: no ideal: {}\n", r.id, r.simulation_note);
     if (!r.notice.empty()) out << fmt::format("  {}: {}\n", r.id, r.notice);
   }
 }

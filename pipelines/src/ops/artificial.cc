@@ -9,7 +9,9 @@ namespace pipeprof::pipelines {
 namespace ops {
 namespace {
 
-int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs)); }
+int64_t ms_to_ns(double ms) {
+  return static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs));
+}
 
 class ArtificialIterator final : public Iterator {
  public:
@@ -37,7 +39,8 @@ class ArtificialIterator final : public Iterator {
 
 ArtificialNode::ArtificialNode(ArtificialOptions options_) : options(options_) {
   if (options.open_ms < 0 || options.read_ms < 0 || options.num_samples < 0) {
-    throw std::invalid_argument("artificial: open_ms, read_ms and num_samples must not be negative");
+    throw std::invalid_argument(
+        "artificial: open_ms, read_ms and num_samples must not be negative");
   }
 }
 

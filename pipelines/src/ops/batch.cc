@@ -15,7 +15,9 @@ namespace {
 class BatchIterator final : public Iterator {
  public:
   BatchIterator(const IteratorContext& ctx, const BatchNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {}
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:
   std::optional<Element> next_impl() override {
@@ -33,7 +35,8 @@ class BatchIterator final : public Iterator {
     }
     if (n == 0 || (ended_ && node_.drop_remainder && n < node_.batch_size)) return std::nullopt;
     if (n < node_.batch_size) {
-      for (Tensor& t : out) t = t.slice(0, n);
+      for (Tensor& t : out)
+        t = t.slice(0, n);
     }
     return out;
   }
@@ -58,13 +61,16 @@ class BatchIterator final : public Iterator {
     for (size_t c = 0; c < e.size(); ++c) {
       const Tensor& t = e[c];
       if (t.dtype() != out[c].dtype() || t.nbytes() != rows_[c].bytes ||
-          !std::equal(t.shape().begin(), t.shape().end(), out[c].shape().begin() + 1, out[c].shape().end())) {
-        throw std::invalid_argument("element " + std::to_string(row) + " component " + std::to_string(c) +
-                                    " is " + std::string(dtype_name(t.dtype())) + shape_string(t.shape()) +
-                                    ", element 0's is " + std::string(dtype_name(out[c].dtype())) +
-                                    shape_string(Shape(out[c].shape().begin() + 1, out[c].shape().end())));
+          !std::equal(t.shape().begin(), t.shape().end(), out[c].shape().begin() + 1,
+                      out[c].shape().end())) {
+        throw std::invalid_argument(
+            "element " + std::to_string(row) + " component " + std::to_string(c) + " is " +
+            std::string(dtype_name(t.dtype())) + shape_string(t.shape()) + ", element 0's is " +
+            std::string(dtype_name(out[c].dtype())) +
+            shape_string(Shape(out[c].shape().begin() + 1, out[c].shape().end())));
       }
-      std::memcpy(rows_[c].base + static_cast<size_t>(row) * rows_[c].bytes, t.data(), rows_[c].bytes);
+      std::memcpy(rows_[c].base + static_cast<size_t>(row) * rows_[c].bytes, t.data(),
+                  rows_[c].bytes);
     }
   }
 
@@ -84,17 +90,23 @@ class BatchIterator final : public Iterator {
 class RangeBatchIterator final : public Iterator {
  public:
   RangeBatchIterator(const IteratorContext& ctx, const BatchNode& node, const RangeNode& range)
-      : Iterator(ctx, &node), batch_(node.batch_size), drop_(node.drop_remainder), next_(range.start),
-        stop_(range.stop), step_(range.step) {}
+      : Iterator(ctx, &node),
+        batch_(node.batch_size),
+        drop_(node.drop_remainder),
+        next_(range.start),
+        stop_(range.stop),
+        step_(range.step) {}
 
  protected:
   std::optional<Element> next_impl() override {
-    const int64_t remaining = step_ > 0 ? (stop_ - next_ + step_ - 1) / step_ : (next_ - stop_ - step_ - 1) / -step_;
+    const int64_t remaining =
+        step_ > 0 ? (stop_ - next_ + step_ - 1) / step_ : (next_ - stop_ - step_ - 1) / -step_;
     const int64_t n = std::min(batch_, std::max<int64_t>(0, remaining));
     if (n == 0 || (drop_ && n < batch_)) return std::nullopt;
     Tensor t(DType::kInt64, Shape{n});
     auto values = t.mutable_values<int64_t>();
-    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = next_ + i * step_;
+    for (int64_t i = 0; i < n; ++i)
+      values[static_cast<size_t>(i)] = next_ + i * step_;
     next_ += n * step_;
     return Element{std::move(t)};
   }

@@ -56,7 +56,8 @@ std::shared_ptr<const std::vector<Element>> CacheNode::complete() const {
 
 void CacheNode::commit(std::vector<Element> elements) const {
   std::lock_guard<std::mutex> lock(store_->mu);
-  if (!store_->elements) store_->elements = std::make_shared<const std::vector<Element>>(std::move(elements));
+  if (!store_->elements)
+    store_->elements = std::make_shared<const std::vector<Element>>(std::move(elements));
 }
 
 std::unique_ptr<Iterator> CacheNode::make_iterator(const IteratorContext& ctx) const {
@@ -65,6 +66,8 @@ std::unique_ptr<Iterator> CacheNode::make_iterator(const IteratorContext& ctx) c
 
 }  // namespace ops
 
-Dataset Dataset::cache() const { return Dataset(std::make_shared<ops::CacheNode>(*this)); }
+Dataset Dataset::cache() const {
+  return Dataset(std::make_shared<ops::CacheNode>(*this));
+}
 
 }  // namespace pipeprof::pipelines

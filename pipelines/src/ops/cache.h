@@ -14,7 +14,8 @@ namespace pipeprof::pipelines::ops {
 
 class CacheNode final : public DatasetNode {
  public:
-  explicit CacheNode(Dataset input) : DatasetNode(std::move(input)), store_(std::make_shared<Store>()) {}
+  explicit CacheNode(Dataset input)
+      : DatasetNode(std::move(input)), store_(std::make_shared<Store>()) {}
   std::string_view op() const override { return "cache"; }
   nlohmann::json to_json() const override { return {{"op", "cache"}}; }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;

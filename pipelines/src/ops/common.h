@@ -2,11 +2,10 @@
 #pragma once
 
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/errors.h"

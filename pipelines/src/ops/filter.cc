@@ -11,7 +11,9 @@ namespace {
 class FilterIterator final : public Iterator {
  public:
   FilterIterator(const IteratorContext& ctx, const FilterNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {}
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:
   std::optional<Element> next_impl() override {
@@ -34,7 +36,9 @@ FilterNode::FilterNode(Dataset input, Predicate predicate_)
   if (!predicate.fn) throw std::invalid_argument("filter: empty predicate");
 }
 
-std::string FilterNode::display_name() const { return named_stage("filter", predicate.name); }
+std::string FilterNode::display_name() const {
+  return named_stage("filter", predicate.name);
+}
 
 nlohmann::json FilterNode::to_json() const {
   nlohmann::json out{{"op", "filter"}};

@@ -18,7 +18,8 @@ class FromTensorsIterator final : public Iterator {
     if (!node_.slices) return node_.element;  // shares the buffers: no copy
     Element out;
     out.reserve(node_.element.size());
-    for (const Tensor& t : node_.element) out.push_back(t[row]);
+    for (const Tensor& t : node_.element)
+      out.push_back(t[row]);
     return out;
   }
 
@@ -31,12 +32,14 @@ class FromTensorsIterator final : public Iterator {
 
 FromTensorsNode::FromTensorsNode(Element element_, bool slices_)
     : element(std::move(element_)), slices(slices_) {
-  if (element.empty()) throw std::invalid_argument(std::string(op()) + ": the element has no components");
+  if (element.empty())
+    throw std::invalid_argument(std::string(op()) + ": the element has no components");
   if (slices) {
     for (const Tensor& t : element) {
       if (t.rank() == 0) throw std::invalid_argument("from_tensor_slices: cannot slice a scalar");
       if (t.shape()[0] != element[0].shape()[0]) {
-        throw std::invalid_argument("from_tensor_slices: components differ in their first dimension");
+        throw std::invalid_argument(
+            "from_tensor_slices: components differ in their first dimension");
       }
     }
     rows = element[0].shape()[0];

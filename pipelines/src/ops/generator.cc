@@ -33,7 +33,9 @@ class GeneratorIterator final : public Iterator {
 
 }  // namespace
 
-std::string GeneratorNode::display_name() const { return named_stage("generator", fn.name); }
+std::string GeneratorNode::display_name() const {
+  return named_stage("generator", fn.name);
+}
 
 nlohmann::json GeneratorNode::to_json() const {
   nlohmann::json out{{"op", "generator"}};

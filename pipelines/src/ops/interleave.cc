@@ -12,7 +12,9 @@ namespace {
 class InterleaveIterator final : public Iterator {
  public:
   InterleaveIterator(const IteratorContext& ctx, const InterleaveNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())),
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())),
         slots_(static_cast<size_t>(node.cycle_length)) {}
 
  protected:
@@ -69,12 +71,16 @@ OpenInput open_input(const InterleaveNode& node, const Element& x, const Iterato
 }
 
 InterleaveNode::InterleaveNode(Dataset input, DatasetFn fn_, InterleaveOptions options_)
-    : DatasetNode(std::move(input)), fn(std::move(fn_)), options(std::move(options_)),
+    : DatasetNode(std::move(input)),
+      fn(std::move(fn_)),
+      options(std::move(options_)),
       cycle_length(options.cycle_length == kAutotune ? default_autotune_parallelism()
                                                      : options.cycle_length) {
   if (!fn.fn) throw std::invalid_argument("interleave: empty function");
-  if (cycle_length < 1) throw std::invalid_argument("interleave: cycle_length must be positive or kAutotune");
-  if (options.block_length < 1) throw std::invalid_argument("interleave: block_length must be positive");
+  if (cycle_length < 1)
+    throw std::invalid_argument("interleave: cycle_length must be positive or kAutotune");
+  if (options.block_length < 1)
+    throw std::invalid_argument("interleave: block_length must be positive");
   if (options.parallelism < 0 && options.parallelism != kAutotune) {
     throw std::invalid_argument("interleave: parallelism must be >= 0 or kAutotune");
   }

@@ -11,7 +11,9 @@ namespace {
 class MapIterator final : public Iterator {
  public:
   MapIterator(const IteratorContext& ctx, const MapNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {}
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:
   std::optional<Element> next_impl() override {

@@ -23,6 +23,7 @@ class MapNode final : public DatasetNode {
 };
 
 // The parallel implementation (parallel_map.cc).
-std::unique_ptr<Iterator> make_parallel_map_iterator(const IteratorContext& ctx, const MapNode& node);
+std::unique_ptr<Iterator> make_parallel_map_iterator(const IteratorContext& ctx,
+                                                     const MapNode& node);
 
 }  // namespace pipeprof::pipelines::ops

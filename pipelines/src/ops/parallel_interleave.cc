@@ -19,7 +19,9 @@ namespace {
 class ParallelInterleaveIterator final : public Iterator {
  public:
   ParallelInterleaveIterator(const IteratorContext& ctx, const InterleaveNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())),
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())),
         slots_(static_cast<size_t>(node.cycle_length)),
         slot_capacity_(std::max<int64_t>(2, node.options.block_length)) {
     if (node.options.parallelism == kAutotune) {
@@ -35,7 +37,8 @@ class ParallelInterleaveIterator final : public Iterator {
       stop_ = true;
     }
     cv_.notify_all();
-    for (auto& t : workers_) t.join();
+    for (auto& t : workers_)
+      t.join();
   }
 
  protected:
@@ -43,7 +46,8 @@ class ParallelInterleaveIterator final : public Iterator {
     std::unique_lock<std::mutex> lock(mu_);
     if (!started_) {
       started_ = true;
-      for (size_t i = 0; i < slots_.size() && !input_done_; ++i) open_slot(lock, i);
+      for (size_t i = 0; i < slots_.size() && !input_done_; ++i)
+        open_slot(lock, i);
     }
     spawn_workers();
     while (!input_done_ || open_ > 0) {
@@ -131,7 +135,8 @@ class ParallelInterleaveIterator final : public Iterator {
 
   void spawn_workers() {
     const int64_t want = parallelism();
-    while (static_cast<int64_t>(workers_.size()) < want) workers_.emplace_back([this] { work(); });
+    while (static_cast<int64_t>(workers_.size()) < want)
+      workers_.emplace_back([this] { work(); });
   }
 
   // A slot a worker may pull now, preferring the one the consumer needs next; nullptr if none.

@@ -21,21 +21,30 @@ namespace {
 class ParallelMapIterator final : public Iterator {
  public:
   ParallelMapIterator(const IteratorContext& ctx, const MapNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())) {
     if (node.options.parallelism == kAutotune) {
-      knob_ = &this->node()->knob("parallelism", 1, kMaxParallelism, default_autotune_parallelism());
+      knob_ =
+          &this->node()->knob("parallelism", 1, kMaxParallelism, default_autotune_parallelism());
       knob_->subscribe(&mu_, &worker_cv_);
+      // The consumer too: a raised knob needs new workers, and only the consumer spawns them.
+      knob_->subscribe(&mu_, &consumer_cv_);
     }
   }
 
   ~ParallelMapIterator() override {
-    if (knob_ != nullptr) knob_->unsubscribe(&mu_, &worker_cv_);
+    if (knob_ != nullptr) {
+      knob_->unsubscribe(&mu_, &worker_cv_);
+      knob_->unsubscribe(&mu_, &consumer_cv_);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
     worker_cv_.notify_all();
-    for (auto& t : workers_) t.join();
+    for (auto& t : workers_)
+      t.join();
   }
 
  protected:
@@ -52,13 +61,16 @@ class ParallelMapIterator final : public Iterator {
       if (slots_.empty() && input_done_) return std::nullopt;
       lock.unlock();
       BlockedScope blocked(*this);
-      const bool ready = spin_until([&] { return ready_.load(std::memory_order_acquire) > 0; });
+      spin_until([&] { return ready_.load(std::memory_order_acquire) > 0; });
       lock.lock();
-      if (!ready) {
-        consumer_waiting_ = true;
-        consumer_cv_.wait(lock, [&] { return has_ready() || (slots_.empty() && input_done_); });
-        consumer_waiting_ = false;
-      }
+      // The poll may have seen a result that cannot be delivered yet (a later one, in
+      // deterministic order): wait for what can, without spinning, or for a raised knob.
+      consumer_waiting_ = true;
+      consumer_cv_.wait(lock, [&] {
+        return has_ready() || (slots_.empty() && input_done_) ||
+               static_cast<int64_t>(workers_.size()) < parallelism();
+      });
+      consumer_waiting_ = false;
       spawn_workers();
     }
   }
@@ -96,7 +108,8 @@ class ParallelMapIterator final : public Iterator {
   void spawn_workers() {
     const int64_t want = parallelism();
     stats().buffer_capacity.store(want, std::memory_order_relaxed);
-    while (static_cast<int64_t>(workers_.size()) < want) workers_.emplace_back([this] { work(); });
+    while (static_cast<int64_t>(workers_.size()) < want)
+      workers_.emplace_back([this] { work(); });
   }
 
   // With mu_ held: mirrors the number of slots for polling workers and the statistics.
@@ -167,9 +180,9 @@ class ParallelMapIterator final : public Iterator {
   std::condition_variable worker_cv_;
   std::condition_variable consumer_cv_;
   std::deque<std::shared_ptr<Slot>> slots_;  // in input order
-  std::atomic<int64_t> ready_{0};           // done slots not yet taken
-  std::atomic<int64_t> slots_count_{0};     // slots_.size(), for polling workers
-  std::atomic<bool> pulling_flag_{false};   // pulling_, for polling workers
+  std::atomic<int64_t> ready_{0};            // done slots not yet taken
+  std::atomic<int64_t> slots_count_{0};      // slots_.size(), for polling workers
+  std::atomic<bool> pulling_flag_{false};    // pulling_, for polling workers
   int64_t workers_waiting_ = 0;
   bool consumer_waiting_ = false;
   bool pulling_ = false;
@@ -180,7 +193,8 @@ class ParallelMapIterator final : public Iterator {
 
 }  // namespace
 
-std::unique_ptr<Iterator> make_parallel_map_iterator(const IteratorContext& ctx, const MapNode& node) {
+std::unique_ptr<Iterator> make_parallel_map_iterator(const IteratorContext& ctx,
+                                                     const MapNode& node) {
   return std::make_unique<ParallelMapIterator>(ctx, node);
 }
 

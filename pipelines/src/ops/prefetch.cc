@@ -20,7 +20,9 @@ namespace {
 class PrefetchIterator final : public Iterator {
  public:
   PrefetchIterator(const IteratorContext& ctx, const PrefetchNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())) {
     if (node.buffer_size == kAutotune) {
       knob_ = &this->node()->knob("buffer_size", 1, kMaxBufferSize, kDefaultAutotuneBuffer);
       knob_->subscribe(&mu_, &producer_cv_);
@@ -85,7 +87,8 @@ class PrefetchIterator final : public Iterator {
       }
       if (!stop_ && static_cast<int64_t>(buffer_.size()) >= capacity()) {
         producer_waiting_ = true;
-        producer_cv_.wait(lock, [&] { return stop_ || static_cast<int64_t>(buffer_.size()) < capacity(); });
+        producer_cv_.wait(
+            lock, [&] { return stop_ || static_cast<int64_t>(buffer_.size()) < capacity(); });
         producer_waiting_ = false;
       }
       if (stop_) return;

@@ -40,7 +40,9 @@ std::unique_ptr<Iterator> RangeNode::make_iterator(const IteratorContext& ctx) c
 
 }  // namespace ops
 
-Dataset range(int64_t stop) { return range(0, stop, 1); }
+Dataset range(int64_t stop) {
+  return range(0, stop, 1);
+}
 Dataset range(int64_t start, int64_t stop, int64_t step) {
   return Dataset(std::make_shared<ops::RangeNode>(start, stop, step));
 }

@@ -38,7 +38,8 @@ class RepeatIterator final : public Iterator {
 
 }  // namespace
 
-RepeatNode::RepeatNode(Dataset input, int64_t count_) : DatasetNode(std::move(input)), count(count_) {
+RepeatNode::RepeatNode(Dataset input, int64_t count_)
+    : DatasetNode(std::move(input)), count(count_) {
   if (count < -1) throw std::invalid_argument("repeat: count must be >= -1");
 }
 

@@ -10,7 +10,9 @@ namespace {
 class ShardIterator final : public Iterator {
  public:
   ShardIterator(const IteratorContext& ctx, const ShardNode& node)
-      : Iterator(ctx, &node), node_(node), input_(node.inputs()[0].node().make_iterator(input_context())) {}
+      : Iterator(ctx, &node),
+        node_(node),
+        input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:
   std::optional<Element> next_impl() override {

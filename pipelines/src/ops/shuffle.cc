@@ -17,7 +17,9 @@ uint64_t splitmix64(uint64_t x) {
 class ShuffleIterator final : public Iterator {
  public:
   ShuffleIterator(const IteratorContext& ctx, const ShuffleNode& node, uint64_t seed)
-      : Iterator(ctx, &node), node_(node), rng_(seed),
+      : Iterator(ctx, &node),
+        node_(node),
+        rng_(seed),
         input_(node.inputs()[0].node().make_iterator(input_context())) {
     stats().buffer_capacity.store(node.buffer_size);
   }
@@ -58,7 +60,9 @@ class ShuffleIterator final : public Iterator {
 }  // namespace
 
 ShuffleNode::ShuffleNode(Dataset input, int64_t buffer_size_, ShuffleOptions options_)
-    : DatasetNode(std::move(input)), buffer_size(buffer_size_), options(options_),
+    : DatasetNode(std::move(input)),
+      buffer_size(buffer_size_),
+      options(options_),
       base_seed(options_.seed ? *options_.seed : std::random_device{}()) {
   if (buffer_size < 1) throw std::invalid_argument("shuffle: buffer_size must be positive");
 }

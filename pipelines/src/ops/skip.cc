@@ -9,7 +9,8 @@ namespace {
 class SkipIterator final : public Iterator {
  public:
   SkipIterator(const IteratorContext& ctx, const SkipNode& node)
-      : Iterator(ctx, &node), to_skip_(node.count),
+      : Iterator(ctx, &node),
+        to_skip_(node.count),
         input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:

@@ -9,7 +9,8 @@ namespace {
 class TakeIterator final : public Iterator {
  public:
   TakeIterator(const IteratorContext& ctx, const TakeNode& node)
-      : Iterator(ctx, &node), remaining_(node.count),
+      : Iterator(ctx, &node),
+        remaining_(node.count),
         input_(node.inputs()[0].node().make_iterator(input_context())) {}
 
  protected:

@@ -25,7 +25,8 @@ class ZipIterator final : public Iterator {
         ended_ = true;
         return std::nullopt;
       }
-      for (Tensor& t : *e) out.push_back(std::move(t));
+      for (Tensor& t : *e)
+        out.push_back(std::move(t));
     }
     return out;
   }
@@ -43,7 +44,8 @@ ZipNode::ZipNode(std::vector<Dataset> zipped) : DatasetNode(std::move(zipped)) {
 
 nlohmann::json ZipNode::to_json() const {
   nlohmann::json pipelines = nlohmann::json::array();
-  for (const Dataset& d : inputs()) pipelines.push_back(d.to_json());
+  for (const Dataset& d : inputs())
+    pipelines.push_back(d.to_json());
   return {{"op", "zip"}, {"inputs", std::move(pipelines)}};
 }
 

@@ -1,7 +1,8 @@
 // Experiments: a pipeline spec plus the step the consumer runs and the number of epochs, with the
 // numbers the source documents publish. The catalog ships as JSON specs in harness/experiments/,
 // each with an "experiment" object:
-//   "experiment": {"part": "A", "step": "sleep:10", "epochs": 2, "seed_ms": 234.75, "ideal_ms": 210}
+//   "experiment": {"part": "A", "step": "sleep:10", "epochs": 2, "seed_ms": 234.75, "ideal_ms":
+//   210}
 #pragma once
 
 #include <filesystem>
@@ -17,9 +18,9 @@ struct Experiment {
   std::string id;
   std::string description;
   pipelines::Spec spec;
-  std::string step = "sleep:10";       // the experiment's own step
+  std::string step = "sleep:10";  // the experiment's own step
   int64_t epochs = 1;
-  std::optional<double> seed_ms;       // the time the source document publishes
+  std::optional<double> seed_ms;              // the time the source document publishes
   std::optional<double> documented_ideal_ms;  // EXPERIMENTS.md's zero-overhead ideal
   std::filesystem::path file;
 };

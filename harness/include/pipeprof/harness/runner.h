@@ -5,11 +5,10 @@
 
 #include <atomic>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeprof/harness/experiment.h"
 #include "pipeprof/pipelines/model.h"
@@ -26,16 +25,17 @@ struct Repetition {
   int64_t steps = 0;
   WaitStats wait;
   double step_mean_ms = 0;
-  double cpu_ms = 0;          // process CPU time (all threads)
-  int64_t peak_rss_kb = 0;    // the process's peak resident set so far
+  double cpu_ms = 0;        // process CPU time (all threads)
+  int64_t peak_rss_kb = 0;  // the process's peak resident set so far
   bool interrupted = false;
 };
 
 struct RunOptions {
-  std::string step;        // empty: the experiment's own step
-  int64_t epochs = 0;      // 0: the experiment's own
+  std::string step;    // empty: the experiment's own step
+  int64_t epochs = 0;  // 0: the experiment's own
   int repetitions = 5;
-  const std::atomic<bool>* stop = nullptr;  // set (e.g. by Ctrl-C) to stop after the current element
+  const std::atomic<bool>* stop =
+      nullptr;  // set (e.g. by Ctrl-C) to stop after the current element
   std::function<void(int, const Repetition&)> on_repetition;
 };
 

@@ -21,24 +21,23 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace pipeprof::harness {
 
 struct SimOptions {
-  double step_ms = 0;     // the consumer's step per element
-  int64_t epochs = 1;     // a fresh iterator per epoch
-  bool bound = false;     // knobs at their best instead of their starting values
+  double step_ms = 0;                // the consumer's step per element
+  int64_t epochs = 1;                // a fresh iterator per epoch
+  bool bound = false;                // knobs at their best instead of their starting values
   int64_t autotune_parallelism = 0;  // 0: pipelines::default_autotune_parallelism()
 };
 
 struct SimResult {
   bool supported = false;
-  std::string reason;     // why not, when unsupported
-  double total_ms = 0;    // wall time of all epochs
-  int64_t elements = 0;   // elements the consumer received
+  std::string reason;    // why not, when unsupported
+  double total_ms = 0;   // wall time of all epochs
+  int64_t elements = 0;  // elements the consumer received
 };
 
 // `pipeline` is a spec document or pipeline object ({"stages": [...]}), already validated by

@@ -15,12 +15,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeprof/pipelines/iterator.h"
 #include "pipeprof/pipelines/model.h"
@@ -43,26 +42,27 @@ int64_t default_autotune_parallelism();
 template <typename Signature>
 struct Callable {
   std::string name = "fn";
-  nlohmann::json args;       // registry arguments, or the nested spec of a DatasetFn
+  nlohmann::json args;        // registry arguments, or the nested spec of a DatasetFn
   bool serializable = false;  // true when `name` + `args` rebuild `fn` through the registry
   std::function<Signature> fn;
 
   Callable() = default;
   template <typename F>
-    requires std::is_constructible_v<std::function<Signature>, F>
-  Callable(F f, std::string label = "fn") : name(std::move(label)), fn(std::move(f)) {}  // NOLINT
+  requires std::is_constructible_v<std::function<Signature>, F> Callable(F f,
+                                                                         std::string label = "fn")
+      : name(std::move(label)), fn(std::move(f)) {}  // NOLINT
 };
 
 class Dataset;
-using Function = Callable<Element(Element)>;       // map: takes the element, returns the result
-using Predicate = Callable<bool(const Element&)>;  // filter
+using Function = Callable<Element(Element)>;          // map: takes the element, returns the result
+using Predicate = Callable<bool(const Element&)>;     // filter
 using DatasetFn = Callable<Dataset(const Element&)>;  // interleave: one input pipeline per element
 // generator: a factory called once per iteration, returning the pull function of that iteration
 // (std::nullopt ends the sequence).
 using GeneratorFn = Callable<std::function<std::optional<Element>()>()>;
 
 struct MapOptions {
-  int64_t parallelism = 0;  // 0: sequential on the caller's thread; >= 1 or kAutotune: workers
+  int64_t parallelism = 0;    // 0: sequential on the caller's thread; >= 1 or kAutotune: workers
   bool deterministic = true;  // false: yield results as they complete
   std::string name;           // stage name; default "map '<function name>'"
 };
@@ -81,9 +81,9 @@ struct ShuffleOptions {
 };
 
 struct ArtificialOptions {
-  double open_ms = 30;       // sleep when the iterator is first pulled ("open a file")
-  double read_ms = 15;       // sleep before each element ("read a record")
-  int64_t num_samples = 3;   // elements: the sample index 0..num_samples-1 as an int64 scalar
+  double open_ms = 30;      // sleep when the iterator is first pulled ("open a file")
+  double read_ms = 15;      // sleep before each element ("read a record")
+  int64_t num_samples = 3;  // elements: the sample index 0..num_samples-1 as an int64 scalar
 };
 
 class DatasetNode;
@@ -124,12 +124,13 @@ class Dataset {
 // Sources.
 Dataset range(int64_t stop);
 Dataset range(int64_t start, int64_t stop, int64_t step = 1);
-Dataset from_tensors(Element element);                     // yields `element` once
-Dataset from_tensor_slices(Element element);               // yields the rows of each component
-Dataset from_vector(const std::vector<int64_t>& values);   // yields int64 scalars
+Dataset from_tensors(Element element);                    // yields `element` once
+Dataset from_tensor_slices(Element element);              // yields the rows of each component
+Dataset from_vector(const std::vector<int64_t>& values);  // yields int64 scalars
 Dataset generator(GeneratorFn fn);
 Dataset artificial(ArtificialOptions options = {});
-Dataset zip(std::vector<Dataset> inputs);  // tuples of the inputs' components; ends with the shortest
+Dataset zip(
+    std::vector<Dataset> inputs);  // tuples of the inputs' components; ends with the shortest
 
 // A node of the graph: one operation and its inputs. Immutable once built (the cache's store is
 // the one piece of shared state, and it is internally synchronized).

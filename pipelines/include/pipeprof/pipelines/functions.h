@@ -22,11 +22,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeprof/pipelines/dataset.h"
 
@@ -34,7 +33,8 @@ namespace pipeprof::pipelines {
 
 // Build a registered callable. `where` prefixes error messages (e.g. "spec.json: stages[1].args");
 // errors are SpecError naming the argument and what was expected.
-Function make_function(const std::string& name, const nlohmann::json& args = nlohmann::json::object(),
+Function make_function(const std::string& name,
+                       const nlohmann::json& args = nlohmann::json::object(),
                        const std::string& where = "args");
 Predicate make_predicate(const std::string& name,
                          const nlohmann::json& args = nlohmann::json::object(),

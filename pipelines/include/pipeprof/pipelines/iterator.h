@@ -83,8 +83,8 @@ class Iterator {
 
  private:
   // Statistics of next() accumulated here by the one thread that calls it at a time, and added to
-  // the shared NodeStats every kStatsFlushEvery calls, after ~1 ms, and on destruction: the hot
-  // path does no atomic read-modify-write.
+  // the shared NodeStats every kStatsFlushEvery calls, after ~1 ms, at the end of the sequence and
+  // on destruction: the hot path does no atomic read-modify-write.
   struct LocalStats {
     int64_t elements = 0;
     int64_t timed_calls = 0;

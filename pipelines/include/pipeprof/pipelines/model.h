@@ -52,12 +52,12 @@ class Knob {
 // next() is timed on a sample of calls (see iterator.cc): timed_self_ns covers timed_calls of the
 // calls; NodeSnapshot scales it to all of them.
 struct NodeStats {
-  std::atomic<int64_t> elements{0};       // elements produced by next()
-  std::atomic<int64_t> calls{0};          // next() calls
-  std::atomic<int64_t> timed_calls{0};    // next() calls that were timed
-  std::atomic<int64_t> timed_self_ns{0};  // their time inside next() minus inputs and waits
-  std::atomic<int64_t> work_wall_ns{0};   // time of work done on worker threads (map calls, ...)
-  std::atomic<int64_t> blocked_ns{0};    // time next() or workers spent blocked waiting
+  std::atomic<int64_t> elements{0};         // elements produced by next()
+  std::atomic<int64_t> calls{0};            // next() calls
+  std::atomic<int64_t> timed_calls{0};      // next() calls that were timed
+  std::atomic<int64_t> timed_self_ns{0};    // their time inside next() minus inputs and waits
+  std::atomic<int64_t> work_wall_ns{0};     // time of work done on worker threads (map calls, ...)
+  std::atomic<int64_t> blocked_ns{0};       // time next() or workers spent blocked waiting
   std::atomic<int64_t> sampled_wall_ns{0};  // wall and CPU time of the sampled calls, used to
   std::atomic<int64_t> sampled_cpu_ns{0};   // estimate the CPU share without a syscall per call
   std::atomic<int64_t> buffered{0};         // elements currently buffered
@@ -68,9 +68,9 @@ struct NodeStats {
 
 // A plain copy of a stage's statistics with derived figures.
 struct NodeSnapshot {
-  std::string key;   // position in the graph, e.g. "3/1" (the stage below stage 3's input)
-  std::string op;    // operation name, e.g. "map"
-  std::string name;  // display name, e.g. "map 'mapped_function'"
+  std::string key;     // position in the graph, e.g. "3/1" (the stage below stage 3's input)
+  std::string op;      // operation name, e.g. "map"
+  std::string name;    // display name, e.g. "map 'mapped_function'"
   std::string parent;  // key of the consuming stage ("" for the output stage)
   int64_t elements = 0;
   int64_t self_wall_ns = 0;  // estimated: timed self time scaled to all calls
@@ -91,7 +91,10 @@ class Model;
 class Node {
  public:
   Node(std::string key, std::string op, std::string name, std::string parent)
-      : key_(std::move(key)), op_(std::move(op)), name_(std::move(name)), parent_(std::move(parent)) {}
+      : key_(std::move(key)),
+        op_(std::move(op)),
+        name_(std::move(name)),
+        parent_(std::move(parent)) {}
   const std::string& key() const { return key_; }
   const std::string& op() const { return op_; }
   const std::string& name() const { return name_; }

@@ -12,16 +12,15 @@
 //
 // The first stage is a source (range, from_tensors, from_tensor_slices, from_vector, generator,
 // artificial, zip); the others transform it in order. Nested pipelines ({"stages": [...]}) appear
-// in zip's "inputs" and interleave's "pipeline". Inside interleave's pipeline, "$element" stands for
-// the outer element: as a number parameter it is component 0's value ("$element[k]": component k),
-// as from_tensors' value it is the whole element. Unknown keys are errors, so typos are caught.
+// in zip's "inputs" and interleave's "pipeline". Inside interleave's pipeline, "$element" stands
+// for the outer element: as a number parameter it is component 0's value ("$element[k]": component
+// k), as from_tensors' value it is the whole element. Unknown keys are errors, so typos are caught.
 // The top-level "experiment" object is reserved for the harness and not read here.
 #pragma once
 
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "pipeprof/pipelines/dataset.h"
 

@@ -9,12 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace pipeprof::pipelines {
 
@@ -27,12 +26,30 @@ DType parse_dtype(std::string_view name);
 
 template <typename T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<bool>() { return DType::kBool; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::kUInt8; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::kInt32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::kInt64; }
-template <> constexpr DType dtype_of<float>() { return DType::kFloat32; }
-template <> constexpr DType dtype_of<double>() { return DType::kFloat64; }
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::kBool;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::kUInt8;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::kInt32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::kInt64;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::kFloat32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::kFloat64;
+}
 
 using Shape = std::vector<int64_t>;
 int64_t num_elements(const Shape& shape);
@@ -60,7 +77,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<T>& values, Shape shape) {
     Tensor t(dtype_of<T>(), std::move(shape));
     auto out = t.mutable_values<T>();
-    for (size_t i = 0; i < out.size() && i < values.size(); ++i) out[i] = values[i];
+    for (size_t i = 0; i < out.size() && i < values.size(); ++i)
+      out[i] = values[i];
     return t;
   }
   template <typename T>
@@ -124,10 +142,12 @@ class Tensor {
 using Element = std::vector<Tensor>;
 
 // A one-component element holding an int64 scalar (what range and artificial yield).
-inline Element scalar_element(int64_t value) { return Element{Tensor::scalar<int64_t>(value)}; }
+inline Element scalar_element(int64_t value) {
+  return Element{Tensor::scalar<int64_t>(value)};
+}
 
-nlohmann::json element_to_json(const Element& element);          // value, or array of values
-nlohmann::json element_to_json_full(const Element& element);     // with dtype and shape
+nlohmann::json element_to_json(const Element& element);       // value, or array of values
+nlohmann::json element_to_json_full(const Element& element);  // with dtype and shape
 std::string element_debug_string(const Element& element);
 
 }  // namespace pipeprof::pipelines
