@@ -12,40 +12,11 @@
 #include <vector>
 
 #include "pipeprof/pipelines/dataset.h"
+#include "sim_timeline.h"
 
 namespace pipeprof::harness {
+namespace sim {
 namespace {
-
-using Time = double;  // ms
-constexpr double kUnbounded = std::numeric_limits<double>::infinity();
-
-struct Unsupported : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// An element as far as timing is concerned: its scalar value when it has one that later stages
-// may depend on (interleave's "$element", filter), or nothing.
-struct Elem {
-  std::optional<double> value;
-};
-
-struct Pull {
-  std::optional<Elem> elem;  // nullopt: the end
-  Time at;                   // when the element (or the end) is available
-};
-
-class SimIterator {
- public:
-  virtual ~SimIterator() = default;
-  virtual Pull next(Time t) = 0;
-};
-
-class SimNode {
- public:
-  virtual ~SimNode() = default;
-  virtual std::unique_ptr<SimIterator> iterate() = 0;
-};
-using NodePtr = std::shared_ptr<SimNode>;
 
 struct Ctx {
   const SimOptions& options;
@@ -66,226 +37,6 @@ int64_t tunable(const nlohmann::json& stage, const char* key, int64_t fallback) 
   if (v.is_string()) return pipelines::kAutotune;
   return v.get<int64_t>();
 }
-
-// --- generic iterators -------------------------------------------------------------------------
-
-// Yields precomputed values at the request time plus a per-element latency; `first_latency` is
-// paid once, on the first pull (artificial's open).
-class ListIterator final : public SimIterator {
- public:
-  ListIterator(std::vector<Elem> elems, Time first_latency, Time latency)
-      : elems_(std::move(elems)), first_(first_latency), latency_(latency) {}
-  Pull next(Time t) override {
-    if (!opened_) {
-      opened_ = true;
-      t += first_;
-    }
-    if (i_ >= elems_.size()) return {std::nullopt, t};
-    return {elems_[i_++], t + latency_};
-  }
-
- private:
-  std::vector<Elem> elems_;
-  Time first_, latency_;
-  bool opened_ = false;
-  size_t i_ = 0;
-};
-
-class ListNode final : public SimNode {
- public:
-  ListNode(std::vector<Elem> elems, Time first, Time latency)
-      : elems_(std::move(elems)), first_(first), latency_(latency) {}
-  std::unique_ptr<SimIterator> iterate() override {
-    return std::make_unique<ListIterator>(elems_, first_, latency_);
-  }
-
- private:
-  std::vector<Elem> elems_;
-  Time first_, latency_;
-};
-
-// A producer that pulls `input` ahead of its consumer into a buffer of `capacity` elements,
-// starting at `start` (or the first request). Pull k starts at max(end of pull k-1, the time the
-// consumer took element k - capacity). Used by prefetch and by parallel interleave's inputs.
-class AheadPuller {
- public:
-  AheadPuller(std::unique_ptr<SimIterator> input, double capacity, std::optional<Time> start)
-      : input_(std::move(input)), capacity_(capacity), start_(start) {}
-
-  Pull take(Time t) {
-    if (!start_) start_ = t;
-    const size_t k = takes_.size();
-    while (!ended_ && done_.size() <= k)
-      pull_one();
-    if (k < done_.size()) {
-      const Time at = std::max(t, done_[k]);
-      takes_.push_back(at);
-      return {elems_[k], at};
-    }
-    return {std::nullopt, std::max(t, end_at_)};
-  }
-
- private:
-  void pull_one() {
-    const size_t j = done_.size();
-    Time s = j == 0 ? *start_ : done_[j - 1];
-    if (capacity_ != kUnbounded && static_cast<double>(j) >= capacity_) {
-      s = std::max(s, takes_[j - static_cast<size_t>(capacity_)]);
-    }
-    Pull p = input_->next(s);
-    if (!p.elem) {
-      ended_ = true;
-      end_at_ = p.at;
-      return;
-    }
-    done_.push_back(p.at);
-    elems_.push_back(*p.elem);
-  }
-
-  std::unique_ptr<SimIterator> input_;
-  double capacity_;
-  std::optional<Time> start_;
-  std::vector<Time> done_, takes_;
-  std::vector<Elem> elems_;
-  bool ended_ = false;
-  Time end_at_ = 0;
-};
-
-// --- transformations ----------------------------------------------------------------------------
-
-struct MapFn {
-  Time latency = 0;
-  std::function<Elem(const Elem&)> value;
-};
-
-MapFn map_fn(const nlohmann::json& stage) {
-  const std::string fn = stage.at("fn").get<std::string>();
-  const nlohmann::json args = stage.value("args", nlohmann::json::object());
-  if (fn == "identity") return {0, [](const Elem& e) { return e; }};
-  if (fn == "increment") {
-    return {0, [](const Elem& e) { return e.value ? Elem{*e.value + 1} : e; }};
-  }
-  if (fn == "sleep_ms" || fn == "busy_ms") {
-    return {args.at("ms").get<double>(), [](const Elem& e) { return e; }};
-  }
-  throw Unsupported(fmt::format("map function '{}' has no known latency", fn));
-}
-
-class SeqMapIterator final : public SimIterator {
- public:
-  SeqMapIterator(std::unique_ptr<SimIterator> input, MapFn fn)
-      : input_(std::move(input)), fn_(std::move(fn)) {}
-  Pull next(Time t) override {
-    Pull p = input_->next(t);
-    if (!p.elem) return p;
-    return {fn_.value(*p.elem), p.at + fn_.latency};
-  }
-
- private:
-  std::unique_ptr<SimIterator> input_;
-  MapFn fn_;
-};
-
-// Deterministic parallel map with P workers: pull k starts at max(end of pull k-1, the time the
-// consumer took result k - P); its result is ready a function latency after the pull.
-class ParallelMapIterator final : public SimIterator {
- public:
-  ParallelMapIterator(std::unique_ptr<SimIterator> input, MapFn fn, double parallelism)
-      : input_(std::move(input)), fn_(std::move(fn)), parallelism_(parallelism) {}
-  Pull next(Time t) override {
-    if (!start_) start_ = t;
-    const size_t k = takes_.size();
-    while (!ended_ && pulled_.size() <= k)
-      pull_one();
-    if (k < pulled_.size()) {
-      const Time at = std::max(t, finished_[k]);
-      takes_.push_back(at);
-      return {elems_[k], at};
-    }
-    return {std::nullopt, std::max(t, end_at_)};
-  }
-
- private:
-  void pull_one() {
-    const size_t j = pulled_.size();
-    Time s = j == 0 ? *start_ : pulled_[j - 1];
-    if (parallelism_ != kUnbounded && static_cast<double>(j) >= parallelism_) {
-      s = std::max(s, takes_[j - static_cast<size_t>(parallelism_)]);
-    }
-    Pull p = input_->next(s);
-    if (!p.elem) {
-      ended_ = true;
-      end_at_ = p.at;
-      return;
-    }
-    pulled_.push_back(p.at);
-    finished_.push_back(p.at + fn_.latency);
-    elems_.push_back(fn_.value(*p.elem));
-  }
-
-  std::unique_ptr<SimIterator> input_;
-  MapFn fn_;
-  double parallelism_;
-  std::optional<Time> start_;
-  std::vector<Time> pulled_, finished_, takes_;
-  std::vector<Elem> elems_;
-  bool ended_ = false;
-  Time end_at_ = 0;
-};
-
-class PrefetchIterator final : public SimIterator {
- public:
-  PrefetchIterator(std::unique_ptr<SimIterator> input, double capacity)
-      : puller_(std::move(input), capacity, std::nullopt) {}
-  Pull next(Time t) override { return puller_.take(t); }
-
- private:
-  AheadPuller puller_;
-};
-
-// Wraps a per-epoch iterator factory as a node.
-class FnNode final : public SimNode {
- public:
-  explicit FnNode(std::function<std::unique_ptr<SimIterator>()> make) : make_(std::move(make)) {}
-  std::unique_ptr<SimIterator> iterate() override { return make_(); }
-
- private:
-  std::function<std::unique_ptr<SimIterator>()> make_;
-};
-
-class LambdaIterator final : public SimIterator {
- public:
-  explicit LambdaIterator(std::function<Pull(Time)> fn) : fn_(std::move(fn)) {}
-  Pull next(Time t) override { return fn_(t); }
-
- private:
-  std::function<Pull(Time)> fn_;
-};
-
-// The cache keeps its elements across epochs: after a complete pass, later passes replay them at
-// no cost and never touch the input.
-class CacheNode final : public SimNode {
- public:
-  explicit CacheNode(NodePtr input) : input_(std::move(input)) {}
-  std::unique_ptr<SimIterator> iterate() override {
-    if (complete_) return std::make_unique<ListIterator>(*complete_, 0, 0);
-    auto input = std::shared_ptr<SimIterator>(input_->iterate());
-    auto pending = std::make_shared<std::vector<Elem>>();
-    return std::make_unique<LambdaIterator>([this, input, pending](Time t) {
-      Pull p = input->next(t);
-      if (p.elem) {
-        pending->push_back(*p.elem);
-      } else if (!complete_) {
-        complete_ = *pending;
-      }
-      return p;
-    });
-  }
-
- private:
-  NodePtr input_;
-  std::optional<std::vector<Elem>> complete_;
-};
 
 NodePtr build_chain(const nlohmann::json& pipeline, const Ctx& ctx);
 
@@ -653,8 +404,10 @@ NodePtr build_chain(const nlohmann::json& pipeline, const Ctx& ctx) {
 }
 
 }  // namespace
+}  // namespace sim
 
 SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
+  using namespace sim;  // NOLINT(google-build-using-namespace): the simulator's own model
   SimResult result;
   const Ctx ctx{options, options.autotune_parallelism > 0
                              ? options.autotune_parallelism
