@@ -1,6 +1,7 @@
 // Helpers shared by the operations' implementations.
 #pragma once
 
+#include <algorithm>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -98,5 +99,25 @@ bool spin_until(Ready&& ready, int64_t max_ns = kHandoffSpinNs) {
 #endif
   }
 }
+
+// A polling budget that adapts to how hand-offs go at one call site: doubled (up to
+// kHandoffSpinNs) after a poll that caught its hand-off, halved (down to kMinSpinNs) after one that
+// did not. When the other side is not running (more threads than free cores), polling only burns
+// the core it needs, and the budget shrinks to almost nothing.
+class AdaptiveSpin {
+ public:
+  static constexpr int64_t kMinSpinNs = 250;
+
+  template <typename Ready>
+  bool poll(Ready&& ready) {
+    const bool ok = spin_until(std::forward<Ready>(ready), budget_ns_);
+    budget_ns_ =
+        ok ? std::min(budget_ns_ * 2, kHandoffSpinNs) : std::max(budget_ns_ / 2, kMinSpinNs);
+    return ok;
+  }
+
+ private:
+  int64_t budget_ns_ = kHandoffSpinNs;
+};
 
 }  // namespace pipeprof::pipelines::ops

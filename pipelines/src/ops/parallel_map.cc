@@ -61,7 +61,7 @@ class ParallelMapIterator final : public Iterator {
       if (slots_.empty() && input_done_) return std::nullopt;
       lock.unlock();
       BlockedScope blocked(*this);
-      spin_until([&] { return ready_.load(std::memory_order_acquire) > 0; });
+      consumer_spin_.poll([&] { return ready_.load(std::memory_order_acquire) > 0; });
       lock.lock();
       // The poll may have seen a result that cannot be delivered yet (a later one, in
       // deterministic order): wait for what can, without spinning, or for a raised knob.
@@ -127,12 +127,15 @@ class ParallelMapIterator final : public Iterator {
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      if (!stop_ && !can_start()) {
+      // One worker at a time polls for its turn; more would only take the cores from the threads
+      // that have work.
+      if (!stop_ && !can_start() && !spinner_.exchange(true, std::memory_order_acquire)) {
         lock.unlock();
-        spin_until([&] {
+        worker_spin_.poll([&] {
           return !pulling_flag_.load(std::memory_order_acquire) &&
                  slots_count_.load(std::memory_order_acquire) < parallelism();
         });
+        spinner_.store(false, std::memory_order_release);
         lock.lock();
       }
       if (!stop_ && !can_start()) {
@@ -183,6 +186,9 @@ class ParallelMapIterator final : public Iterator {
   std::atomic<int64_t> ready_{0};            // done slots not yet taken
   std::atomic<int64_t> slots_count_{0};      // slots_.size(), for polling workers
   std::atomic<bool> pulling_flag_{false};    // pulling_, for polling workers
+  AdaptiveSpin consumer_spin_;               // used by the consumer only
+  AdaptiveSpin worker_spin_;                 // used by the one polling worker (spinner_)
+  std::atomic<bool> spinner_{false};         // a worker is polling for its turn
   int64_t workers_waiting_ = 0;
   bool consumer_waiting_ = false;
   bool pulling_ = false;

@@ -47,7 +47,8 @@ class PrefetchIterator final : public Iterator {
     if (buffer_.empty() && !ended_) {
       lock.unlock();
       BlockedScope blocked(*this);
-      const bool ready = spin_until([&] { return available_.load(std::memory_order_acquire); });
+      const bool ready =
+          consumer_spin_.poll([&] { return available_.load(std::memory_order_acquire); });
       lock.lock();
       if (!ready) {
         consumer_waiting_ = true;
@@ -82,7 +83,7 @@ class PrefetchIterator final : public Iterator {
     while (true) {
       if (!stop_ && static_cast<int64_t>(buffer_.size()) >= capacity()) {
         lock.unlock();
-        spin_until([&] { return size_.load(std::memory_order_acquire) < capacity(); });
+        producer_spin_.poll([&] { return size_.load(std::memory_order_acquire) < capacity(); });
         lock.lock();
       }
       if (!stop_ && static_cast<int64_t>(buffer_.size()) >= capacity()) {
@@ -116,6 +117,8 @@ class PrefetchIterator final : public Iterator {
   std::deque<Result> buffer_;
   std::atomic<bool> available_{false};  // an element or the end is waiting for the consumer
   std::atomic<int64_t> size_{0};        // buffer_.size(), for the polling producer
+  AdaptiveSpin consumer_spin_;          // used by the consumer only
+  AdaptiveSpin producer_spin_;          // used by the producer only
   bool producer_waiting_ = false;
   bool consumer_waiting_ = false;
   bool ended_ = false;

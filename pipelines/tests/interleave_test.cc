@@ -1,0 +1,194 @@
+// interleave: SEMANTICS cases 1-3 (cycle and block lengths, flat map, parallel with deterministic
+// order), through the C++ API and through JSON specs, plus nested pipelines and failures.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/spec.h"
+#include "test_util.h"
+
+namespace pipeprof::pipelines {
+namespace {
+
+using testing::collect_ints;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using testing::spec_dataset;
+using ::testing::UnorderedElementsAreArray;
+
+const std::vector<int64_t> kCase1 = {1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3,
+                                     3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+
+Dataset case1(int64_t parallelism) {
+  return range(1, 6).interleave(
+      DatasetFn([](const Element& x) { return from_tensors(x).repeat(6); }),
+      {.cycle_length = 2, .block_length = 4, .parallelism = parallelism});
+}
+
+std::string case1_spec(const std::string& parallelism) {
+  return R"({"stages": [
+    {"op": "range", "start": 1, "stop": 6},
+    {"op": "interleave", "cycle_length": 2, "block_length": 4)" +
+         (parallelism.empty() ? std::string() : ", \"parallelism\": " + parallelism) + R"(,
+     "pipeline": {"stages": [{"op": "from_tensors", "value": "$element"},
+                             {"op": "repeat", "count": 6}]}}]})";
+}
+
+TEST(Interleave, Semantics1CycleAndBlockLengths) {
+  EXPECT_THAT(collect_ints(case1(0)), ElementsAreArray(kCase1));
+}
+
+TEST(Interleave, Semantics1ThroughSpec) {
+  EXPECT_THAT(collect_ints(spec_dataset(case1_spec(""))), ElementsAreArray(kCase1));
+}
+
+TEST(Interleave, Semantics2CycleLengthOneIsAFlatMap) {
+  auto ds = range(3).interleave(DatasetFn([](const Element& x) { return range(x[0].as_int64()); }),
+                                {.cycle_length = 1});
+  EXPECT_THAT(collect_ints(ds), ElementsAre(0, 0, 1));
+}
+
+TEST(Interleave, Semantics2ThroughSpec) {
+  auto ds = spec_dataset(R"({"stages": [
+    {"op": "range", "stop": 3},
+    {"op": "interleave", "cycle_length": 1,
+     "pipeline": {"stages": [{"op": "range", "stop": "$element"}]}}]})");
+  EXPECT_THAT(collect_ints(ds), ElementsAre(0, 0, 1));
+}
+
+class ParallelInterleave : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(ParallelInterleave, Semantics3DeterministicOrderEqualsSequential) {
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_THAT(collect_ints(case1(GetParam())), ElementsAreArray(kCase1)) << "run " << run;
+  }
+}
+
+TEST_P(ParallelInterleave, Semantics3ThroughSpec) {
+  const std::string p = GetParam() == kAutotune ? "\"autotune\"" : std::to_string(GetParam());
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_THAT(collect_ints(spec_dataset(case1_spec(p))), ElementsAreArray(kCase1))
+        << "run " << run;
+  }
+}
+
+TEST_P(ParallelInterleave, NonDeterministicYieldsAPermutation) {
+  auto ds = range(1, 6).interleave(
+      DatasetFn([](const Element& x) { return from_tensors(x).repeat(6); }),
+      {.cycle_length = 2, .block_length = 4, .parallelism = GetParam(), .deterministic = false});
+  EXPECT_THAT(collect_ints(ds), UnorderedElementsAreArray(kCase1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Parallelism, ParallelInterleave,
+                         ::testing::Values(int64_t{1}, int64_t{2}, int64_t{3}, kAutotune),
+                         [](const auto& param_info) {
+                           return param_info.param == kAutotune ? std::string("autotune")
+                                                                : std::to_string(param_info.param);
+                         });
+
+TEST(Interleave, CycleLongerThanTheInputAndBlockLongerThanEachPipeline) {
+  for (int64_t parallelism : std::vector<int64_t>{0, 2}) {
+    auto ds = range(1, 4).interleave(
+        DatasetFn([](const Element& x) { return from_tensors(x).repeat(x[0].as_int64()); }),
+        {.cycle_length = 5, .block_length = 10, .parallelism = parallelism});
+    EXPECT_THAT(collect_ints(ds), ElementsAre(1, 2, 2, 3, 3, 3)) << "parallelism " << parallelism;
+  }
+}
+
+TEST(Interleave, BlockLengthOneAlternates) {
+  auto ds = range(2).interleave(DatasetFn([](const Element& x) {
+                                  return range(x[0].as_int64() * 10, x[0].as_int64() * 10 + 3);
+                                }),
+                                {.cycle_length = 2});
+  EXPECT_THAT(collect_ints(ds), ElementsAre(0, 10, 1, 11, 2, 12));
+}
+
+TEST(Interleave, EmptyInputAndEmptyPipelines) {
+  auto fn = DatasetFn([](const Element&) { return range(0); });
+  EXPECT_TRUE(range(0).interleave(fn, {.cycle_length = 2}).collect().empty());
+  EXPECT_TRUE(range(5).interleave(fn, {.cycle_length = 2}).collect().empty());
+  EXPECT_TRUE(range(5).interleave(fn, {.cycle_length = 2, .parallelism = 2}).collect().empty());
+}
+
+TEST(Interleave, ElementReferenceSelectsAComponent) {
+  auto ds = spec_dataset(R"({"stages": [
+    {"op": "zip", "inputs": [{"stages": [{"op": "range", "stop": 3}]},
+                             {"stages": [{"op": "range", "start": 1, "stop": 4}]}]},
+    {"op": "interleave", "cycle_length": 1,
+     "pipeline": {"stages": [{"op": "range", "start": "$element[0]", "stop": "$element[1]"},
+                             {"op": "repeat", "count": 2}]}}]})");
+  EXPECT_THAT(collect_ints(ds), ElementsAre(0, 0, 1, 1, 2, 2));
+}
+
+TEST(Interleave, FunctionFailureNamesTheStageAfterEarlierElements) {
+  for (int64_t parallelism : std::vector<int64_t>{0, 2}) {
+    auto ds = range(4).interleave(DatasetFn([](const Element& x) -> Dataset {
+                                    if (x[0].as_int64() == 2) throw std::runtime_error("no file 2");
+                                    return from_tensors(x);
+                                  }),
+                                  {.cycle_length = 1, .parallelism = parallelism, .name = "open"});
+    auto it = ds.iterate();
+    EXPECT_EQ(it->next()->at(0).as_int64(), 0);
+    EXPECT_EQ(it->next()->at(0).as_int64(), 1);
+    try {
+      it->next();
+      FAIL() << "expected a PipelineError";
+    } catch (const PipelineError& e) {
+      EXPECT_EQ(e.stage(), "interleave 'open'");
+      EXPECT_STREQ(e.what(), "interleave 'open': no file 2");
+    }
+  }
+}
+
+TEST(Interleave, SpecElementOutOfRangeFailsWhenTheInputIsOpened) {
+  auto ds = spec_dataset(R"({"stages": [
+    {"op": "range", "stop": 2},
+    {"op": "interleave", "cycle_length": 1,
+     "pipeline": {"stages": [{"op": "range", "stop": "$element[1]"}]}}]})");
+  auto it = ds.iterate();
+  try {
+    it->next();
+    FAIL() << "expected a PipelineError";
+  } catch (const PipelineError& e) {
+    EXPECT_EQ(e.stage(), "interleave");
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("stages[1].pipeline.stages[0].stop"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("refers to component 1, but the element has 1"));
+  }
+}
+
+TEST(Interleave, NestedStagesShareOneModelEntry) {
+  auto ds = range(3).interleave(
+      DatasetFn([](const Element& x) { return from_tensors(x).repeat(2); }), {.cycle_length = 2});
+  auto it = ds.iterate();
+  EXPECT_EQ(testing::drain_ints(*it).size(), 6U);
+  std::vector<std::string> keys;
+  for (const auto& s : it->model().snapshot())
+    keys.push_back(s.key + " <- " + s.parent);
+  EXPECT_THAT(keys, ElementsAre("stages[1] <- ", "stages[0] <- stages[1]",
+                                "stages[1].pipeline.stages[1] <- stages[1]",
+                                "stages[1].pipeline.stages[0] <- stages[1].pipeline.stages[1]"));
+  const auto repeat = testing::stage_snapshot(it->model(), "repeat");
+  ASSERT_TRUE(repeat.has_value());
+  EXPECT_EQ(repeat->elements, 6) << "the three repeat iterators report to one entry";
+}
+
+TEST(Interleave, InvalidOptions) {
+  auto fn = DatasetFn([](const Element& x) { return from_tensors(x); });
+  EXPECT_THROW(range(3).interleave(fn, {.cycle_length = 0}), std::invalid_argument);
+  EXPECT_THROW(range(3).interleave(fn, {.block_length = 0}), std::invalid_argument);
+  EXPECT_THROW(range(3).interleave(fn, {.parallelism = -4}), std::invalid_argument);
+  EXPECT_THROW(range(3).interleave(DatasetFn{}), std::invalid_argument);
+}
+
+TEST(Interleave, CppFunctionCannotBeWrittenToASpec) {
+  auto ds = range(3).interleave(DatasetFn([](const Element& x) { return from_tensors(x); }));
+  EXPECT_THROW(ds.to_json(), SpecError);
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines

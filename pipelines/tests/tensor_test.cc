@@ -1,0 +1,232 @@
+// Tensor and Element: dtypes and shapes, zero-copy views (slices, rows, reshapes) with copy on
+// write, stacking, equality, JSON conversion and wrapping foreign memory.
+#include "pipeprof/pipelines/tensor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "test_util.h"
+
+namespace pipeprof::pipelines {
+namespace {
+
+using ::testing::Each;
+using ::testing::ElementsAre;
+using testing::values;
+
+TEST(DType, NamesSizesAndParsing) {
+  EXPECT_EQ(dtype_size(DType::kBool), 1U);
+  EXPECT_EQ(dtype_size(DType::kInt32), 4U);
+  EXPECT_EQ(dtype_size(DType::kFloat64), 8U);
+  for (DType d : {DType::kBool, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
+                  DType::kFloat64}) {
+    EXPECT_EQ(parse_dtype(dtype_name(d)), d) << dtype_name(d);
+  }
+  EXPECT_THROW(parse_dtype("float16"), std::invalid_argument);
+}
+
+TEST(Shape, CountAndText) {
+  EXPECT_EQ(num_elements({}), 1);
+  EXPECT_EQ(num_elements({4, 0, 3}), 0);
+  EXPECT_EQ(num_elements({4, 1000000, 3}), 12000000);
+  EXPECT_EQ(shape_string({4, 1000000, 3}), "[4, 1000000, 3]");
+  EXPECT_EQ(shape_string({}), "[]");
+  EXPECT_THROW(num_elements({2, -1}), std::invalid_argument);
+}
+
+TEST(Tensor, NewTensorsAreZeroFilled) {
+  for (Shape shape : {Shape{3}, Shape{100, 10}}) {  // a small and a large (aligned) buffer
+    Tensor t(DType::kFloat32, shape);
+    EXPECT_TRUE(t.valid());
+    EXPECT_EQ(t.nbytes(), static_cast<size_t>(num_elements(shape)) * 4);
+    EXPECT_THAT(t.values<float>(), Each(0.0F));
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(Tensor(DType::kUInt8, {1000}).data()) % 64, 0U);
+  EXPECT_FALSE(Tensor().valid());
+}
+
+TEST(Tensor, ScalarsAndVectors) {
+  const Tensor s = Tensor::scalar<int32_t>(-7);
+  EXPECT_EQ(s.rank(), 0);
+  EXPECT_EQ(s.num_elements(), 1);
+  EXPECT_EQ(s.as_int64(), -7);
+  EXPECT_EQ(s.as_double(), -7.0);
+  const Tensor v = Tensor::from_vector<double>({1.5, 2.5, 3.5, 4.5, 5.5, 6.5}, {2, 3});
+  EXPECT_EQ(v.shape(), (Shape{2, 3}));
+  EXPECT_THAT(v.values<double>(), ElementsAre(1.5, 2.5, 3.5, 4.5, 5.5, 6.5));
+  EXPECT_THROW(v.as_int64(), std::invalid_argument);
+  EXPECT_THROW(v.values<float>(), std::invalid_argument) << "wrong dtype";
+}
+
+TEST(Tensor, SlicesRowsAndReshapesShareTheBuffer) {
+  const Tensor t = Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
+  const Tensor middle = t.slice(1, 3);
+  EXPECT_EQ(middle.shape(), (Shape{2, 2}));
+  EXPECT_THAT(values(middle), ElementsAre(2, 3, 4, 5));
+  EXPECT_TRUE(middle.shares_buffer_with(t));
+  EXPECT_EQ(middle.data(), t.data() + 2 * sizeof(int64_t));
+
+  const Tensor row = t[3];
+  EXPECT_EQ(row.shape(), Shape{2});
+  EXPECT_THAT(values(row), ElementsAre(6, 7));
+  EXPECT_TRUE(row.shares_buffer_with(t));
+
+  const Tensor flat = t.reshape({8});
+  EXPECT_TRUE(flat.shares_buffer_with(t));
+  EXPECT_EQ(flat.data(), t.data());
+  EXPECT_THAT(values(flat[5].reshape({1})), ElementsAre(5));
+
+  EXPECT_FALSE(
+      t.shares_buffer_with(Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2})));
+  EXPECT_FALSE(Tensor().shares_buffer_with(Tensor()));
+}
+
+TEST(Tensor, InvalidViews) {
+  const Tensor t = Tensor::from_vector<int64_t>({0, 1, 2, 3});
+  EXPECT_THROW(t.slice(2, 5), std::out_of_range);
+  EXPECT_THROW(t.slice(3, 2), std::out_of_range);
+  EXPECT_THROW(t.slice(-1, 2), std::out_of_range);
+  EXPECT_THROW(t[4], std::out_of_range);
+  EXPECT_THROW(Tensor::scalar<int64_t>(1).slice(0, 1), std::invalid_argument);
+  EXPECT_THROW(t.reshape({3}), std::invalid_argument);
+  EXPECT_EQ(t.slice(2, 2).num_elements(), 0);
+}
+
+TEST(Tensor, CopyOnWrite) {
+  const Tensor original = Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2});
+  Tensor copy = original;
+  EXPECT_TRUE(copy.shares_buffer_with(original));
+  copy.mutable_values<int64_t>()[0] = 100;
+  EXPECT_FALSE(copy.shares_buffer_with(original)) << "writing to a shared buffer copies it first";
+  EXPECT_THAT(values(original), ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(values(copy), ElementsAre(100, 2, 3, 4));
+
+  Tensor row = original[1];
+  row.mutable_values<int64_t>()[1] = -4;
+  EXPECT_THAT(values(row), ElementsAre(3, -4));
+  EXPECT_THAT(values(original), ElementsAre(1, 2, 3, 4)) << "a view's write must not leak back";
+
+  // A sole owner writes in place.
+  Tensor alone = Tensor::from_vector<int64_t>({5, 6});
+  const std::byte* before = alone.data();
+  alone.mutable_values<int64_t>()[1] = 60;
+  EXPECT_EQ(alone.data(), before);
+  EXPECT_THAT(values(alone), ElementsAre(5, 60));
+}
+
+TEST(Tensor, SmallTensorsKeepTheirValuesInline) {
+  // Up to kInlineBytes the values live in the tensor itself: copies and slices copy the bytes.
+  const Tensor small = Tensor::from_vector<int64_t>({1, 2});
+  ASSERT_LE(small.nbytes(), Tensor::kInlineBytes);
+  Tensor copy = small;
+  EXPECT_FALSE(copy.shares_buffer_with(small));
+  EXPECT_EQ(copy, small);
+  copy.mutable_values<int64_t>()[0] = 7;
+  EXPECT_THAT(values(small), ElementsAre(1, 2));
+  EXPECT_THAT(values(copy), ElementsAre(7, 2));
+  EXPECT_THAT(values(small[1]), ElementsAre(2));
+  EXPECT_THAT(values(small.slice(0, 1)), ElementsAre(1));
+  EXPECT_THAT(values(small.reshape({2, 1})[1]), ElementsAre(2));
+  EXPECT_TRUE(Tensor(DType::kFloat32, {0}).valid());
+}
+
+TEST(Tensor, StackAddsAFirstDimension) {
+  const Tensor a = Tensor::from_vector<float>({1, 2});
+  const Tensor b = Tensor::from_vector<float>({3, 4});
+  const Tensor parts[] = {a, b, a};
+  const Tensor s = Tensor::stack(parts);
+  EXPECT_EQ(s.shape(), (Shape{3, 2}));
+  EXPECT_THAT(s.values<float>(), ElementsAre(1, 2, 3, 4, 1, 2));
+  EXPECT_FALSE(s.shares_buffer_with(a));
+
+  const Tensor scalars[] = {Tensor::scalar<int64_t>(4), Tensor::scalar<int64_t>(5)};
+  EXPECT_THAT(values(Tensor::stack(scalars)), ElementsAre(4, 5));
+
+  const Tensor mixed_dtype[] = {a, Tensor::from_vector<double>({1, 2})};
+  EXPECT_THROW(Tensor::stack(mixed_dtype), std::invalid_argument);
+  const Tensor mixed_shape[] = {a, Tensor::from_vector<float>({1, 2, 3})};
+  EXPECT_THROW(Tensor::stack(mixed_shape), std::invalid_argument);
+  EXPECT_THROW(Tensor::stack({}), std::invalid_argument);
+}
+
+TEST(Tensor, EqualityComparesDtypeShapeAndValues) {
+  const Tensor a = Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2});
+  EXPECT_EQ(a, Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2}));
+  EXPECT_FALSE(a == Tensor::from_vector<int64_t>({1, 2, 3, 5}, {2, 2}));
+  EXPECT_FALSE(a == a.reshape({4}));
+  EXPECT_FALSE(a == Tensor::from_vector<int32_t>({1, 2, 3, 4}, {2, 2}));
+  EXPECT_EQ(Tensor(), Tensor());
+  EXPECT_FALSE(Tensor() == Tensor::scalar<int64_t>(5)) << "an invalid tensor has no values";
+  EXPECT_FALSE(Tensor::scalar<int64_t>(0) == Tensor());
+}
+
+TEST(Tensor, JsonRoundTrip) {
+  const Tensor t = Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(t.to_json(), nlohmann::json::parse("[[1,2,3],[4,5,6]]"));
+  EXPECT_EQ(Tensor::from_json(t.to_json()), t);
+  EXPECT_EQ(Tensor::scalar<double>(2.5).to_json(), nlohmann::json(2.5));
+  EXPECT_EQ(Tensor().to_json(), nlohmann::json(nullptr));
+
+  EXPECT_EQ(Tensor::from_json(nlohmann::json::parse("[1, 2.5]")).dtype(), DType::kFloat64);
+  EXPECT_EQ(Tensor::from_json(nlohmann::json::parse("[[1], [2]]")).dtype(), DType::kInt64);
+  EXPECT_EQ(Tensor::from_json(nlohmann::json::parse("[true, false]")).dtype(), DType::kBool);
+  EXPECT_EQ(Tensor::from_json(nlohmann::json(true)).dtype(), DType::kBool);
+  EXPECT_EQ(Tensor::from_json(nlohmann::json::parse("[]")).shape(), Shape{0});
+  const DType f32 = DType::kFloat32;
+  const Tensor f = Tensor::from_json(nlohmann::json::parse("[[1, 2], [3, 4]]"), &f32);
+  EXPECT_EQ(f.dtype(), DType::kFloat32);
+  EXPECT_THAT(f.values<float>(), ElementsAre(1, 2, 3, 4));
+  // Large integers keep their exact value.
+  EXPECT_EQ(Tensor::from_json(nlohmann::json(int64_t{9007199254740993})).as_int64(),
+            int64_t{9007199254740993});
+}
+
+TEST(Tensor, RaggedOrNonNumericJsonIsRejected) {
+  for (const char* text : {"[[1, 2], [3]]", "[[1, 2], 3]", "[1, [2, 3]]", "[[1, [2]], [3, 4]]",
+                           "[\"a\"]", "{\"x\": 1}"}) {
+    EXPECT_THROW(Tensor::from_json(nlohmann::json::parse(text)), std::invalid_argument) << text;
+  }
+}
+
+TEST(Tensor, WrapKeepsTheOwnerAliveUntilTheLastView) {
+  bool released = false;
+  auto* raw = new int64_t[4]{10, 20, 30, 40};
+  std::shared_ptr<std::byte> owner(reinterpret_cast<std::byte*>(raw), [&](std::byte* p) {
+    released = true;
+    delete[] reinterpret_cast<int64_t*>(p);
+  });
+  Tensor row;
+  {
+    Tensor t = Tensor::wrap(DType::kInt64, {2, 2}, std::move(owner));
+    EXPECT_THAT(values(t), ElementsAre(10, 20, 30, 40));
+    row = t[1];
+  }
+  EXPECT_FALSE(released);
+  EXPECT_THAT(values(row), ElementsAre(30, 40));
+  row = Tensor();
+  EXPECT_TRUE(released);
+  EXPECT_THROW(Tensor::wrap(DType::kInt64, {1}, nullptr), std::invalid_argument);
+}
+
+TEST(Element, JsonAndDebugText) {
+  const Element one{Tensor::scalar<int64_t>(3)};
+  const Element pair{Tensor::from_vector<int64_t>({1, 2}), Tensor::scalar<float>(0.5F)};
+  EXPECT_EQ(element_to_json(one), nlohmann::json(3));
+  EXPECT_EQ(element_to_json(pair), nlohmann::json::parse("[[1,2],0.5]"));
+  EXPECT_EQ(element_to_json_full(pair),
+            nlohmann::json::parse(R"([{"dtype":"int64","shape":[2],"value":[1,2]},
+                                      {"dtype":"float32","shape":[],"value":0.5}])"));
+  EXPECT_EQ(element_debug_string(pair), "(int64[2]=[1,2], float32[]=0.5)");
+  EXPECT_EQ(element_debug_string({Tensor(DType::kUInt8, {32})}), "(uint8[32])");
+  const Element nine = scalar_element(9);
+  ASSERT_EQ(nine.size(), 1U);
+  EXPECT_EQ(nine[0].dtype(), DType::kInt64);
+  EXPECT_EQ(nine[0].as_int64(), 9);
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,130 @@
+// Helpers shared by the pipelines tests: reading int64 values out of elements, parsing specs
+// written inline, counting this process's threads, and a deadline guard for tests that must not
+// hang.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/iterator.h"
+#include "pipeprof/pipelines/spec.h"
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::pipelines::testing {
+
+// The value of a one-value component 0 of each element.
+inline std::vector<int64_t> ints(const std::vector<Element>& elements) {
+  std::vector<int64_t> out;
+  out.reserve(elements.size());
+  for (const Element& e : elements)
+    out.push_back(e.at(0).as_int64());
+  return out;
+}
+
+// All int64 values of one tensor, flattened.
+inline std::vector<int64_t> values(const Tensor& t) {
+  auto v = t.values<int64_t>();
+  return {v.begin(), v.end()};
+}
+
+// One full epoch of `dataset` as int64 values of component 0.
+inline std::vector<int64_t> collect_ints(const Dataset& dataset) {
+  return ints(dataset.collect());
+}
+
+// Pulls `it` until the end (or `limit` elements) and returns the int64 values of component 0.
+inline std::vector<int64_t> drain_ints(Iterator& it, int64_t limit = -1) {
+  std::vector<int64_t> out;
+  while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
+    auto e = it.next();
+    if (!e) break;
+    out.push_back(e->at(0).as_int64());
+  }
+  return out;
+}
+
+// A spec document written inline, parsed with source "test.json".
+inline Spec spec(std::string_view json) {
+  return parse_spec(nlohmann::json::parse(json), "test.json");
+}
+inline Dataset spec_dataset(std::string_view json) {
+  return spec(json).dataset;
+}
+
+// Number of threads of this process (entries of /proc/self/task).
+inline int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+// Waits (up to `limit`) for the thread count to come back to `expected` and returns the last count.
+// A joined thread may linger in /proc/self/task for a moment after pthread_join returns (the
+// kernel reaps it just after waking the joiner), so an exact comparison needs a short grace
+// period; a leaked thread never goes away.
+inline int wait_for_thread_count(
+    int expected, std::chrono::milliseconds limit = std::chrono::milliseconds(2000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int n = thread_count();
+  while (n != expected && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    n = thread_count();
+  }
+  return n;
+}
+
+// Milliseconds elapsed since `start_ns` on the trace clock.
+inline double ms_since(int64_t start_ns) {
+  return static_cast<double>(trace::now_ns() - start_ns) / static_cast<double>(trace::kNsPerMs);
+}
+
+// Runs `body` on another thread and waits at most `limit`. A body that does not finish means the
+// pipeline hangs: the test cannot recover from that (the thread cannot be joined), so it reports
+// and aborts the binary instead of waiting for the CTest timeout.
+inline void run_with_deadline(std::chrono::milliseconds limit, const std::function<void()>& body,
+                              std::string_view what = "the test body") {
+  std::packaged_task<void()> task(body);
+  auto done = task.get_future();
+  std::thread runner(std::move(task));
+  if (done.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "FATAL: %.*s did not finish within %lld ms (the pipeline hangs)\n",
+                 static_cast<int>(what.size()), what.data(), static_cast<long long>(limit.count()));
+    std::abort();
+  }
+  runner.join();
+  done.get();  // rethrows what the body threw (gtest assertions in it are already recorded)
+}
+
+// The model entry of the first stage with operation `op` (nullopt when no such stage ran).
+inline std::optional<NodeSnapshot> stage_snapshot(const Model& model, std::string_view op) {
+  for (const NodeSnapshot& s : model.snapshot()) {
+    if (s.op == op) return s;
+  }
+  return std::nullopt;
+}
+
+// The knob called `name` of the model, or nullptr.
+inline Knob* find_knob(const Model& model, std::string_view name) {
+  for (Knob* k : model.knobs()) {
+    if (k->name() == name) return k;
+  }
+  return nullptr;
+}
+
+}  // namespace pipeprof::pipelines::testing
