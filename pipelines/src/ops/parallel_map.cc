@@ -53,7 +53,7 @@ class ParallelMapIterator final : public Iterator {
     spawn_workers();
     while (true) {
       if (auto slot = take_ready()) {
-        const bool wake = workers_waiting_ > 0;
+        const bool wake = should_wake_worker();
         lock.unlock();
         if (wake) worker_cv_.notify_one();
         return slot->result.take();
@@ -118,6 +118,16 @@ class ParallelMapIterator final : public Iterator {
     stats().buffered.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
   }
 
+  // With mu_ held: whether to wake a blocked worker for a pull that can start. Waking one costs a
+  // futex call and a context switch (microseconds); when calls are quicker than that and some
+  // worker is running, that worker takes the pull itself when it loops, so nobody is woken. Some
+  // worker always is running or gets woken, so no pull that can start is left waiting.
+  bool should_wake_worker() const {
+    if (workers_waiting_ == 0) return false;
+    const auto running = static_cast<int64_t>(workers_.size()) - workers_waiting_;
+    return running == 0 || fn_avg_ns_ > kWakeWorthNs;
+  }
+
   bool can_start() const {
     return !pulling_ && !input_done_ && static_cast<int64_t>(slots_.size()) < parallelism();
   }
@@ -159,16 +169,19 @@ class ParallelMapIterator final : public Iterator {
       auto slot = std::make_shared<Slot>();
       slots_.push_back(slot);
       publish_size();
-      if (workers_waiting_ > 0 && can_start()) worker_cv_.notify_one();  // the next pull
+      if (can_start() && should_wake_worker()) worker_cv_.notify_one();  // the next pull
       lock.unlock();
       Result out;
+      const int64_t fn_start = trace::ticks();
       if (in.error) {
         out = std::move(in);
       } else {
         WorkScope work(*this);
         out = capture(stage_name(), [&] { return node_.fn.fn(std::move(*in.value)); });
       }
+      const int64_t fn_ns = trace::ticks_to_ns(trace::ticks() - fn_start);
       lock.lock();
+      fn_avg_ns_ += (fn_ns - fn_avg_ns_) / 8;
       slot->result = std::move(out);
       slot->done = true;
       ready_.fetch_add(1, std::memory_order_release);
@@ -189,6 +202,8 @@ class ParallelMapIterator final : public Iterator {
   AdaptiveSpin consumer_spin_;               // used by the consumer only
   AdaptiveSpin worker_spin_;                 // used by the one polling worker (spinner_)
   std::atomic<bool> spinner_{false};         // a worker is polling for its turn
+  static constexpr int64_t kWakeWorthNs = 10 * trace::kNsPerUs;
+  int64_t fn_avg_ns_ = kWakeWorthNs * 8;  // moving average of a call; assumed slow at first
   int64_t workers_waiting_ = 0;
   bool consumer_waiting_ = false;
   bool pulling_ = false;
