@@ -34,7 +34,16 @@ int run_cli(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitBadInput;
   }
   for (const auto& [cmd, runner] : runners) {
-    if (cmd->parsed()) return runner();
+    if (!cmd->parsed()) continue;
+    try {
+      return runner();
+    } catch (const std::bad_alloc&) {
+      std::cerr << "pipeprof " << cmd->get_name()
+                << ": out of memory (is a size in the spec too large?)\n";
+    } catch (const std::exception& e) {
+      std::cerr << "pipeprof " << cmd->get_name() << ": " << e.what() << "\n";
+    }
+    return kExitFailed;
   }
   std::cerr << app.help();
   return kExitBadInput;

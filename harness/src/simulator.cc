@@ -186,10 +186,23 @@ std::vector<Elem> range_values(int64_t start, int64_t stop, int64_t step) {
 NodePtr build_source(const nlohmann::json& stage, const Ctx& ctx) {
   const std::string op = stage.at("op").get<std::string>();
   if (op == "range") {
-    return std::make_shared<ListNode>(
-        range_values(stage.value("start", int64_t{0}), stage.at("stop").get<int64_t>(),
-                     stage.value("step", int64_t{1})),
-        0, 0);
+    // Lazy: a range may be far longer than anything a run pulls from it.
+    const int64_t start = stage.value("start", int64_t{0});
+    const int64_t stop = stage.at("stop").get<int64_t>();
+    const int64_t step = stage.value("step", int64_t{1});
+    return std::make_shared<FnNode>([start, stop, step] {
+      return std::make_unique<LambdaIterator>([next = start, stop, step](Time t) mutable -> Pull {
+        if (step > 0 ? next >= stop : next <= stop) return {std::nullopt, t};
+        const double v = static_cast<double>(next);
+        // Ends instead of overflowing past INT64 limits.
+        if (step > 0 ? stop - next <= step : next - stop <= -step) {
+          next = stop;
+        } else {
+          next += step;
+        }
+        return {Elem{v}, t};
+      });
+    });
   }
   if (op == "artificial") {
     return std::make_shared<ListNode>(range_values(0, stage.value("num_samples", int64_t{3}), 1),
@@ -345,16 +358,29 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
   if (op == "repeat") {
     const int64_t count = stage.value("count", int64_t{-1});
     if (count < 0) throw Unsupported("an endless repeat has no finite time");
+    // As the real repeat: a pass that yields nothing ends the repetition.
+    struct State {
+      int64_t pass = 0;
+      bool produced = false;
+      std::unique_ptr<SimIterator> it;
+    };
     return std::make_shared<FnNode>([input, count] {
-      auto state = std::make_shared<std::pair<int64_t, std::unique_ptr<SimIterator>>>(0, nullptr);
+      auto state = std::make_shared<State>();
       return std::make_unique<LambdaIterator>([input, count, state](Time t) -> Pull {
-        while (state->first < count) {
-          if (!state->second) state->second = input->iterate();
-          Pull p = state->second->next(t);
+        while (state->pass < count) {
+          if (!state->it) {
+            state->it = input->iterate();
+            state->produced = false;
+          }
+          Pull p = state->it->next(t);
           t = p.at;
-          if (p.elem) return p;
-          state->second.reset();
-          ++state->first;
+          if (p.elem) {
+            state->produced = true;
+            return p;
+          }
+          state->it.reset();
+          ++state->pass;
+          if (!state->produced) break;
         }
         return {std::nullopt, t};
       });
@@ -431,6 +457,8 @@ SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
     result.reason = e.what();
   } catch (const nlohmann::json::exception& e) {
     result.reason = fmt::format("unexpected spec shape: {}", e.what());
+  } catch (const std::exception& e) {
+    result.reason = fmt::format("simulation failed: {}", e.what());
   }
   return result;
 }

@@ -166,6 +166,20 @@ TEST(Suite, QuickRunWritesResultsAndReport) {
   EXPECT_TRUE(std::filesystem::exists(dir / "report.md"));
 }
 
+TEST(Suite, CudaStepWithoutGpuIsBadInput) {
+  CliResult r = run("suite --quick --only naive --step cuda:10 --out /tmp/pipeprof_cli_suite_cuda");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST(Suite, UnwritableOutputIsAFailure) {
+  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_unwritable";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "results.json");  // a folder where the file must go
+  CliResult r = run("suite --quick --only map_vectorized --out " + dir.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("results.json: cannot be written"), std::string::npos) << r.out;
+}
+
 TEST(Suite, CtrlCStopsCleanlyAndWritesWhatWasMeasured) {
   const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_interrupted";
   std::filesystem::remove_all(dir);

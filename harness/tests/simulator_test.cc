@@ -104,6 +104,21 @@ TEST(Simulator, UnknownLatenciesAreUnsupportedNotGuessed) {
   EXPECT_NE(fw.reason.find("fewer workers"), std::string::npos) << fw.reason;
 }
 
+TEST(Simulator, RepeatOfAnEmptyInputStopsAfterOnePassLikeTheRealOne) {
+  const nlohmann::json p = {{"stages",
+                             {{{"op", "artificial"}, {"open_ms", 50}, {"num_samples", 0}},
+                              {{"op", "repeat"}, {"count", 5}}}}};
+  EXPECT_DOUBLE_EQ(simulate(p, {.step_ms = 1, .epochs = 1}).total_ms, 50);
+}
+
+TEST(Simulator, HugeRangesAreLazy) {
+  const nlohmann::json p = {
+      {"stages", {{{"op", "range"}, {"stop", int64_t{1} << 62}}, {{"op", "take"}, {"count", 3}}}}};
+  const SimResult r = simulate(p, {.step_ms = 2, .epochs = 1});
+  ASSERT_TRUE(r.supported) << r.reason;
+  EXPECT_EQ(r.elements, 3);
+}
+
 TEST(Simulator, FilterTakeSkipShardFollowValues) {
   const nlohmann::json p = {
       {"stages",

@@ -15,6 +15,10 @@ namespace {
 using spec_detail::ElementScope;
 using spec_detail::Fields;
 
+// Upper bounds that catch typos before they exhaust memory or threads.
+constexpr int64_t kMaxCycleLength = 4096;
+constexpr int64_t kMaxFixedBuffer = int64_t{1} << 24;
+
 struct Context {
   std::string source;
   ElementScope scope;
@@ -116,17 +120,17 @@ Dataset apply_stage(const Dataset& input, const nlohmann::json& stage, const Con
   if (op == "map") {
     f.only({"op", "fn", "args", "parallelism", "deterministic", "name"});
     return input.map(make_function(f.string("fn"), f.object("args"), f.where()),
-                     {.parallelism = f.tunable("parallelism", 0),
+                     {.parallelism = f.tunable("parallelism", 0, 1, kMaxParallelism),
                       .deterministic = f.boolean("deterministic", true),
                       .name = optional_name(f)});
   }
   if (op == "interleave") {
     f.only(
         {"op", "pipeline", "cycle_length", "block_length", "parallelism", "deterministic", "name"});
-    const int64_t cycle_length = f.tunable("cycle_length", -1);
+    const int64_t cycle_length = f.tunable("cycle_length", -1, 1, kMaxCycleLength);
     InterleaveOptions options{.cycle_length = cycle_length,
                               .block_length = f.integer("block_length", 1, 1),
-                              .parallelism = f.tunable("parallelism", 0),
+                              .parallelism = f.tunable("parallelism", 0, 1, kMaxParallelism),
                               .deterministic = f.boolean("deterministic", true),
                               .name = optional_name(f)};
     return input.interleave(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"),
@@ -134,7 +138,7 @@ Dataset apply_stage(const Dataset& input, const nlohmann::json& stage, const Con
   }
   if (op == "prefetch") {
     f.only({"op", "buffer_size"});
-    return input.prefetch(f.tunable("buffer_size", -1));
+    return input.prefetch(f.tunable("buffer_size", -1, 1, kMaxFixedBuffer));
   }
   if (op == "batch") {
     f.only({"op", "batch_size", "drop_remainder"});
@@ -150,7 +154,7 @@ Dataset apply_stage(const Dataset& input, const nlohmann::json& stage, const Con
     ShuffleOptions options{.seed = std::nullopt,
                            .reshuffle_each_iteration = f.boolean("reshuffle_each_iteration", true)};
     if (f.has("seed")) options.seed = static_cast<uint64_t>(f.integer("seed", std::nullopt, 0));
-    return input.shuffle(f.integer("buffer_size", std::nullopt, 1), options);
+    return input.shuffle(f.integer("buffer_size", std::nullopt, 1, kMaxFixedBuffer), options);
   }
   if (op == "repeat") {
     f.only({"op", "count"});

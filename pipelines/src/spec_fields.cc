@@ -84,9 +84,12 @@ int64_t Fields::integer(const std::string& key, std::optional<int64_t> fallback,
   if (auto ref = reference(key, static_cast<double>(std::max<int64_t>(min, 0)))) {
     if (*ref != std::floor(*ref)) fail(key, expected + " (from the element)", *ref);
     value = static_cast<int64_t>(*ref);
+  } else if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(max)) {
+    fail(key, fmt::format("an integer <= {}", max), *it);
   } else if (it->is_number_integer()) {
     value = it->get<int64_t>();
-  } else if (it->is_number_float() && it->get<double>() == std::floor(it->get<double>())) {
+  } else if (it->is_number_float() && it->get<double>() == std::floor(it->get<double>()) &&
+             std::abs(it->get<double>()) < 9.2e18) {
     value = static_cast<int64_t>(it->get<double>());
   } else {
     fail(key, expected, *it);
@@ -135,15 +138,22 @@ std::string Fields::string(const std::string& key, std::optional<std::string> fa
   return it->get<std::string>();
 }
 
-int64_t Fields::tunable(const std::string& key, std::optional<int64_t> fallback,
-                        int64_t min) const {
+int64_t Fields::tunable(const std::string& key, std::optional<int64_t> fallback, int64_t min,
+                        int64_t max) const {
   auto it = object_.find(key);
   if (it == object_.end()) {
     if (fallback) return *fallback;
     fail(key, positive_or_autotune(min), kMissing);
   }
   if (it->is_string() && it->get<std::string>() == "autotune") return -1;  // kAutotune
-  if (it->is_number_integer() && it->get<int64_t>() >= min) return it->get<int64_t>();
+  if (it->is_number_integer() && it->get<int64_t>() >= min) {
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(max)) {
+      fail(key, fmt::format("an integer <= {} or \"autotune\"", max), *it);
+    }
+    if (it->get<int64_t>() > max)
+      fail(key, fmt::format("an integer <= {} or \"autotune\"", max), *it);
+    return it->get<int64_t>();
+  }
   if (it->is_string() && reference(key, static_cast<double>(min)))
     return integer(key, std::nullopt, min);
   fail(key, positive_or_autotune(min), *it);

@@ -37,8 +37,9 @@ class Fields {
   bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
   std::string string(const std::string& key,
                      std::optional<std::string> fallback = std::nullopt) const;
-  // A positive integer (or >= min) or "autotune" (kAutotune).
-  int64_t tunable(const std::string& key, std::optional<int64_t> fallback, int64_t min = 1) const;
+  // A positive integer (or within [min, max]) or "autotune" (kAutotune).
+  int64_t tunable(const std::string& key, std::optional<int64_t> fallback, int64_t min = 1,
+                  int64_t max = std::numeric_limits<int64_t>::max()) const;
   // An object (or the empty object when absent and optional).
   const nlohmann::json& object(const std::string& key, bool required = false) const;
   // A list of shapes: `shape` (one shape) or `shapes` (a list of shapes).

@@ -139,10 +139,15 @@ DType parse_dtype(std::string_view name) {
 }
 
 int64_t num_elements(const Shape& shape) {
+  // At most 2^40 values (a terabyte of bytes): anything larger is a mistake, and the product must
+  // not overflow into a small, wrong size.
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_string(shape));
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
+      throw std::invalid_argument("shape " + shape_string(shape) + " has too many elements");
+    }
   }
   return n;
 }

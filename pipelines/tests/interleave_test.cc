@@ -192,3 +192,28 @@ TEST(Interleave, CppFunctionCannotBeWrittenToASpec) {
 
 }  // namespace
 }  // namespace pipeprof::pipelines
+
+namespace pipeprof::pipelines {
+namespace {
+
+// A finished input pipeline is torn down while its own workers may still run (a prefetch cut
+// short by take): the iterator must go before the graph it uses (AddressSanitizer checks this).
+TEST(Interleave, FinishedInputsWithLiveWorkersAreTornDownSafely) {
+  for (int64_t parallelism : {0, 1}) {
+    auto inner = DatasetFn(
+        [](const Element& e) {
+          return range(1000)
+              .map(Function([](Element x) { return x; }), {.parallelism = 2})
+              .prefetch(8)
+              .take(1)
+              .map(Function([v = e[0].as_int64()](Element) { return scalar_element(v); }));
+        },
+        "inner");
+    const auto values =
+        collect_ints(range(20).interleave(inner, {.cycle_length = 2, .parallelism = parallelism}));
+    ASSERT_EQ(values.size(), 20u) << "parallelism " << parallelism;
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines

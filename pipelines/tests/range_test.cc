@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -53,6 +54,21 @@ TEST(Range, ZeroStepIsAnError) {
   } catch (const SpecError& e) {
     EXPECT_STREQ(e.what(), "test.json: stages[0].step: expected a non-zero integer, got 0");
   }
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines
+
+namespace pipeprof::pipelines {
+namespace {
+
+TEST(Range, NeverOverflowsNearTheInt64Limits) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_THAT(collect_ints(range(kMax - 1, kMax, 10)), ::testing::ElementsAre(kMax - 1));
+  EXPECT_THAT(collect_ints(range(kMax - 5, kMax, 2)),
+              ::testing::ElementsAre(kMax - 5, kMax - 3, kMax - 1));
+  EXPECT_THAT(collect_ints(range(kMin + 1, kMin, -10)), ::testing::ElementsAre(kMin + 1));
 }
 
 }  // namespace

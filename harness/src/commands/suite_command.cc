@@ -53,6 +53,13 @@ nlohmann::json machine_json(const SleepOvershoot& o) {
             {"precise_max_ms", o.precise_max_ms}}}};
 }
 
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(path.string() + ": cannot be written");
+}
+
 void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& results,
                    const SleepOvershoot& overshoot, bool interrupted, int repetitions) {
   std::filesystem::create_directories(dir);
@@ -65,11 +72,11 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
                            {"interrupted", interrupted},
                            {"machine", machine_json(overshoot)},
                            {"experiments", experiments}};
-  std::ofstream(dir / "results.json") << doc.dump(2) << "\n";
+  write_file(dir / "results.json", doc.dump(2) + "\n");
 
   std::ostringstream table;
   print_table(table, results);
-  std::ofstream md(dir / "report.md");
+  std::ostringstream md;
   md << "# pipeprof suite\n\n"
      << "Each experiment of the catalog measured against its zero-overhead ideal (efficiency = "
         "ideal / "
@@ -85,13 +92,14 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
   md << "Machine: " << machine_json(overshoot)["cpu_model"].get<std::string>() << ", "
      << std::thread::hardware_concurrency() << " cores. " << os.str();
   if (interrupted) md << "\n**Interrupted**: the results above are partial.\n";
+  write_file(dir / "report.md", md.str());
 }
 
 int suite(const SuiteOptions& o) {
   InterruptGuard guard;
   std::vector<Experiment> catalog;
   try {
-    if (!o.step.empty()) check_step_name(o.step);
+    if (!o.step.empty()) (void)make_step(o.step);  // usable here (cuda needs a GPU), once
     for (auto& x : load_catalog()) {
       if (o.only.empty() || std::find(o.only.begin(), o.only.end(), x.id) != o.only.end()) {
         catalog.push_back(std::move(x));
@@ -131,7 +139,7 @@ int suite(const SuiteOptions& o) {
   try {
     write_outputs(o.out, results, overshoot, interrupted, repetitions);
   } catch (const std::exception& e) {
-    std::cerr << "pipeprof suite: " << o.out << ": " << e.what() << "\n";
+    std::cerr << "pipeprof suite: " << e.what() << "\n";
     return kExitFailed;
   }
   std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);

@@ -26,7 +26,7 @@ class InterleaveIterator final : public Iterator {
           if (++block_ == node_.options.block_length) advance();
           return e;
         }
-        slot = OpenInput{};
+        slot.close();
         --open_;
         advance();
       } else if (!input_done_) {
@@ -81,8 +81,10 @@ InterleaveNode::InterleaveNode(Dataset input, DatasetFn fn_, InterleaveOptions o
     throw std::invalid_argument("interleave: cycle_length must be positive or kAutotune");
   if (options.block_length < 1)
     throw std::invalid_argument("interleave: block_length must be positive");
-  if (options.parallelism < 0 && options.parallelism != kAutotune) {
-    throw std::invalid_argument("interleave: parallelism must be >= 0 or kAutotune");
+  if ((options.parallelism < 0 && options.parallelism != kAutotune) ||
+      options.parallelism > kMaxParallelism) {
+    throw std::invalid_argument("interleave: parallelism must be in [0, " +
+                                std::to_string(kMaxParallelism) + "] or kAutotune");
   }
 }
 

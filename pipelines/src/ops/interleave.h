@@ -27,10 +27,17 @@ class InterleaveNode final : public DatasetNode {
   int64_t cycle_length;  // resolved (kAutotune: the number of cores)
 };
 
-// One open input pipeline: the Dataset fn(x) made and its iterator (which refers to it).
+// One open input pipeline: the Dataset fn(x) made and its iterator, which refers to it. The
+// iterator must go first (its workers use the graph): destruction does that by member order, and
+// close() does it explicitly, since assigning a new value would release the graph first.
 struct OpenInput {
   std::shared_ptr<const DatasetNode> dataset;
   std::unique_ptr<Iterator> iterator;
+
+  void close() {
+    iterator.reset();
+    dataset.reset();
+  }
 };
 
 // Opens fn(x) as the input pipeline of `node`'s stage (errors name the stage).

@@ -32,8 +32,10 @@ class MapIterator final : public Iterator {
 MapNode::MapNode(Dataset input, Function fn_, MapOptions options_)
     : DatasetNode(std::move(input)), fn(std::move(fn_)), options(std::move(options_)) {
   if (!fn.fn) throw std::invalid_argument("map: empty function");
-  if (options.parallelism < 0 && options.parallelism != kAutotune) {
-    throw std::invalid_argument("map: parallelism must be >= 0 or kAutotune");
+  if ((options.parallelism < 0 && options.parallelism != kAutotune) ||
+      options.parallelism > kMaxParallelism) {
+    throw std::invalid_argument("map: parallelism must be in [0, " +
+                                std::to_string(kMaxParallelism) + "] or kAutotune");
   }
 }
 

@@ -44,12 +44,13 @@ class ParallelInterleaveIterator final : public Iterator {
  protected:
   std::optional<Element> next_impl() override {
     std::unique_lock<std::mutex> lock(mu_);
+    // Workers first, so each slot is pulled ahead as soon as it is open, while later slots open.
+    spawn_workers();
     if (!started_) {
       started_ = true;
       for (size_t i = 0; i < slots_.size() && !input_done_; ++i)
         open_slot(lock, i);
     }
-    spawn_workers();
     while (!input_done_ || open_ > 0) {
       Slot& slot = slots_[cycle_];
       if (slot.input.iterator) {
@@ -64,7 +65,12 @@ class ParallelInterleaveIterator final : public Iterator {
           return r.take();
         }
         if (slot.ended && !slot.busy) {
+          // Tear the finished pipeline down outside the lock: its destructors join threads.
+          OpenInput finished = std::move(slot.input);
           slot = Slot{};
+          lock.unlock();
+          finished.close();
+          lock.lock();
           --open_;
           advance();
           continue;

@@ -15,7 +15,12 @@ class RangeIterator final : public Iterator {
   std::optional<Element> next_impl() override {
     if (step_ > 0 ? next_ >= stop_ : next_ <= stop_) return std::nullopt;
     const int64_t value = next_;
-    next_ += step_;
+    // The last element when one more step would reach or pass stop (never overflows int64).
+    if (step_ > 0 ? stop_ - next_ <= step_ : next_ - stop_ <= -step_) {
+      next_ = stop_;
+    } else {
+      next_ += step_;
+    }
     return scalar_element(value);
   }
 
