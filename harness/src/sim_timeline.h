@@ -84,13 +84,22 @@ class ListNode final : public SimNode {
   Time first_, latency_;
 };
 
-// A producer that pulls `input` ahead of its consumer into a buffer of `capacity` elements,
-// starting at `start` (or the first request). Pull k starts at max(end of pull k-1, the time the
-// consumer took element k - capacity). Used by prefetch and by parallel interleave's inputs.
+// A producer that pulls `input` ahead of its consumer with at most `capacity` elements pulled and
+// not yet taken, starting at `start` (or the first request). Pull k starts at max(end of pull
+// k-1, the time the consumer took element k - capacity); element k is ready `work.latency` after
+// its pull (and transformed by `work.value`). This is prefetch and parallel interleave's inputs
+// (no work), and the deterministic parallel map with capacity = parallelism (work = the function:
+// pulls are serialized, calls overlap).
+struct PostPull {
+  Time latency = 0;
+  std::function<Elem(const Elem&)> value;  // empty: unchanged
+};
+
 class AheadPuller {
  public:
-  AheadPuller(std::unique_ptr<SimIterator> input, double capacity, std::optional<Time> start)
-      : input_(std::move(input)), capacity_(capacity), start_(start) {}
+  AheadPuller(std::unique_ptr<SimIterator> input, double capacity, std::optional<Time> start,
+              PostPull work = {})
+      : input_(std::move(input)), capacity_(capacity), start_(start), work_(std::move(work)) {}
 
   Pull take(Time t) {
     if (!start_) start_ = t;
@@ -98,7 +107,7 @@ class AheadPuller {
     while (!ended_ && done_.size() <= k)
       pull_one();
     if (k < done_.size()) {
-      const Time at = std::max(t, done_[k]);
+      const Time at = std::max(t, done_[k] + work_.latency);
       takes_.push_back(at);
       return {elems_[k], at};
     }
@@ -119,12 +128,13 @@ class AheadPuller {
       return;
     }
     done_.push_back(p.at);
-    elems_.push_back(*p.elem);
+    elems_.push_back(work_.value ? work_.value(*p.elem) : *p.elem);
   }
 
   std::unique_ptr<SimIterator> input_;
   double capacity_;
   std::optional<Time> start_;
+  PostPull work_;
   std::vector<Time> done_, takes_;
   std::vector<Elem> elems_;
   bool ended_ = false;
@@ -166,51 +176,17 @@ class SeqMapIterator final : public SimIterator {
   MapFn fn_;
 };
 
-// Deterministic parallel map with P workers: pull k starts at max(end of pull k-1, the time the
-// consumer took result k - P); its result is ready a function latency after the pull.
+// Deterministic parallel map with P workers: an AheadPuller with capacity P whose elements are
+// ready a function latency after their pull.
 class ParallelMapIterator final : public SimIterator {
  public:
   ParallelMapIterator(std::unique_ptr<SimIterator> input, MapFn fn, double parallelism)
-      : input_(std::move(input)), fn_(std::move(fn)), parallelism_(parallelism) {}
-  Pull next(Time t) override {
-    if (!start_) start_ = t;
-    const size_t k = takes_.size();
-    while (!ended_ && pulled_.size() <= k)
-      pull_one();
-    if (k < pulled_.size()) {
-      const Time at = std::max(t, finished_[k]);
-      takes_.push_back(at);
-      return {elems_[k], at};
-    }
-    return {std::nullopt, std::max(t, end_at_)};
-  }
+      : puller_(std::move(input), parallelism, std::nullopt,
+                PostPull{fn.latency, std::move(fn.value)}) {}
+  Pull next(Time t) override { return puller_.take(t); }
 
  private:
-  void pull_one() {
-    const size_t j = pulled_.size();
-    Time s = j == 0 ? *start_ : pulled_[j - 1];
-    if (parallelism_ != kUnbounded && static_cast<double>(j) >= parallelism_) {
-      s = std::max(s, takes_[j - static_cast<size_t>(parallelism_)]);
-    }
-    Pull p = input_->next(s);
-    if (!p.elem) {
-      ended_ = true;
-      end_at_ = p.at;
-      return;
-    }
-    pulled_.push_back(p.at);
-    finished_.push_back(p.at + fn_.latency);
-    elems_.push_back(fn_.value(*p.elem));
-  }
-
-  std::unique_ptr<SimIterator> input_;
-  MapFn fn_;
-  double parallelism_;
-  std::optional<Time> start_;
-  std::vector<Time> pulled_, finished_, takes_;
-  std::vector<Elem> elems_;
-  bool ended_ = false;
-  Time end_at_ = 0;
+  AheadPuller puller_;
 };
 
 class PrefetchIterator final : public SimIterator {
