@@ -393,27 +393,23 @@ NodePtr apply_stage(NodePtr input, const nlohmann::json& stage, const Ctx& ctx) 
     return counting_stage(input, [buffer] {
       return [buffer, held = int64_t{0}, filled = false, ended = false](SimIterator& in,
                                                                         Time t) mutable -> Pull {
+        auto pull = [&] {
+          Pull p = in.next(t);
+          t = p.at;
+          if (p.elem) {
+            ++held;
+          } else {
+            ended = true;
+          }
+        };
         if (!filled) {
           filled = true;
-          while (!ended && held < buffer) {
-            Pull p = in.next(t);
-            t = p.at;
-            if (p.elem)
-              ++held;
-            else
-              ended = true;
-          }
+          while (!ended && held < buffer)
+            pull();
         }
         if (held == 0) return {std::nullopt, t};
         --held;
-        if (!ended) {
-          Pull p = in.next(t);
-          t = p.at;
-          if (p.elem)
-            ++held;
-          else
-            ended = true;
-        }
+        if (!ended) pull();
         return {Elem{}, t};
       };
     });

@@ -32,27 +32,7 @@ std::vector<int64_t> iota(int64_t n, int64_t scale = 1) {
   return out;
 }
 
-// Counts how many calls run at once; each call sleeps `ms` and doubles the value.
-struct ConcurrencyProbe {
-  std::atomic<int> active{0};
-  std::atomic<int> max_active{0};
-  std::atomic<int> calls{0};
-
-  Function fn(double ms) {
-    return Function(
-        [this, ms](Element e) {
-          const int now = ++active;
-          int seen = max_active.load();
-          while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
-          }
-          ++calls;
-          precise_sleep_for(static_cast<int64_t>(ms * 1e6));
-          --active;
-          return scalar_element(e[0].as_int64() * 2);
-        },
-        "probe");
-  }
-};
+using testing::ConcurrencyProbe;
 
 class MapParallelism : public ::testing::TestWithParam<int64_t> {};
 

@@ -93,28 +93,9 @@ TEST(Cancellation, WaitUntilReturnsAtTheDeadlineOrWhenCancelled) {
   EXPECT_FALSE(c.wait_until(trace::now_ns() + trace::kNsPerSec)) << "stays cancelled";
 }
 
-// --- Knobs of running pipelines
-// -------------------------------------------------------------------
+// --- Knobs of running pipelines ---------------------------------------------------------------
 
-// Counts how many calls of the map function run at once.
-struct ConcurrencyProbe {
-  std::atomic<int> active{0};
-  std::atomic<int> max_active{0};
-
-  Function fn(double ms) {
-    return Function(
-        [this, ms](Element e) {
-          const int now = ++active;
-          int seen = max_active.load();
-          while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
-          }
-          precise_sleep_for(static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs)));
-          --active;
-          return e;
-        },
-        "probe");
-  }
-};
+using testing::ConcurrencyProbe;
 
 TEST(Knobs, OnlyAutotunedStagesHaveKnobs) {
   auto fixed = range(4).map(make_function("identity"), {.parallelism = 2}).prefetch(2).iterate();

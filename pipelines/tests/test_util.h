@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/iterator.h"
+#include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/trace/clock.h"
 
@@ -126,5 +128,28 @@ inline Knob* find_knob(const Model& model, std::string_view name) {
   }
   return nullptr;
 }
+
+// Counts the calls of a map function and how many run at once; each call sleeps `ms` (precisely)
+// and returns the input's value doubled.
+struct ConcurrencyProbe {
+  std::atomic<int> active{0};
+  std::atomic<int> max_active{0};
+  std::atomic<int> calls{0};
+
+  Function fn(double ms) {
+    return Function(
+        [this, ms](Element e) {
+          const int now = ++active;
+          int seen = max_active.load();
+          while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
+          }
+          ++calls;
+          precise_sleep_for(static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs)));
+          --active;
+          return scalar_element(e[0].as_int64() * 2);
+        },
+        "probe");
+  }
+};
 
 }  // namespace pipeprof::pipelines::testing
