@@ -30,6 +30,7 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
+  libimgui-dev libglfw3-dev libgl-dev xvfb xauth
 )
 
 install_packages() {

@@ -1,0 +1,44 @@
+// Chrome Trace Event Format (JSON) export and import.
+//
+// The writer emits what Perfetto UI and chrome://tracing open: "X" complete events, "i" instants,
+// "M" metadata (process_name, thread_name, process_sort_index, thread_sort_index), "C" counters,
+// "s"/"f" flow events, ts/dur in microseconds with nanosecond fractions, and the metadata map as
+// top-level "otherData".
+//
+// The reader accepts the same format as other tools write it: {"traceEvents": [...]} objects or
+// bare event arrays, PyTorch profiler / Kineto traces (GPU kernels, memcpy and memset on device
+// and stream lanes, "ac2g" flows, fractional-microsecond ts) and B/E pairs. Malformed or truncated
+// input raises TraceFormatError with the byte offset of the problem; it never crashes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "pipeprof/trace/trace.h"
+
+namespace pipeprof::trace {
+
+class TraceFormatError : public std::runtime_error {
+ public:
+  TraceFormatError(std::string source, uint64_t offset, const std::string& what);
+  const std::string& source() const { return source_; }  // file name or "<memory>"
+  uint64_t offset() const { return offset_; }              // byte offset of the problem
+ private:
+  std::string source_;
+  uint64_t offset_;
+};
+
+void write_chrome_json(const Trace& trace, std::ostream& out);
+// Writes atomically (temporary file, then rename); throws std::runtime_error naming the path.
+void save_chrome_json(const Trace& trace, const std::filesystem::path& path);
+
+// Parses a whole document held in memory; `source` names it in errors.
+Trace parse_chrome_json(std::string_view json, const std::string& source = "<memory>");
+// Reads and parses a file; a missing or unreadable file throws std::runtime_error naming it.
+Trace load_chrome_json(const std::filesystem::path& path);
+
+}  // namespace pipeprof::trace
