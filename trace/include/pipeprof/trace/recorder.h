@@ -64,6 +64,11 @@ class Recorder {
   void flow_end(NameId name, uint64_t id);
   uint64_t new_flow_id() { return next_flow_id_.fetch_add(1, std::memory_order_relaxed); }
 
+  // Adds another process's finished trace (e.g. a producer child's, on the same CLOCK_MONOTONIC
+  // axis) to the current recording; stop()/snapshot() merge it, one process lane group per pid.
+  // Ignored when not recording.
+  void merge_process_trace(Trace trace);
+
   // Events dropped because a thread buffer hit its size limit.
   int64_t dropped() const;
 
