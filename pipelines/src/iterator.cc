@@ -48,6 +48,9 @@ Iterator::Iterator(const IteratorContext& ctx, const DatasetNode* dataset)
     key_ = ctx.prefix + "stages[" + std::to_string(dataset->chain_index()) + "]";
     stage_name_ = dataset->display_name();
     node_ = &model_->node(key_, std::string(dataset->op()), stage_name_, ctx.parent);
+    trace::Recorder& rec = trace::Recorder::global();
+    trace_work_ = rec.intern(stage_name_);
+    trace_wait_ = rec.intern(stage_name_ + ": wait");
   }
   local_.last_flush_ticks = trace::ticks();
 }
@@ -168,8 +171,27 @@ void Iterator::count_element() {
 
 Iterator::BlockedScope::BlockedScope(Iterator& it) : it_(it), start_ticks_(trace::ticks()) {}
 
+trace::NameId Iterator::trace_phase(std::string_view phase) const {
+  return trace::Recorder::global().intern(stage_name_ + ": " + std::string(phase));
+}
+
+void Iterator::set_buffered(int64_t n) {
+  if (node_ == nullptr) return;
+  node_->stats().buffered.store(n, std::memory_order_relaxed);
+  trace::Recorder& rec = trace::Recorder::global();
+  if (rec.enabled()) {
+    if (trace_buffered_ == trace::Recorder::kNoArg)
+      trace_buffered_ = rec.intern(stage_name_ + ": buffered");
+    rec.counter(trace_buffered_, static_cast<double>(n));
+  }
+}
+
 Iterator::BlockedScope::~BlockedScope() {
-  const int64_t blocked = trace::ticks() - start_ticks_;
+  const int64_t end = trace::ticks();
+  const int64_t blocked = end - start_ticks_;
+  trace::Recorder& rec = trace::Recorder::global();
+  if (rec.enabled() && it_.trace_wait_ != trace::Recorder::kNoArg)
+    rec.span(it_.trace_wait_, trace::category::wait(), start_ticks_, end);
   // Counted like a nested call, so it is excluded from the self time of every enclosing stage.
   tls_timing.child_ticks += blocked;
   if (it_.node_ != nullptr) {
@@ -177,8 +199,8 @@ Iterator::BlockedScope::~BlockedScope() {
   }
 }
 
-Iterator::WorkScope::WorkScope(Iterator& it)
-    : it_(it), start_ticks_(trace::ticks()), start_cpu_ns_(-1) {
+Iterator::WorkScope::WorkScope(Iterator& it, trace::NameId trace_name)
+    : it_(it), trace_name_(trace_name), start_ticks_(trace::ticks()), start_cpu_ns_(-1) {
   ThreadTiming& tt = tls_timing;
   if ((++tt.work_calls % kCpuSampleEvery) == 0 || tt.last_work_slow)
     start_cpu_ns_ = trace::thread_cpu_ns();
@@ -189,7 +211,11 @@ Iterator::WorkScope::WorkScope(Iterator& it)
 Iterator::WorkScope::~WorkScope() {
   if (it_.node_ == nullptr) return;
   NodeStats& s = it_.node_->stats();
-  const int64_t wall = trace::ticks_to_ns(trace::ticks() - start_ticks_);
+  const int64_t end = trace::ticks();
+  trace::Recorder& rec = trace::Recorder::global();
+  if (rec.enabled() && trace_name_ != trace::Recorder::kNoArg)
+    rec.span(trace_name_, trace::category::pipeline(), start_ticks_, end);
+  const int64_t wall = trace::ticks_to_ns(end - start_ticks_);
   s.work_wall_ns.fetch_add(wall, std::memory_order_relaxed);
   tls_timing.last_work_slow = wall > kSlowCallNs;
   if (start_cpu_ns_ >= 0) {
@@ -201,6 +227,11 @@ Iterator::WorkScope::~WorkScope() {
 
 void prepare_worker_thread() {
   set_minimal_timer_slack();
+}
+
+void prepare_worker_thread(const std::string& stage_name, int64_t index) {
+  set_minimal_timer_slack();
+  trace::Recorder::global().set_thread_name(stage_name + " #" + std::to_string(index));
 }
 
 }  // namespace pipeprof::pipelines

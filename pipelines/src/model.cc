@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::pipelines {
 
@@ -12,11 +13,18 @@ Knob::Knob(std::string name, int64_t min, int64_t max, int64_t initial)
       max_(std::max(min, max)),
       value_(std::clamp(initial, min_, max_)) {}
 
+void Knob::record_value() const {
+  trace::Recorder& rec = trace::Recorder::global();
+  if (rec.enabled() && trace_counter_ != 0xffffffffu)
+    rec.counter(trace_counter_, static_cast<double>(value()));
+}
+
 int64_t Knob::set(int64_t value) {
   const int64_t v = std::clamp(value, min_, max_);
   if (value_.exchange(v, std::memory_order_acq_rel) != v) {
     changes_.fetch_add(1, std::memory_order_relaxed);
   }
+  record_value();
   std::lock_guard<std::mutex> subs(subscribers_mu_);
   for (auto [mu, cv] : subscribers_) {
     // Taking the subscriber's lock orders the store before any waiter's next predicate check.
@@ -42,6 +50,8 @@ Knob& Node::knob(const std::string& name, int64_t min, int64_t max, int64_t init
     if (k->name() == name) return *k;
   }
   knobs_.push_back(std::make_unique<Knob>(name, min, max, initial));
+  knobs_.back()->set_trace_counter(trace::Recorder::global().intern(name_ + ": " + name));
+  knobs_.back()->record_value();
   return *knobs_.back();
 }
 
@@ -136,6 +146,12 @@ std::vector<NodeSnapshot> Model::snapshot() const {
   for (Node* n : nodes())
     out.push_back(n->snapshot());
   return out;
+}
+
+void Model::record_knobs() const {
+  if (!trace::Recorder::global().enabled()) return;
+  for (Knob* k : knobs())
+    k->record_value();
 }
 
 }  // namespace pipeprof::pipelines

@@ -16,21 +16,27 @@ int64_t ms_to_ns(double ms) {
 class ArtificialIterator final : public Iterator {
  public:
   ArtificialIterator(const IteratorContext& ctx, const ArtificialNode& node)
-      : Iterator(ctx, &node), options_(node.options) {}
+      : Iterator(ctx, &node),
+        options_(node.options),
+        open_name_(trace_phase("open")),
+        read_name_(trace_phase("read")) {}
 
  protected:
   std::optional<Element> next_impl() override {
     if (!opened_) {
       opened_ = true;
+      trace::ScopedSpan span(open_name_, trace::category::pipeline());
       if (!precise_sleep_for(ms_to_ns(options_.open_ms))) return std::nullopt;  // cancelled
     }
     if (index_ >= options_.num_samples) return std::nullopt;
+    trace::ScopedSpan span(read_name_, trace::category::pipeline());
     if (!precise_sleep_for(ms_to_ns(options_.read_ms))) return std::nullopt;
     return scalar_element(index_++);
   }
 
  private:
   ArtificialOptions options_;
+  trace::NameId open_name_, read_name_;
   bool opened_ = false;
   int64_t index_ = 0;
 };

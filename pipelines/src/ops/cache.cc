@@ -33,7 +33,7 @@ class CacheIterator final : public Iterator {
       return std::nullopt;
     }
     pending_.push_back(*e);
-    stats().buffered.store(static_cast<int64_t>(pending_.size()), std::memory_order_relaxed);
+    set_buffered(static_cast<int64_t>(pending_.size()));
     return e;
   }
 

@@ -19,6 +19,7 @@ class GeneratorIterator final : public Iterator {
         pull_ = node_.fn.fn();
         if (!pull_) throw std::runtime_error("the generator factory returned an empty function");
       }
+      trace::ScopedSpan span(trace_work_name(), trace::category::pipeline());
       return pull_();
     });
     ended_ = !e.has_value();

@@ -19,7 +19,10 @@ class MapIterator final : public Iterator {
   std::optional<Element> next_impl() override {
     auto e = input_->next();
     if (!e) return std::nullopt;
-    return with_stage(stage_name(), [&] { return node_.fn.fn(std::move(*e)); });
+    return with_stage(stage_name(), [&] {
+      trace::ScopedSpan span(trace_work_name(), trace::category::pipeline());
+      return node_.fn.fn(std::move(*e));
+    });
   }
 
  private:

@@ -58,7 +58,7 @@ class ParallelInterleaveIterator final : public Iterator {
           Result r = std::move(slot.buffer.front());
           slot.buffer.pop_front();
           --buffered_;
-          stats().buffered.store(buffered_, std::memory_order_relaxed);
+          set_buffered(buffered_);
           if (++block_ == node_.options.block_length) advance();
           lock.unlock();
           cv_.notify_all();
@@ -142,7 +142,7 @@ class ParallelInterleaveIterator final : public Iterator {
   void spawn_workers() {
     const int64_t want = parallelism();
     while (static_cast<int64_t>(workers_.size()) < want)
-      workers_.emplace_back([this] { work(); });
+      workers_.emplace_back([this, i = static_cast<int64_t>(workers_.size())] { work(i); });
   }
 
   // A slot a worker may pull now, preferring the one the consumer needs next; nullptr if none.
@@ -158,8 +158,8 @@ class ParallelInterleaveIterator final : public Iterator {
     return nullptr;
   }
 
-  void work() {
-    prepare_worker_thread();
+  void work(int64_t index) {
+    prepare_worker_thread(stage_name(), index);
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
@@ -179,7 +179,7 @@ class ParallelInterleaveIterator final : public Iterator {
       } else {
         slot->buffer.push_back(std::move(r));
         ++buffered_;
-        stats().buffered.store(buffered_, std::memory_order_relaxed);
+        set_buffered(buffered_);
       }
       cv_.notify_all();
     }

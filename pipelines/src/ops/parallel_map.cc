@@ -109,13 +109,13 @@ class ParallelMapIterator final : public Iterator {
     const int64_t want = parallelism();
     stats().buffer_capacity.store(want, std::memory_order_relaxed);
     while (static_cast<int64_t>(workers_.size()) < want)
-      workers_.emplace_back([this] { work(); });
+      workers_.emplace_back([this, i = static_cast<int64_t>(workers_.size())] { work(i); });
   }
 
   // With mu_ held: mirrors the number of slots for polling workers and the statistics.
   void publish_size() {
     slots_count_.store(static_cast<int64_t>(slots_.size()), std::memory_order_release);
-    stats().buffered.store(static_cast<int64_t>(slots_.size()), std::memory_order_relaxed);
+    set_buffered(static_cast<int64_t>(slots_.size()));
   }
 
   // With mu_ held: whether to wake a blocked worker for a pull that can start. Waking one costs a
@@ -132,8 +132,8 @@ class ParallelMapIterator final : public Iterator {
     return !pulling_ && !input_done_ && static_cast<int64_t>(slots_.size()) < parallelism();
   }
 
-  void work() {
-    prepare_worker_thread();
+  void work(int64_t index) {
+    prepare_worker_thread(stage_name(), index);
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {

@@ -73,11 +73,12 @@ class PrefetchIterator final : public Iterator {
   void publish() {
     available_.store(!buffer_.empty() || ended_, std::memory_order_release);
     size_.store(static_cast<int64_t>(buffer_.size()), std::memory_order_release);
-    stats().buffered.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+    set_buffered(static_cast<int64_t>(buffer_.size()));
   }
 
   void produce() {
-    prepare_worker_thread();
+    prepare_worker_thread(stage_name(), 0);
+    const trace::NameId fill = trace_phase("fill");
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
@@ -95,7 +96,10 @@ class PrefetchIterator final : public Iterator {
       if (stop_) return;
       stats().buffer_capacity.store(capacity(), std::memory_order_relaxed);
       lock.unlock();
-      Result r = capture(stage_name(), [&] { return input_->next(); });
+      Result r = capture(stage_name(), [&] {
+        trace::ScopedSpan span(fill, trace::category::pipeline());
+        return input_->next();
+      });
       lock.lock();
       if (r.end()) {
         ended_ = true;

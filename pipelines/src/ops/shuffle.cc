@@ -45,7 +45,7 @@ class ShuffleIterator final : public Iterator {
       buffer_[i] = std::move(buffer_.back());
       buffer_.pop_back();
     }
-    stats().buffered.store(static_cast<int64_t>(buffer_.size()), std::memory_order_relaxed);
+    set_buffered(static_cast<int64_t>(buffer_.size()));
     return out;
   }
 

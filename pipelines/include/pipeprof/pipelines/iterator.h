@@ -11,6 +11,7 @@
 
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/pipelines/tensor.h"
+#include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::pipelines {
 
@@ -52,6 +53,14 @@ class Iterator {
   NodeStats& stats() const { return node_->stats(); }
   const std::string& stage_name() const { return stage_name_; }
 
+  // Trace names of this stage: its work spans ("map 'f'") and its waits ("map 'f': wait").
+  trace::NameId trace_work_name() const { return trace_work_; }
+  // A phase of the stage's work, e.g. trace_phase("read") -> "artificial: read" (interned once
+  // per call: keep the id).
+  trace::NameId trace_phase(std::string_view phase) const;
+  // Stores the buffer occupancy statistic and records it as the "<stage>: buffered" counter.
+  void set_buffered(int64_t n);
+
   // Marks a blocking wait on the calling thread: its time is counted as blocked, never as work of
   // this stage or of the stage that called it.
   class BlockedScope {
@@ -70,13 +79,16 @@ class Iterator {
   // wall time and (sampled) CPU time.
   class WorkScope {
    public:
-    explicit WorkScope(Iterator& it);
+    explicit WorkScope(Iterator& it) : WorkScope(it, it.trace_work_) {}
+    // `trace_name`: the span's name, e.g. a trace_phase() of the stage.
+    WorkScope(Iterator& it, trace::NameId trace_name);
     ~WorkScope();
     WorkScope(const WorkScope&) = delete;
     WorkScope& operator=(const WorkScope&) = delete;
 
    private:
     Iterator& it_;
+    trace::NameId trace_name_;
     int64_t start_ticks_;
     int64_t start_cpu_ns_;
   };
@@ -105,10 +117,15 @@ class Iterator {
   std::string key_;
   std::string prefix_;
   std::string stage_name_;
+  trace::NameId trace_work_ = trace::Recorder::kNoArg;
+  trace::NameId trace_wait_ = trace::Recorder::kNoArg;
+  trace::NameId trace_buffered_ = trace::Recorder::kNoArg;
 };
 
 // Prepares the calling thread for pipeline work: minimal timer slack, so simulated latencies
 // are precise. The operations call it first thing on every worker thread they own.
 void prepare_worker_thread();
+// The same, and names the thread "<stage> #<index>" in traces (and, shortened, for debuggers).
+void prepare_worker_thread(const std::string& stage_name, int64_t index);
 
 }  // namespace pipeprof::pipelines

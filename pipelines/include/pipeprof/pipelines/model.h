@@ -35,6 +35,10 @@ class Knob {
   // Number of set() calls that changed the value.
   int64_t changes() const { return changes_.load(std::memory_order_relaxed); }
 
+  // Every value set is also recorded as this trace counter ("<stage>: <knob>") while tracing.
+  void set_trace_counter(uint32_t name_id) { trace_counter_ = name_id; }
+  void record_value() const;  // records the current value now (when tracing)
+
   void subscribe(std::mutex* mu, std::condition_variable* cv);
   void unsubscribe(std::mutex* mu, std::condition_variable* cv);
 
@@ -44,6 +48,7 @@ class Knob {
   int64_t max_;
   std::atomic<int64_t> value_;
   std::atomic<int64_t> changes_{0};
+  uint32_t trace_counter_ = 0xffffffffu;
   std::mutex subscribers_mu_;
   std::vector<std::pair<std::mutex*, std::condition_variable*>> subscribers_;
 };
@@ -137,6 +142,8 @@ class Model {
   std::vector<Node*> nodes() const;  // in registration order (output stage first)
   std::vector<Knob*> knobs() const;
   std::vector<NodeSnapshot> snapshot() const;
+  // Records every knob's current value as a trace counter (when tracing), e.g. at an epoch's start.
+  void record_knobs() const;
   Cancellation& cancellation() { return cancellation_; }
 
  private:

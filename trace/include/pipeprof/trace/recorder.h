@@ -28,7 +28,7 @@ using NameId = uint32_t;
 
 class Recorder {
  public:
-  static Recorder& global();
+  static Recorder& global() noexcept { return instance_; }
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
@@ -75,7 +75,8 @@ class Recorder {
   static constexpr NameId kNoArg = 0xffffffffu;
 
  private:
-  Recorder() = default;
+  constexpr Recorder() = default;
+  static Recorder instance_;
   std::atomic<bool> enabled_{false};
   std::atomic<uint64_t> next_flow_id_{1};
 };
@@ -83,16 +84,24 @@ class Recorder {
 // RAII span on the calling thread; free when the recorder is off.
 class ScopedSpan {
  public:
-  ScopedSpan(NameId name, NameId category) noexcept;
-  ScopedSpan(NameId name, NameId category, NameId arg_key, int64_t arg) noexcept;
-  ~ScopedSpan();
+  ScopedSpan(NameId name, NameId category) noexcept
+      : ScopedSpan(name, category, Recorder::kNoArg, 0) {}
+  ScopedSpan(NameId name, NameId category, NameId arg_key, int64_t arg) noexcept
+      : name_(name), category_(category), arg_key_(arg_key), arg_(arg) {
+    if (Recorder::global().enabled()) begin();
+  }
+  ~ScopedSpan() {
+    if (start_ >= 0) end();
+  }
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
 
  private:
+  void begin() noexcept;
+  void end() noexcept;
   int64_t start_ = -1;  // -1: not recording
-  NameId name_, category_, arg_key_ = Recorder::kNoArg;
-  int64_t arg_ = 0;
+  NameId name_, category_, arg_key_;
+  int64_t arg_;
 };
 
 // Standard categories used by pipeprof's own instrumentation.
