@@ -1,0 +1,140 @@
+// The online tuner: a thread that watches a running pipeline's model (pipelines/model.h) and
+// moves its kAutotune knobs one step at a time while the pipeline runs.
+//
+//   auto it = dataset.iterate();
+//   autotune::OnlineTuner tuner(it->model(), {.cpu_budget = 2});
+//   tuner.start();
+//   while (auto e = it->next()) { ... }
+//   tuner.stop();
+//   for (const auto& c : tuner.changes()) ...   // what was moved, when and why
+//   tuner.final_values();                        // what autotune picked
+//
+// The rule (one decision per tick; see online_tuner.cc for the details):
+// - A parallelism knob is a candidate when its stage is saturated: every worker is running the
+//   stage's function and no finished element waits for the consumer, so one more worker would
+//   start the next element sooner. Its predicted gain is the drop of the stage's share of the
+//   output interval, latency x ratio x (1/p - 1/(p + 1)); before the stage has finished any
+//   element its latency is unknown and the move is an exploration, taken only when no known
+//   gain is available.
+// - A buffer_size knob is a candidate when the consumer waited for the buffer and the buffer was
+//   also seen full since the last decision (a bursty producer); the gain is the consumer's wait
+//   per element. It doubles.
+// - The candidate with the largest gain is taken if the gain is at least `min_gain` of the
+//   predicted output interval and the move keeps the CPU demand (sum over stages of workers x
+//   CPU share) within `cpu_budget` cores and the buffered bytes within `memory_budget_bytes`.
+//   A stage that sleeps or waits (CPU share near 0) costs almost nothing, so it may get more
+//   workers than there are cores; a computing stage is held to the cores.
+// - When the CPU demand exceeds the budget, the tuner takes a worker from the stage that burns
+//   the most CPU first.
+// Cadence: every `initial_period` while something changes or the stages are still warming up
+// (fewer than `warmup_elements` elements from every tuned stage); otherwise the period doubles
+// up to `max_period`. Stopping condition: the tuner never stops by itself; it settles (no move,
+// period at its maximum) when no candidate passes the rules, and it ends on stop().
+//
+// Every move is a trace counter "<stage>: <knob>" (Knob::set records it) and an entry of
+// changes().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeprof/autotune/performance_model.h"
+#include "pipeprof/pipelines/model.h"
+
+namespace pipeprof::autotune {
+
+struct TunerOptions {
+  double cpu_budget = 0;                           // cores; 0: the machine's hardware threads
+  int64_t memory_budget_bytes = int64_t{1} << 30;  // buffered bytes (element_bytes x elements)
+  int64_t element_bytes = 0;  // bytes of one buffered element; 0: learned from observe_element
+  std::chrono::nanoseconds initial_period = std::chrono::milliseconds(2);
+  std::chrono::nanoseconds max_period = std::chrono::milliseconds(500);
+  int64_t warmup_elements = 4;  // tuned stages' elements before the cadence backs off
+  double min_gain = 0.02;       // of the predicted output interval
+  int64_t max_parallelism = 0;  // upper bound for parallelism knobs (0: the knob's own maximum)
+};
+
+struct KnobValue {
+  std::string stage_key;  // e.g. "stages[1]"
+  std::string stage;      // display name, e.g. "map 'mapped_function'"
+  std::string knob;       // e.g. "parallelism"
+  int64_t value = 0;
+};
+
+struct KnobChange {
+  double time_ms = 0;  // since start()
+  std::string stage_key, stage, knob;
+  int64_t old_value = 0, new_value = 0;
+  std::string reason;
+};
+
+class OnlineTuner {
+ public:
+  explicit OnlineTuner(pipelines::Model& model, TunerOptions options = {});
+  ~OnlineTuner();  // stops and joins the thread
+  OnlineTuner(const OnlineTuner&) = delete;
+  OnlineTuner& operator=(const OnlineTuner&) = delete;
+
+  void start();  // starts the thread (no-op when running)
+  void stop();   // wakes and joins the thread (no-op when stopped)
+  bool running() const { return thread_.joinable(); }
+
+  // One decision now, on the caller's thread (what the thread does every tick). Returns whether
+  // a knob moved. Not to be called while the thread runs.
+  bool tick();
+  // The consumer may report the size of the elements it receives (memory budget).
+  void observe_element_bytes(int64_t bytes);
+
+  std::vector<KnobChange> changes() const;
+  std::vector<KnobValue> final_values() const;  // every knob of the model, now
+  std::chrono::nanoseconds period() const;
+  int64_t ticks() const { return ticks_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Candidate;
+  void run();
+  bool decide(const PerformanceModel& model, double unknown_share);
+  void apply(const StageModel& stage, const std::string& knob, int64_t value,
+             const std::string& reason);
+  pipelines::Knob* knob_of(const std::string& stage_key, const std::string& knob) const;
+  double process_cpu_rate();
+
+  pipelines::Model& model_;
+  TunerOptions options_;
+  int64_t start_ns_ = 0;
+  std::atomic<int64_t> element_bytes_{0};
+  std::atomic<int64_t> ticks_{0};
+  std::atomic<int64_t> period_ns_{0};
+  // Per stage: whether its buffer was seen full since the last move, whether it was saturated at
+  // the previous tick, and its consumers' wait and the output's elements at the previous tick.
+  struct Window {
+    bool full = false, saturated = false;
+    int64_t blocked_ns = 0, root_elements = 0;
+  };
+  std::vector<std::pair<std::string, Window>> windows_;
+  int64_t last_cpu_ns_ = 0, last_wall_ns_ = 0;
+  double cpu_rate_ = 0;
+  bool rate_known_ = false;
+
+  mutable std::mutex mu_;  // guards changes_ and stop_
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<KnobChange> changes_;
+  std::thread thread_;
+};
+
+// Sets each value's knob in `model` when the stage and knob exist (warm start from an earlier
+// iterator of the same pipeline). Returns how many were set.
+int64_t apply_values(pipelines::Model& model, const std::vector<KnobValue>& values);
+
+nlohmann::json to_json(const std::vector<KnobChange>& changes);
+nlohmann::json to_json(const std::vector<KnobValue>& values);
+
+}  // namespace pipeprof::autotune

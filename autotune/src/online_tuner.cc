@@ -1,0 +1,319 @@
+#include "pipeprof/autotune/online_tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::autotune {
+namespace {
+
+double to_ms(double ns) {
+  return ns / 1e6;
+}
+
+}  // namespace
+
+struct OnlineTuner::Candidate {
+  const StageModel* stage = nullptr;
+  std::string knob;
+  int64_t value = 0;
+  double gain_ns = 0;  // predicted drop of the output interval (or wait) per element
+  bool known = false;  // false: an exploration (the stage's latency is not known yet)
+  std::string reason;
+};
+
+OnlineTuner::OnlineTuner(pipelines::Model& model, TunerOptions options)
+    : model_(model), options_(std::move(options)) {
+  if (options_.cpu_budget <= 0)
+    options_.cpu_budget = std::max(1u, std::thread::hardware_concurrency());
+  if (options_.initial_period.count() <= 0) options_.initial_period = std::chrono::milliseconds(1);
+  options_.max_period = std::max(options_.max_period, options_.initial_period);
+  element_bytes_.store(options_.element_bytes, std::memory_order_relaxed);
+  period_ns_.store(options_.initial_period.count(), std::memory_order_relaxed);
+  start_ns_ = trace::now_ns();
+  last_wall_ns_ = start_ns_;
+  last_cpu_ns_ = trace::process_cpu_ns();
+}
+
+OnlineTuner::~OnlineTuner() {
+  stop();
+}
+
+void OnlineTuner::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void OnlineTuner::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OnlineTuner::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    tick();
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_.load(std::memory_order_relaxed)),
+                 [&] { return stop_; });
+  }
+}
+
+void OnlineTuner::observe_element_bytes(int64_t bytes) {
+  // A running maximum: the budget must hold for the largest elements.
+  int64_t seen = element_bytes_.load(std::memory_order_relaxed);
+  while (bytes > seen && !element_bytes_.compare_exchange_weak(seen, bytes)) {
+  }
+}
+
+double OnlineTuner::process_cpu_rate() {
+  const int64_t wall = trace::now_ns();
+  const int64_t cpu = trace::process_cpu_ns();
+  if (wall - last_wall_ns_ >= 1'000'000) {  // at least 1 ms, else keep the last rate
+    cpu_rate_ = static_cast<double>(cpu - last_cpu_ns_) / static_cast<double>(wall - last_wall_ns_);
+    rate_known_ = true;
+    last_wall_ns_ = wall;
+    last_cpu_ns_ = cpu;
+  }
+  return cpu_rate_;
+}
+
+bool OnlineTuner::tick() {
+  ticks_.fetch_add(1, std::memory_order_relaxed);
+  const PerformanceModel model = PerformanceModel::from(model_);
+  // A stage with no CPU sample yet is charged the process's CPU rate per busy worker: a pipeline
+  // that sleeps shows a low rate, one that computes a high one. Before the first rate is known,
+  // a whole core.
+  int64_t busy = 0;
+  for (const auto& s : model.stages())
+    busy += s.active_workers;
+  // The estimate is coarse (other processes take cores too), so above a quarter of a core per
+  // busy worker it counts as a whole core.
+  const double rate = process_cpu_rate();
+  double unknown_share =
+      rate_known_ ? std::clamp(rate / static_cast<double>(std::max<int64_t>(1, busy)), 0.0, 1.0)
+                  : 1.0;
+  if (unknown_share > 0.25) unknown_share = 1.0;
+  const bool moved = decide(model, unknown_share);
+
+  // Back off only once every tuned stage has shown enough elements to be judged.
+  bool warm = true;
+  for (const auto& s : model.stages()) {
+    if ((s.parallelism > 0 || s.buffer_size > 0) && s.elements < options_.warmup_elements)
+      warm = false;
+  }
+  int64_t period = period_ns_.load(std::memory_order_relaxed);
+  if (moved || !warm) {
+    period = options_.initial_period.count();
+  } else {
+    period = std::min<int64_t>(period * 2, options_.max_period.count());
+  }
+  period_ns_.store(period, std::memory_order_relaxed);
+  return moved;
+}
+
+// The decision rule of the header, in order: shed CPU when over budget; else collect the
+// candidates (saturated parallel stages, bursty buffers), drop those that break a budget, and take
+// the largest known gain above min_gain, or else an exploration.
+bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
+  const double budget = options_.cpu_budget + 1e-9;
+  const double interval = model.interval_ns();
+
+  // Windows: each stage's consumer wait and the output's elements since the previous tick.
+  int64_t root_elements = 0;
+  for (const auto& s : model.stages()) {
+    if (s.parent.empty()) root_elements = s.elements;
+  }
+  auto window_of = [&](const std::string& key) -> Window& {
+    for (auto& [k, w] : windows_) {
+      if (k == key) return w;
+    }
+    windows_.emplace_back(key, Window{});
+    return windows_.back().second;
+  };
+
+  // Over budget (e.g. defaults of one worker per core on several computing stages): take a
+  // worker from the stage that burns the most CPU, measured stages only.
+  const double demand = model.cpu_cores({}, unknown_share);
+  if (demand > budget) {
+    const StageModel* worst = nullptr;
+    for (const auto& s : model.stages()) {
+      if (s.parallelism > 1 && s.cpu_known && (!worst || s.cpu_share > worst->cpu_share))
+        worst = &s;
+    }
+    if (worst != nullptr && knob_of(worst->key, "parallelism") != nullptr) {
+      apply(*worst, "parallelism", worst->parallelism - 1,
+            fmt::format("CPU demand {:.2f} cores over the budget of {:.2f}; this stage burns "
+                        "{:.0f}% CPU",
+                        demand, options_.cpu_budget, 100 * worst->cpu_share));
+      return true;
+    }
+  }
+
+  std::vector<Candidate> candidates;
+  for (const auto& s : model.stages()) {
+    Window& w = window_of(s.key);
+    const int64_t waited = std::max<int64_t>(0, s.blocked_ns - w.blocked_ns);
+    const int64_t outputs = std::max<int64_t>(0, root_elements - w.root_elements);
+    w.blocked_ns = s.blocked_ns;
+    w.root_elements = root_elements;
+
+    if (s.parallelism > 0) {
+      const pipelines::Knob* k = knob_of(s.key, "parallelism");
+      int64_t max = k ? k->max() : 0;
+      if (options_.max_parallelism > 0) max = std::min(max, options_.max_parallelism);
+      // Saturated: every worker runs the function, so no slot holds a finished element. With no
+      // CPU sample of the stage yet, it must have been saturated at the previous tick too, so
+      // that the process's CPU rate in between is the rate of these busy workers.
+      const bool saturated = s.active_workers >= s.parallelism;
+      const bool was_saturated = w.saturated;
+      w.saturated = saturated;
+      if (k && s.parallelism < max && saturated && (s.cpu_known || was_saturated)) {
+        Candidate c{&s, "parallelism", s.parallelism + 1};
+        const double p = static_cast<double>(s.parallelism);
+        if (s.known()) {
+          c.known = true;
+          c.gain_ns = s.latency_ns * s.ratio * (1 / p - 1 / (p + 1));
+          c.reason = fmt::format(
+              "saturated: {}/{} workers busy, none ready; {:.3f} ms per element -> predicted "
+              "stage interval {:.3f} -> {:.3f} ms",
+              s.active_workers, s.parallelism, to_ms(s.latency_ns),
+              to_ms(s.latency_ns * s.ratio / p), to_ms(s.latency_ns * s.ratio / (p + 1)));
+        } else {
+          c.reason =
+              fmt::format("saturated: {}/{} workers busy before any element finished (explore)",
+                          s.active_workers, s.parallelism);
+        }
+        candidates.push_back(std::move(c));
+      }
+    }
+    if (s.buffer_size > 0) {
+      const pipelines::Knob* k = knob_of(s.key, "buffer_size");
+      const bool full = s.buffer_capacity > 0 && s.buffered >= s.buffer_capacity;
+      w.full = w.full || full;
+      if (k && s.buffer_size < k->max() && w.full && waited > 0 && outputs > 0) {
+        Candidate c{&s, "buffer_size", std::min(k->max(), s.buffer_size * 2)};
+        c.known = true;
+        c.gain_ns = static_cast<double>(waited) / static_cast<double>(outputs);
+        c.reason = fmt::format(
+            "the consumer waited {:.3f} ms per element although the buffer of {} was full "
+            "earlier: a bursty producer",
+            to_ms(c.gain_ns), s.buffer_size);
+        candidates.push_back(std::move(c));
+      }
+    }
+  }
+
+  const int64_t bytes = element_bytes_.load(std::memory_order_relaxed);
+  const Candidate* best = nullptr;
+  for (const auto& c : candidates) {
+    KnobOverrides ov;
+    ov[c.stage->key][c.knob] = c.value;
+    // A move that lowers the demand (or keeps it) never breaks the CPU budget it already met.
+    const double cpu = model.cpu_cores(ov, unknown_share);
+    if (cpu > budget && cpu > demand + 1e-9) continue;
+    if (bytes > 0 && bytes * model.buffer_elements(ov) > options_.memory_budget_bytes) continue;
+    if (c.known && interval > 0 && c.gain_ns < options_.min_gain * interval) continue;
+    if (!best || (c.known && !best->known) ||
+        (c.known == best->known && c.gain_ns > best->gain_ns)) {
+      best = &c;
+    }
+  }
+  if (best == nullptr) return false;
+  apply(*best->stage, best->knob, best->value, best->reason);
+  for (auto& [key, w] : windows_)
+    w.full = w.saturated = false;
+  return true;
+}
+
+pipelines::Knob* OnlineTuner::knob_of(const std::string& stage_key, const std::string& knob) const {
+  for (pipelines::Node* n : model_.nodes()) {
+    if (n->key() != stage_key) continue;
+    for (pipelines::Knob* k : n->knobs()) {
+      if (k->name() == knob) return k;
+    }
+  }
+  return nullptr;
+}
+
+void OnlineTuner::apply(const StageModel& stage, const std::string& knob, int64_t value,
+                        const std::string& reason) {
+  pipelines::Knob* k = knob_of(stage.key, knob);
+  if (k == nullptr) return;
+  const int64_t old = k->value();
+  const int64_t now = k->set(value);  // also records the "<stage>: <knob>" trace counter
+  if (now == old) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  changes_.push_back({static_cast<double>(trace::now_ns() - start_ns_) / 1e6, stage.key, stage.name,
+                      knob, old, now, reason});
+}
+
+std::vector<KnobChange> OnlineTuner::changes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return changes_;
+}
+
+std::vector<KnobValue> OnlineTuner::final_values() const {
+  std::vector<KnobValue> out;
+  for (pipelines::Node* n : model_.nodes()) {
+    for (pipelines::Knob* k : n->knobs())
+      out.push_back({n->key(), n->name(), k->name(), k->value()});
+  }
+  return out;
+}
+
+std::chrono::nanoseconds OnlineTuner::period() const {
+  return std::chrono::nanoseconds(period_ns_.load(std::memory_order_relaxed));
+}
+
+int64_t apply_values(pipelines::Model& model, const std::vector<KnobValue>& values) {
+  int64_t set = 0;
+  for (pipelines::Node* n : model.nodes()) {
+    for (pipelines::Knob* k : n->knobs()) {
+      for (const auto& v : values) {
+        if (v.stage_key == n->key() && v.knob == k->name()) {
+          k->set(v.value);
+          ++set;
+        }
+      }
+    }
+  }
+  return set;
+}
+
+nlohmann::json to_json(const std::vector<KnobChange>& changes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : changes) {
+    out.push_back({{"time_ms", c.time_ms},
+                   {"stage_key", c.stage_key},
+                   {"stage", c.stage},
+                   {"knob", c.knob},
+                   {"old", c.old_value},
+                   {"new", c.new_value},
+                   {"reason", c.reason}});
+  }
+  return out;
+}
+
+nlohmann::json to_json(const std::vector<KnobValue>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : values) {
+    out.push_back(
+        {{"stage_key", v.stage_key}, {"stage", v.stage}, {"knob", v.knob}, {"value", v.value}});
+  }
+  return out;
+}
+
+}  // namespace pipeprof::autotune

@@ -1,0 +1,172 @@
+#include "pipeprof/autotune/online_tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/functions.h"
+
+namespace pipeprof::autotune {
+namespace {
+
+using namespace std::chrono_literals;
+using pipelines::kAutotune;
+
+pipelines::Knob* find_knob(pipelines::Model& model, const std::string& name) {
+  for (pipelines::Knob* k : model.knobs()) {
+    if (k->name() == name) return k;
+  }
+  return nullptr;
+}
+
+// Runs `dataset` with the tuner until `done(knob value)` or the end; returns the knob's value.
+template <typename Done>
+int64_t run_tuned(const pipelines::Dataset& dataset, TunerOptions options, Done done,
+                  std::vector<KnobChange>* changes = nullptr) {
+  auto it = dataset.iterate();
+  pipelines::Knob* knob = find_knob(it->model(), "parallelism");
+  EXPECT_NE(knob, nullptr);
+  if (knob == nullptr) return 0;
+  knob->set(1);
+  OnlineTuner tuner(it->model(), options);
+  tuner.start();
+  while (auto e = it->next()) {
+    if (done(knob->value())) break;
+  }
+  tuner.stop();
+  if (changes != nullptr) *changes = tuner.changes();
+  return knob->value();
+}
+
+TEST(OnlineTuner, RaisesAWaitingStageBeyondTheCores) {
+  // A map that sleeps 4 ms per element: its workers use almost no CPU, so a budget of 2 cores
+  // does not hold it to 2 workers.
+  const auto ds = pipelines::range(2000).map(pipelines::make_function("sleep_ms", {{"ms", 4}}),
+                                             {.parallelism = kAutotune});
+  std::vector<KnobChange> changes;
+  const int64_t p = run_tuned(
+      ds, {.cpu_budget = 2}, [](int64_t v) { return v >= 6; }, &changes);
+  EXPECT_GE(p, 6);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().knob, "parallelism");
+  EXPECT_EQ(changes.front().old_value, 1);
+  EXPECT_EQ(changes.front().new_value, 2);
+  EXPECT_EQ(changes.front().stage, "map 'sleep_ms'");
+  EXPECT_FALSE(changes.front().reason.empty());
+  for (size_t i = 1; i < changes.size(); ++i) {
+    EXPECT_GE(changes[i].time_ms, changes[i - 1].time_ms);
+    EXPECT_EQ(changes[i].old_value, changes[i - 1].new_value);
+  }
+}
+
+TEST(OnlineTuner, HoldsAComputingStageToTheCpuBudget) {
+  // A map that spins 2 ms per element counts a whole core per worker: with a budget of one core
+  // it keeps its single worker, however saturated it is.
+  const auto ds = pipelines::range(150).map(pipelines::make_function("busy_ms", {{"ms", 2}}),
+                                            {.parallelism = kAutotune});
+  std::vector<KnobChange> changes;
+  const int64_t p = run_tuned(
+      ds, {.cpu_budget = 1}, [](int64_t) { return false; }, &changes);
+  EXPECT_EQ(p, 1);
+  for (const auto& c : changes)
+    ADD_FAILURE() << c.old_value << " -> " << c.new_value << ": " << c.reason;
+}
+
+TEST(OnlineTuner, AComputingStageMayUseTheWholeBudget) {
+  const auto ds = pipelines::range(150).map(pipelines::make_function("busy_ms", {{"ms", 2}}),
+                                            {.parallelism = kAutotune});
+  const int64_t p = run_tuned(ds, {.cpu_budget = 2}, [](int64_t) { return false; });
+  EXPECT_GE(p, 1);
+  EXPECT_LE(p, 2);
+}
+
+TEST(OnlineTuner, BacksOffWhenNothingChanges) {
+  const auto ds = pipelines::range(1000).prefetch(kAutotune);
+  auto it = ds.iterate();
+  while (it->next()) {
+  }
+  OnlineTuner tuner(it->model(), {.initial_period = 2ms, .max_period = 64ms});
+  EXPECT_EQ(tuner.period(), 2ms);
+  EXPECT_FALSE(tuner.tick());
+  EXPECT_EQ(tuner.period(), 4ms);
+  EXPECT_FALSE(tuner.tick());
+  EXPECT_EQ(tuner.period(), 8ms);
+  for (int i = 0; i < 10; ++i)
+    EXPECT_FALSE(tuner.tick());
+  EXPECT_EQ(tuner.period(), 64ms);
+  EXPECT_TRUE(tuner.changes().empty());
+}
+
+TEST(OnlineTuner, AMoveResetsTheCadence) {
+  // One element that sleeps 300 ms: once its worker is busy the stage is saturated.
+  const auto ds = pipelines::range(3).map(pipelines::make_function("sleep_ms", {{"ms", 300}}),
+                                          {.parallelism = kAutotune});
+  auto it = ds.iterate();
+  pipelines::Knob* knob = find_knob(it->model(), "parallelism");
+  ASSERT_NE(knob, nullptr);
+  knob->set(1);
+  OnlineTuner tuner(it->model(), {.cpu_budget = 2, .initial_period = 2ms});
+  std::thread consumer([&] { it->next(); });
+  pipelines::Node* map = it->model().nodes().front();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (map->stats().active_workers.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  // Saturated at two ticks in a row, and the process's CPU rate in between is low: a move.
+  EXPECT_FALSE(tuner.tick());
+  std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(tuner.tick());
+  EXPECT_EQ(knob->value(), 2);
+  EXPECT_EQ(tuner.period(), 2ms);
+  consumer.join();
+  ASSERT_EQ(tuner.changes().size(), 1u);
+  EXPECT_NE(tuner.changes().front().reason.find("explore"), std::string::npos);
+}
+
+TEST(OnlineTuner, StopJoinsPromptly) {
+  const auto ds = pipelines::range(10).prefetch(kAutotune);
+  auto it = ds.iterate();
+  OnlineTuner tuner(it->model(), {.initial_period = 1ms, .max_period = 10s});
+  tuner.start();
+  EXPECT_TRUE(tuner.running());
+  std::this_thread::sleep_for(50ms);  // long enough to back off to long periods
+  const auto t0 = std::chrono::steady_clock::now();
+  tuner.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_FALSE(tuner.running());
+  EXPECT_GT(tuner.ticks(), 0);
+  tuner.stop();  // twice is fine
+}
+
+TEST(OnlineTuner, DestructionJoins) {
+  const auto ds = pipelines::range(10).prefetch(kAutotune);
+  auto it = ds.iterate();
+  {
+    OnlineTuner tuner(it->model());
+    tuner.start();
+  }
+  SUCCEED();
+}
+
+TEST(OnlineTuner, FinalValuesWarmStartAnotherIterator) {
+  const auto ds = pipelines::range(10)
+                      .map(pipelines::make_function("identity"), {.parallelism = kAutotune})
+                      .prefetch(kAutotune);
+  auto first = ds.iterate();
+  for (pipelines::Knob* k : first->model().knobs())
+    k->set(5);
+  OnlineTuner tuner(first->model());
+  const auto values = tuner.final_values();
+  ASSERT_EQ(values.size(), 2u);
+  auto second = ds.iterate();
+  EXPECT_EQ(apply_values(second->model(), values), 2);
+  for (pipelines::Knob* k : second->model().knobs())
+    EXPECT_EQ(k->value(), 5) << k->name();
+  const auto json = to_json(values);
+  ASSERT_EQ(json.size(), 2u);
+  EXPECT_EQ(json[0]["value"], 5);
+}
+
+}  // namespace
+}  // namespace pipeprof::autotune
