@@ -117,8 +117,10 @@ bool OnlineTuner::tick() {
   int64_t period = period_ns_.load(std::memory_order_relaxed);
   if (moved || !warm) {
     period = options_.initial_period.count();
-  } else {
+    quiet_ = 0;
+  } else if (++quiet_ >= options_.quiet_ticks) {
     period = std::min<int64_t>(period * 2, options_.max_period.count());
+    quiet_ = 0;
   }
   period_ns_.store(period, std::memory_order_relaxed);
   return moved;
@@ -175,12 +177,12 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
       int64_t max = k ? k->max() : 0;
       if (options_.max_parallelism > 0) max = std::min(max, options_.max_parallelism);
       // Saturated: every worker runs the function, so no slot holds a finished element. With no
-      // CPU sample of the stage yet, it must have been saturated at the previous tick too, so
-      // that the process's CPU rate in between is the rate of these busy workers.
+      // CPU sample of the stage yet, some of its workers must have been busy at the previous tick
+      // too, so that the process's CPU rate in between shows what kind of work they do.
       const bool saturated = s.active_workers >= s.parallelism;
-      const bool was_saturated = w.saturated;
-      w.saturated = saturated;
-      if (k && s.parallelism < max && saturated && (s.cpu_known || was_saturated)) {
+      const bool was_busy = w.busy;
+      w.busy = s.active_workers > 0;
+      if (k && s.parallelism < max && saturated && (s.cpu_known || was_busy)) {
         Candidate c{&s, "parallelism", s.parallelism + 1};
         const double p = static_cast<double>(s.parallelism);
         if (s.known()) {
@@ -234,7 +236,7 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
   if (best == nullptr) return false;
   apply(*best->stage, best->knob, best->value, best->reason);
   for (auto& [key, w] : windows_)
-    w.full = w.saturated = false;
+    w.full = false;
   return true;
 }
 

@@ -87,13 +87,16 @@ TEST(OnlineTuner, BacksOffWhenNothingChanges) {
   auto it = ds.iterate();
   while (it->next()) {
   }
-  OnlineTuner tuner(it->model(), {.initial_period = 2ms, .max_period = 64ms});
+  OnlineTuner tuner(it->model(), {.initial_period = 2ms, .max_period = 64ms, .quiet_ticks = 2});
+  EXPECT_EQ(tuner.period(), 2ms);
+  EXPECT_FALSE(tuner.tick());
   EXPECT_EQ(tuner.period(), 2ms);
   EXPECT_FALSE(tuner.tick());
   EXPECT_EQ(tuner.period(), 4ms);
   EXPECT_FALSE(tuner.tick());
+  EXPECT_FALSE(tuner.tick());
   EXPECT_EQ(tuner.period(), 8ms);
-  for (int i = 0; i < 10; ++i)
+  for (int i = 0; i < 20; ++i)
     EXPECT_FALSE(tuner.tick());
   EXPECT_EQ(tuner.period(), 64ms);
   EXPECT_TRUE(tuner.changes().empty());

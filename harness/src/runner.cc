@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/harness/simulator.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/sleep.h"
@@ -42,7 +43,7 @@ bool stopped(const RunOptions& o) {
 }
 
 Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOptions& options,
-                    std::vector<pipelines::NodeSnapshot>& stages) {
+                    std::vector<pipelines::NodeSnapshot>& stages, nlohmann::json& tuned) {
   Repetition rep;
   std::vector<int64_t> waits;
   int64_t step_ns = 0;
@@ -52,8 +53,16 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       pipelines::parse_spec(x.spec.document, x.file.string()).dataset;
   const int64_t cpu0 = trace::process_cpu_ns();
   const int64_t t0 = trace::now_ns();
+  std::vector<autotune::KnobValue> picked;  // the tuner's values, carried to the next epoch
+  tuned = nullptr;
   for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
     auto it = dataset.iterate();
+    std::optional<autotune::OnlineTuner> tuner;
+    if (options.autotune && !it->model().knobs().empty()) {
+      autotune::apply_values(it->model(), picked);
+      tuner.emplace(it->model());
+      tuner->start();
+    }
     while (true) {
       if (stopped(options)) {
         rep.interrupted = true;
@@ -66,6 +75,16 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       waits.push_back(w1 - w0);
       step.run(*element);
       step_ns += trace::now_ns() - w1;
+    }
+    if (tuner) {
+      tuner->stop();
+      picked = tuner->final_values();
+      if (tuned.is_null()) tuned = {{"changes", nlohmann::json::array()}};
+      for (nlohmann::json change : autotune::to_json(tuner->changes())) {
+        change["epoch"] = epoch;
+        tuned["changes"].push_back(std::move(change));
+      }
+      tuned["final"] = autotune::to_json(picked);
     }
     // Statistics are complete once the iterators have flushed them, i.e. after the tree is gone.
     const auto model = it->shared_model();
@@ -118,7 +137,7 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   }
 
   for (int i = 0; i < std::max(1, options.repetitions) && !stopped(options); ++i) {
-    Repetition rep = run_once(x, *choice.step, r.epochs, options, r.stages);
+    Repetition rep = run_once(x, *choice.step, r.epochs, options, r.stages, r.autotune);
     r.interrupted = r.interrupted || rep.interrupted;
     if (options.on_repetition) options.on_repetition(i, rep);
     if (rep.interrupted) break;  // a partial repetition is not a measurement
@@ -200,6 +219,7 @@ nlohmann::json to_json(const ExperimentResult& r) {
                      {"stages", stages}};
   if (!r.simulation_note.empty()) out["simulation_note"] = r.simulation_note;
   if (!r.notice.empty()) out["notice"] = r.notice;
+  if (!r.autotune.is_null()) out["autotune"] = r.autotune;
   // Per input element: what the source produced, over all epochs.
   for (const auto& s : r.stages) {
     if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {

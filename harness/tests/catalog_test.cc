@@ -25,7 +25,10 @@ TEST(Catalog, HasEveryPartAExperimentInOrder) {
   EXPECT_EQ(ids, (std::vector<std::string>{
                      "naive", "prefetch", "interleave_sequential", "interleave_parallel",
                      "interleave_sequential_3", "interleave_parallel_3", "map_sequential",
-                     "map_parallel", "cache", "map_scalar", "map_vectorized"}));
+                     "map_parallel", "cache", "map_scalar", "map_vectorized",
+                     // Variants with every knob on autotune, for the online tuner.
+                     "interleave_parallel_autotune", "map_parallel_autotune", "prefetch_autotune",
+                     "prefetch_bursty_autotune"}));
   for (const auto& x : catalog) {
     EXPECT_FALSE(x.description.empty()) << x.id;
     EXPECT_GE(x.epochs, 2) << x.id;

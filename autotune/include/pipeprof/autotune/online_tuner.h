@@ -28,8 +28,9 @@
 //   the most CPU first.
 // Cadence: every `initial_period` while something changes or the stages are still warming up
 // (fewer than `warmup_elements` elements from every tuned stage); otherwise the period doubles
-// up to `max_period`. Stopping condition: the tuner never stops by itself; it settles (no move,
-// period at its maximum) when no candidate passes the rules, and it ends on stop().
+// after every `quiet_ticks` ticks without a move, up to `max_period`. Stopping condition: the tuner
+// never stops by itself; it settles (no move, period at its maximum) when no candidate passes the
+// rules, and it ends on stop().
 //
 // Every move is a trace counter "<stage>: <knob>" (Knob::set records it) and an entry of
 // changes().
@@ -54,9 +55,10 @@ struct TunerOptions {
   double cpu_budget = 0;                           // cores; 0: the machine's hardware threads
   int64_t memory_budget_bytes = int64_t{1} << 30;  // buffered bytes (element_bytes x elements)
   int64_t element_bytes = 0;  // bytes of one buffered element; 0: learned from observe_element
-  std::chrono::nanoseconds initial_period = std::chrono::milliseconds(2);
+  std::chrono::nanoseconds initial_period = std::chrono::milliseconds(1);
   std::chrono::nanoseconds max_period = std::chrono::milliseconds(500);
   int64_t warmup_elements = 4;  // tuned stages' elements before the cadence backs off
+  int64_t quiet_ticks = 4;      // ticks without a move before the period doubles
   double min_gain = 0.02;       // of the predicted output interval
   int64_t max_parallelism = 0;  // upper bound for parallelism knobs (0: the knob's own maximum)
 };
@@ -112,10 +114,11 @@ class OnlineTuner {
   std::atomic<int64_t> element_bytes_{0};
   std::atomic<int64_t> ticks_{0};
   std::atomic<int64_t> period_ns_{0};
-  // Per stage: whether its buffer was seen full since the last move, whether it was saturated at
-  // the previous tick, and its consumers' wait and the output's elements at the previous tick.
+  int64_t quiet_ = 0;  // ticks without a move at the current period
+  // Per stage: whether its buffer was seen full since the last move; at the previous tick, whether
+  // a worker was busy, its consumers' wait and the output's elements.
   struct Window {
-    bool full = false, saturated = false;
+    bool full = false, busy = false;
     int64_t blocked_ns = 0, root_elements = 0;
   };
   std::vector<std::pair<std::string, Window>> windows_;

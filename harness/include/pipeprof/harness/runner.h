@@ -37,6 +37,9 @@ struct RunOptions {
   const std::atomic<bool>* stop =
       nullptr;  // set (e.g. by Ctrl-C) to stop after the current element
   std::function<void(int, const Repetition&)> on_repetition;
+  // Run the online tuner (autotune/online_tuner.h) while the pipeline runs, when the spec has
+  // kAutotune knobs. Its picks carry over from one epoch to the next of a repetition.
+  bool autotune = true;
 };
 
 struct ExperimentResult {
@@ -52,6 +55,9 @@ struct ExperimentResult {
   std::string simulation_note;  // why there is no ideal, when there is none
   bool interrupted = false;
   std::vector<pipelines::NodeSnapshot> stages;  // statistics of the last epoch run
+  // What the online tuner picked in the last repetition: {"final": [{stage, knob, value}, ...],
+  // "changes": [{epoch, time_ms, stage, knob, old, new, reason}, ...]}; null when not tuned.
+  nlohmann::json autotune;
 };
 
 // Throws StepError for an unusable step.
