@@ -201,7 +201,7 @@ class Search {
         fill(next, "neighbour");
         // Promising but not yet beyond the noise: more measurements of both, up to max_repeats.
         while (!spent() && !wins(next, current) &&
-               samples_[next].mean() < samples_[current].mean() &&
+               samples_[next].mean() < samples_[current].mean() * (1 - o_.min_improvement) &&
                samples_[next].values.size() < static_cast<size_t>(o_.max_repeats)) {
           measure(next, "neighbour");
           if (!spent() && samples_[current].values.size() < samples_[next].values.size())

@@ -13,5 +13,6 @@ CommandRunner add_inspect_command(CLI::App& app);
 CommandRunner add_list_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_suite_command(CLI::App& app);
+CommandRunner add_tune_command(CLI::App& app);
 
 }  // namespace pipeprof::harness

@@ -20,7 +20,8 @@
 //   measurements, else measured up to `repeats` times; it replaces the current
 //   point only when its mean is lower by more than `z` standard errors of the difference (and
 //   by at least `min_improvement` of the current mean), so noise alone does not move the search.
-//   A neighbour whose mean is lower but not by enough is measured again, and the current point
+//   A neighbour whose mean is lower by more than `min_improvement` but not beyond the noise
+//   is measured again, and the current point
 //   with it, up to `max_repeats` times each, until it wins or falls behind.
 //   Stopping condition: when no neighbour wins, the point is a local optimum: the search restarts
 //   from a random unvisited point; it ends when the budget of measurements is spent or every
@@ -72,11 +73,11 @@ struct Trial {
 struct OfflineOptions {
   Strategy strategy = Strategy::kHill;
   Objective objective = Objective::kThroughput;
-  int budget = 50;                 // measurements
-  int repeats = 3;                 // hill: measurements per point before a comparison
-  int max_repeats = 12;            // hill: measurements per point when a comparison is close
-  double z = 2.0;                  // hill: standard errors a win must exceed
-  double min_improvement = 0.002;  // hill: relative margin a win must exceed
+  int budget = 50;                // measurements
+  int repeats = 3;                // hill: measurements per point before a comparison
+  int max_repeats = 12;           // hill: measurements per point when a comparison is close
+  double z = 2.0;                 // hill: standard errors a win must exceed
+  double min_improvement = 0.01;  // hill: relative margin a win must exceed
   uint64_t seed = 1;
   std::function<void(const Trial&)> on_trial;  // progress, after every measurement
 };

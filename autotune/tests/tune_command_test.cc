@@ -1,0 +1,100 @@
+// `pipeprof tune` end to end (through run_cli): the tuned spec it writes loads and runs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "pipeprof/autotune/knob_space.h"
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/spec.h"
+
+namespace pipeprof::autotune {
+namespace {
+
+namespace fs = std::filesystem;
+
+int cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "pipeprof");
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  return harness::run_cli(static_cast<int>(argv.size()), argv.data());
+}
+
+class TuneCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        fs::temp_directory_path() /
+        ("pipeprof_tune_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path write(const std::string& name, const nlohmann::json& j) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << j.dump(2);
+    return p;
+  }
+  fs::path dir_;
+};
+
+const nlohmann::json kSpec = nlohmann::json::parse(R"({
+  "name": "small",
+  "description": "a 1 ms map behind a prefetch",
+  "stages": [
+    {"op": "range", "stop": 12},
+    {"op": "map", "fn": "sleep_ms", "args": {"ms": 1}, "parallelism": "autotune"},
+    {"op": "prefetch", "buffer_size": "autotune"}
+  ],
+  "experiment": {"step": "none", "epochs": 1}
+})");
+
+TEST_F(TuneCommand, WritesATunedSpecThatLoads) {
+  const fs::path spec = write("spec.json", kSpec);
+  const fs::path out = dir_ / "tuned.json";
+  const fs::path log = dir_ / "log.json";
+  ASSERT_EQ(cli({"tune", spec.string(), "--budget", "5", "--strategy", "hill", "--repeats", "1",
+                 "--max-parallelism", "4", "--out", out.string(), "--log", log.string()}),
+            harness::kExitOk);
+  const pipelines::Spec tuned = pipelines::load_spec(out);
+  EXPECT_TRUE(discover_knobs(tuned.document).empty()) << "every knob has a value";
+  EXPECT_TRUE(tuned.document["stages"][1]["parallelism"].is_number_integer());
+  EXPECT_EQ(tuned.document["experiment"]["step"], "none");
+  EXPECT_EQ(tuned.dataset.collect().size(), 12u);
+  nlohmann::json l;
+  std::ifstream(log) >> l;
+  EXPECT_EQ(l["strategy"], "hill");
+  EXPECT_EQ(l["trials"].size(), 5u);
+  EXPECT_EQ(l["best"].size(), 2u);
+  // The tuned spec runs.
+  EXPECT_EQ(cli({"run", out.string(), "--repetitions", "1"}), harness::kExitOk);
+}
+
+TEST_F(TuneCommand, GridCoversTheSpace) {
+  const fs::path spec = write("spec.json", kSpec);
+  const fs::path log = dir_ / "log.json";
+  ASSERT_EQ(cli({"tune", spec.string(), "--budget", "100", "--strategy", "grid",
+                 "--max-parallelism", "2", "--objective", "wait", "--log", log.string()}),
+            harness::kExitOk);
+  nlohmann::json l;
+  std::ifstream(log) >> l;
+  EXPECT_EQ(l["trials"].size(), 2u * 7u);  // parallelism 1..2 x buffer 1..64
+  EXPECT_EQ(l["stopped"], "space exhausted");
+  EXPECT_EQ(l["objective"], "wait");
+}
+
+TEST_F(TuneCommand, RejectsBadInput) {
+  nlohmann::json fixed = kSpec;
+  fixed["stages"][1]["parallelism"] = 2;
+  fixed["stages"][2]["buffer_size"] = 2;
+  EXPECT_EQ(cli({"tune", write("fixed.json", fixed).string()}), harness::kExitBadInput);
+  EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--strategy", "annealing"}),
+            harness::kExitBadInput);
+  EXPECT_EQ(cli({"tune", (dir_ / "missing.json").string()}), harness::kExitBadInput);
+}
+
+}  // namespace
+}  // namespace pipeprof::autotune

@@ -1,0 +1,175 @@
+// pipeprof tune <id|spec.json> [--budget N] [--strategy hill|random|grid]
+//               [--objective throughput|wait] [--step S] [--epochs N] [--repeats R] [--seed S]
+//               [--max-parallelism P] [--out tuned.json] [--log log.json]
+//
+// Offline tuning: searches the spec's "autotune" parameters (autotune/offline_tuner.h), running
+// each candidate once through the harness runner with the online tuner off, and writes the spec
+// with the best values (loadable by `pipeprof run`) and the log of every trial.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "commands/commands.h"
+#include "commands/interrupt.h"
+#include "pipeprof/autotune/knob_space.h"
+#include "pipeprof/autotune/offline_tuner.h"
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/runner.h"
+#include "pipeprof/harness/step.h"
+#include "pipeprof/pipelines/errors.h"
+
+namespace pipeprof::harness {
+namespace {
+
+struct TuneCommandOptions {
+  std::string target;
+  int budget = 30;
+  std::string strategy = "hill";
+  std::string objective = "throughput";
+  std::string step;
+  int64_t epochs = 0;
+  int repeats = 3;
+  uint64_t seed = 1;
+  int64_t max_parallelism = 16;
+  std::string out;
+  std::string log;
+};
+
+bool write_json(const std::string& file, const nlohmann::json& json) {
+  std::ofstream out(file);
+  out << json.dump(2) << "\n";
+  if (!out) {
+    std::cerr << "pipeprof tune: " << file << ": cannot be written\n";
+    return false;
+  }
+  std::cerr << "wrote " << file << "\n";
+  return true;
+}
+
+int tune_command(const TuneCommandOptions& o) {
+  InterruptGuard guard;
+  autotune::OfflineOptions options;
+  std::optional<Experiment> loaded;
+  try {
+    options.strategy = autotune::parse_strategy(o.strategy);
+    options.objective = autotune::parse_objective(o.objective);
+    loaded = find_experiment(o.target);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "pipeprof tune: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const pipelines::SpecError& e) {
+    std::cerr << "pipeprof tune: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  const Experiment& x = *loaded;
+  const auto knobs =
+      autotune::discover_knobs(x.spec.document, {.max_parallelism = o.max_parallelism});
+  if (knobs.empty()) {
+    std::cerr << "pipeprof tune: " << o.target
+              << ": no parameter is \"autotune\"; nothing to tune\n";
+    return kExitBadInput;
+  }
+  options.budget = o.budget;
+  options.repeats = o.repeats;
+  options.seed = o.seed;
+
+  bool interrupted = false;
+  std::string failure;
+  const autotune::TrialFn trial = [&](const autotune::KnobAssignment& a) {
+    autotune::Measurement m;
+    if (InterruptGuard::flag().load()) {
+      interrupted = true;
+      return autotune::Measurement{.ok = false, .error = "interrupted"};
+    }
+    Experiment candidate = x;
+    candidate.spec = pipelines::parse_spec(autotune::apply_assignment(x.spec.document, knobs, a),
+                                           x.file.string());
+    const ExperimentResult r = run_experiment(candidate, {.step = o.step,
+                                                          .epochs = o.epochs,
+                                                          .repetitions = 1,
+                                                          .stop = &InterruptGuard::flag(),
+                                                          .autotune = false});
+    if (r.repetitions.empty()) {
+      interrupted = interrupted || r.interrupted;
+      return autotune::Measurement{.ok = false, .error = "interrupted"};
+    }
+    m.wall_ms = r.median_wall_ms;
+    m.wait_ms = r.median_wait.mean_ms;
+    return m;
+  };
+  options.on_trial = [&](const autotune::Trial& t) {
+    if (!t.measurement.ok) return;
+    std::cerr << fmt::format(
+        "  trial {}/{} [{}] {} -> {:.2f} ms{}\n", t.index + 1, o.budget, t.phase,
+        autotune::to_string(t.knobs, knobs), t.value,
+        t.best.empty() ? std::string() : fmt::format(" (best {:.2f} ms)", t.best_value));
+  };
+
+  std::cerr << fmt::format("{}: tuning {} knob(s) with {} search, objective {}, {} trials\n", x.id,
+                           knobs.size(), o.strategy, o.objective, o.budget);
+  autotune::OfflineResult result;
+  try {
+    result = autotune::tune_offline(knobs, trial, options);
+  } catch (const StepError& e) {
+    std::cerr << "pipeprof tune: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const pipelines::SpecError& e) {
+    std::cerr << "pipeprof tune: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const pipelines::PipelineError& e) {
+    std::cerr << "pipeprof tune: the pipeline failed: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  std::cout << fmt::format("best ({} {:.2f} ms): {}\n", o.objective, result.best_value,
+                           autotune::to_string(result.best, knobs));
+
+  bool written = true;
+  if (!o.out.empty()) {
+    nlohmann::json tuned = autotune::apply_assignment(x.spec.document, knobs, result.best);
+    tuned["description"] = fmt::format("{} (tuned offline: {} search, {} trials, {} {:.2f} ms)",
+                                       x.spec.document.value("description", x.id), o.strategy,
+                                       result.trials.size(), o.objective, result.best_value);
+    written = write_json(o.out, tuned) && written;
+  }
+  if (!o.log.empty()) {
+    nlohmann::json log = autotune::to_json(result, knobs, options);
+    log["experiment"] = x.id;
+    log["interrupted"] = interrupted;
+    written = write_json(o.log, log) && written;
+  }
+  if (interrupted) return kExitInterrupted;
+  return written ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+CommandRunner add_tune_command(CLI::App& app) {
+  auto o = std::make_shared<TuneCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "tune", "Search a spec's \"autotune\" knobs offline and write the tuned spec");
+  cmd->add_option("experiment", o->target, "Catalog id (see `pipeprof list`) or a spec file")
+      ->required();
+  cmd->add_option("--budget", o->budget, "Trials (one run each)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--strategy", o->strategy, "Search: hill, random or grid")
+      ->check(CLI::IsMember({"hill", "random", "grid"}));
+  cmd->add_option("--objective", o->objective,
+                  "What to minimize: throughput (wall time) or wait (mean wait per element)")
+      ->check(CLI::IsMember({"throughput", "wait"}));
+  cmd->add_option(
+      "--step", o->step,
+      "Training step: sleep:<ms>, cpu:<ms>, cuda:<ms>, none, auto (default: the experiment's)");
+  cmd->add_option("--epochs", o->epochs, "Epochs per trial (default: the experiment's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeats", o->repeats, "Hill climbing: trials per point before comparing")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--seed", o->seed, "Seed of the random choices");
+  cmd->add_option("--max-parallelism", o->max_parallelism, "Largest parallelism tried")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--out", o->out, "Write the tuned spec (loadable by `pipeprof run`) here");
+  cmd->add_option("--log", o->log, "Write every trial as JSON here");
+  return [o] { return tune_command(*o); };
+}
+
+}  // namespace pipeprof::harness
