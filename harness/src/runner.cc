@@ -10,6 +10,7 @@
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -42,8 +43,22 @@ bool stopped(const RunOptions& o) {
   return o.stop != nullptr && o.stop->load(std::memory_order_relaxed);
 }
 
+// Names of the training loop's spans (see trace/analysis.h for how they are read).
+struct LoopNames {
+  trace::NameId epoch, step, get_next, epoch_arg, step_arg;
+  LoopNames() {
+    trace::Recorder& rec = trace::Recorder::global();
+    epoch = rec.intern("epoch");
+    step = rec.intern("step");
+    get_next = rec.intern("get_next");
+    epoch_arg = rec.intern("epoch");
+    step_arg = rec.intern("step");
+  }
+};
+
 Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOptions& options,
                     std::vector<pipelines::NodeSnapshot>& stages, nlohmann::json& tuned) {
+  static const LoopNames names;
   Repetition rep;
   std::vector<int64_t> waits;
   int64_t step_ns = 0;
@@ -56,6 +71,7 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   std::vector<autotune::KnobValue> picked;  // the tuner's values, carried to the next epoch
   tuned = nullptr;
   for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
+    trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
     auto it = dataset.iterate();
     std::optional<autotune::OnlineTuner> tuner;
     if (options.autotune && !it->model().knobs().empty()) {
@@ -63,17 +79,26 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       tuner.emplace(it->model());
       tuner->start();
     }
+    it->model().record_knobs();
     while (true) {
       if (stopped(options)) {
         rep.interrupted = true;
         break;
       }
       const int64_t w0 = trace::now_ns();
-      auto element = it->next();
+      std::optional<pipelines::Element> element;
+      {
+        trace::ScopedSpan wait_span(names.get_next, trace::category::wait());
+        element = it->next();
+      }
       const int64_t w1 = trace::now_ns();
       if (!element) break;
       waits.push_back(w1 - w0);
-      step.run(*element);
+      {
+        trace::ScopedSpan step_span(names.step, trace::category::step(), names.step_arg,
+                                    static_cast<int64_t>(waits.size() - 1));
+        step.run(*element);
+      }
       step_ns += trace::now_ns() - w1;
     }
     if (tuner) {
@@ -137,7 +162,27 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   }
 
   for (int i = 0; i < std::max(1, options.repetitions) && !stopped(options); ++i) {
-    Repetition rep = run_once(x, *choice.step, r.epochs, options, r.stages, r.autotune);
+    const bool traced = options.trace && i == 0;
+    trace::Recorder& rec = trace::Recorder::global();
+    if (traced) {
+      rec.start();
+      rec.set_thread_name("train loop");
+      rec.set_thread_sort_index(-1);
+    }
+    Repetition rep;
+    try {
+      rep = run_once(x, *choice.step, r.epochs, options, r.stages, r.autotune);
+    } catch (...) {
+      if (traced) rec.stop();
+      throw;
+    }
+    if (traced) {
+      r.trace = std::make_shared<trace::Trace>(rec.stop());
+      r.trace->metadata["experiment"] = x.id;
+      r.trace->metadata["step"] = r.step;
+      r.trace->metadata["epochs"] = std::to_string(r.epochs);
+      if (rep.interrupted) r.trace->metadata["interrupted"] = "true";
+    }
     r.interrupted = r.interrupted || rep.interrupted;
     if (options.on_repetition) options.on_repetition(i, rep);
     if (rep.interrupted) break;  // a partial repetition is not a measurement
@@ -220,6 +265,7 @@ nlohmann::json to_json(const ExperimentResult& r) {
   if (!r.simulation_note.empty()) out["simulation_note"] = r.simulation_note;
   if (!r.notice.empty()) out["notice"] = r.notice;
   if (!r.autotune.is_null()) out["autotune"] = r.autotune;
+  if (!r.trace_file.empty()) out["trace"] = r.trace_file;
   // Per input element: what the source produced, over all epochs.
   for (const auto& s : r.stages) {
     if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "pipeprof/harness/experiment.h"
 #include "pipeprof/pipelines/model.h"
+#include "pipeprof/trace/trace.h"
 
 namespace pipeprof::harness {
 
@@ -40,6 +42,8 @@ struct RunOptions {
   // Run the online tuner (autotune/online_tuner.h) while the pipeline runs, when the spec has
   // kAutotune knobs. Its picks carry over from one epoch to the next of a repetition.
   bool autotune = true;
+  // Record a trace of the first repetition (kept even when it is interrupted).
+  bool trace = false;
 };
 
 struct ExperimentResult {
@@ -58,6 +62,8 @@ struct ExperimentResult {
   // What the online tuner picked in the last repetition: {"final": [{stage, knob, value}, ...],
   // "changes": [{epoch, time_ms, stage, knob, old, new, reason}, ...]}; null when not tuned.
   nlohmann::json autotune;
+  std::shared_ptr<trace::Trace> trace;          // with RunOptions::trace: the first repetition
+  std::string trace_file;  // where that trace was written, relative to the results file
 };
 
 // Throws StepError for an unusable step.
