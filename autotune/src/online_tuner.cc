@@ -34,8 +34,7 @@ OnlineTuner::OnlineTuner(pipelines::Model& model, TunerOptions options)
   element_bytes_.store(options_.element_bytes, std::memory_order_relaxed);
   period_ns_.store(options_.initial_period.count(), std::memory_order_relaxed);
   start_ns_ = trace::now_ns();
-  last_wall_ns_ = start_ns_;
-  last_cpu_ns_ = trace::process_cpu_ns();
+  cpu_samples_.emplace_back(start_ns_, trace::process_cpu_ns());
 }
 
 OnlineTuner::~OnlineTuner() {
@@ -78,16 +77,17 @@ void OnlineTuner::observe_element_bytes(int64_t bytes) {
   }
 }
 
+// The process's CPU rate (cores) over the last `kCpuWindowNs` at least: shorter windows see the
+// scheduler's time slices (a computing thread may be off its core for milliseconds), not the work.
 double OnlineTuner::process_cpu_rate() {
   const int64_t wall = trace::now_ns();
   const int64_t cpu = trace::process_cpu_ns();
-  if (wall - last_wall_ns_ >= 1'000'000) {  // at least 1 ms, else keep the last rate
-    cpu_rate_ = static_cast<double>(cpu - last_cpu_ns_) / static_cast<double>(wall - last_wall_ns_);
-    rate_known_ = true;
-    last_wall_ns_ = wall;
-    last_cpu_ns_ = cpu;
-  }
-  return cpu_rate_;
+  cpu_samples_.emplace_back(wall, cpu);
+  while (cpu_samples_.size() > 2 && wall - cpu_samples_[1].first >= kCpuWindowNs)
+    cpu_samples_.pop_front();
+  const auto [wall0, cpu0] = cpu_samples_.front();
+  rate_known_ = wall - wall0 >= kCpuWindowNs;
+  return wall > wall0 ? static_cast<double>(cpu - cpu0) / static_cast<double>(wall - wall0) : 0;
 }
 
 bool OnlineTuner::tick() {
@@ -99,13 +99,14 @@ bool OnlineTuner::tick() {
   int64_t busy = 0;
   for (const auto& s : model.stages())
     busy += s.active_workers;
-  // The estimate is coarse (other processes take cores too), so above a quarter of a core per
-  // busy worker it counts as a whole core.
+  // The estimate is coarse (other processes take cores from computing workers too), so above a
+  // tenth of a core per busy worker it counts as a whole core: only clearly idle workers are
+  // taken for waiting ones.
   const double rate = process_cpu_rate();
   double unknown_share =
       rate_known_ ? std::clamp(rate / static_cast<double>(std::max<int64_t>(1, busy)), 0.0, 1.0)
                   : 1.0;
-  if (unknown_share > 0.25) unknown_share = 1.0;
+  if (unknown_share > 0.1) unknown_share = 1.0;
   const bool moved = decide(model, unknown_share);
 
   // Back off only once every tuned stage has shown enough elements to be judged.
@@ -151,15 +152,19 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
   const double demand = model.cpu_cores({}, unknown_share);
   if (demand > budget) {
     const StageModel* worst = nullptr;
+    double worst_share = 0.1;  // waiting stages are never shed: they free no CPU
     for (const auto& s : model.stages()) {
-      if (s.parallelism > 1 && s.cpu_known && (!worst || s.cpu_share > worst->cpu_share))
+      const double share = model.worker_share(s, -1);
+      if (s.parallelism > 1 && share > worst_share) {
         worst = &s;
+        worst_share = share;
+      }
     }
     if (worst != nullptr && knob_of(worst->key, "parallelism") != nullptr) {
       apply(*worst, "parallelism", worst->parallelism - 1,
             fmt::format("CPU demand {:.2f} cores over the budget of {:.2f}; this stage burns "
                         "{:.0f}% CPU",
-                        demand, options_.cpu_budget, 100 * worst->cpu_share));
+                        demand, options_.cpu_budget, 100 * worst_share));
       return true;
     }
   }
@@ -177,12 +182,17 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
       int64_t max = k ? k->max() : 0;
       if (options_.max_parallelism > 0) max = std::min(max, options_.max_parallelism);
       // Saturated: every worker runs the function, so no slot holds a finished element. With no
-      // CPU sample of the stage yet, some of its workers must have been busy at the previous tick
-      // too, so that the process's CPU rate in between shows what kind of work they do.
+      // CPU sample of the stage yet, some of its workers must have been busy at every tick of the
+      // CPU window, so that the process's CPU rate shows what kind of work they do.
       const bool saturated = s.active_workers >= s.parallelism;
-      const bool was_busy = w.busy;
-      w.busy = s.active_workers > 0;
-      if (k && s.parallelism < max && saturated && (s.cpu_known || was_busy)) {
+      const int64_t now = trace::now_ns();
+      if (s.active_workers == 0) {
+        w.busy_since = -1;
+      } else if (w.busy_since < 0) {
+        w.busy_since = now;
+      }
+      const bool busy_long = w.busy_since >= 0 && now - w.busy_since >= kCpuWindowNs;
+      if (k && s.parallelism < max && saturated && (s.cpu_known || busy_long)) {
         Candidate c{&s, "parallelism", s.parallelism + 1};
         const double p = static_cast<double>(s.parallelism);
         if (s.known()) {

@@ -97,13 +97,26 @@ double PerformanceModel::interval_ns(const KnobOverrides& overrides) const {
   return interval;
 }
 
+double PerformanceModel::worker_share(const StageModel& s, double unknown_share) const {
+  if (s.op != "interleave") return s.cpu_known ? s.cpu_share : unknown_share;
+  // A parallel interleave's workers run its nested pipelines: their share, weighted by latency.
+  double wall = 0, cpu = 0;
+  for (const auto& o : stages_) {
+    if (o.worker_owner != s.key || &o == &s || !o.cpu_known || !o.known()) continue;
+    wall += o.latency_ns * o.ratio;
+    cpu += o.latency_ns * o.ratio * o.cpu_share;
+  }
+  return wall > 0 ? cpu / wall : unknown_share;
+}
+
 double PerformanceModel::cpu_cores(const KnobOverrides& overrides, double unknown_share,
-                                   double whole_core_share) const {
+                                   double whole_core_share, double idle_share) const {
   double cores = 0;
   for (const auto& s : stages_) {
     if (s.parallelism <= 0) continue;  // runs on its consumer's thread or its owner's workers
-    double share = s.cpu_known ? s.cpu_share : unknown_share;
+    double share = worker_share(s, unknown_share);
     if (share > whole_core_share) share = 1.0;
+    if (share < idle_share) share = 0.0;
     cores += static_cast<double>(value_of(s, "parallelism", s.parallelism, overrides)) * share;
   }
   return cores;

@@ -116,9 +116,9 @@ TEST(OnlineTuner, AMoveResetsTheCadence) {
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (map->stats().active_workers.load() == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
-  // Saturated at two ticks in a row, and the process's CPU rate in between is low: a move.
+  // Saturated, busy for a whole CPU window (8 ms) and the process's CPU rate is low: a move.
   EXPECT_FALSE(tuner.tick());
-  std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(12ms);
   EXPECT_TRUE(tuner.tick());
   EXPECT_EQ(knob->value(), 2);
   EXPECT_EQ(tuner.period(), 2ms);

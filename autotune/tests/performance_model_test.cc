@@ -53,9 +53,25 @@ TEST(PerformanceModel, CpuCoresCountComputingWorkersAsWholeCores) {
   sleepy.cpu_known = true;
   StageModel unknown = stage("stages[0]", "map", 0, 0, 2);
   const PerformanceModel m({busy, sleepy, unknown});
-  EXPECT_NEAR(m.cpu_cores({}, 0.1), 3 + 0.16 + 0.2, 1e-9);
-  EXPECT_NEAR(m.cpu_cores({{"stages[2]", {{"parallelism", 1}}}}, 0.1), 1 + 0.16 + 0.2, 1e-9);
-  EXPECT_NEAR(m.cpu_cores({}, 1.0), 3 + 0.16 + 2, 1e-9);
+  // The sleeping stage waits: it costs no core however many workers it has.
+  EXPECT_NEAR(m.cpu_cores({}, 0.1), 3 + 0 + 0.2, 1e-9);
+  EXPECT_NEAR(m.cpu_cores({{"stages[2]", {{"parallelism", 1}}}}, 0.1), 1 + 0 + 0.2, 1e-9);
+  EXPECT_NEAR(m.cpu_cores({{"stages[1]", {{"parallelism", 32}}}}, 0.1), 3 + 0 + 0.2, 1e-9);
+  EXPECT_NEAR(m.cpu_cores({}, 1.0), 3 + 0 + 2, 1e-9);
+}
+
+TEST(PerformanceModel, InterleaveWorkersCostWhatTheirNestedStagesCost) {
+  // The interleave's own (consumer-side) work computes, but its workers run a nested reader that
+  // sleeps.
+  StageModel interleave = stage("stages[1]", "interleave", 0.05, 8, 4);
+  interleave.cpu_share = 1;
+  interleave.cpu_known = true;
+  StageModel nested = stage("stages[1].pipeline.stages[0]", "artificial", 7, 8);
+  nested.cpu_share = 0.02;
+  nested.cpu_known = true;
+  const PerformanceModel m({interleave, nested});
+  EXPECT_NEAR(m.worker_share(*m.find("stages[1]"), 1.0), 0.02, 1e-9);
+  EXPECT_NEAR(m.cpu_cores({}, 1.0), 0, 1e-9);
 }
 
 TEST(PerformanceModel, BufferElementsCountPrefetchAndMapSlots) {

@@ -40,6 +40,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -115,15 +116,16 @@ class OnlineTuner {
   std::atomic<int64_t> ticks_{0};
   std::atomic<int64_t> period_ns_{0};
   int64_t quiet_ = 0;  // ticks without a move at the current period
-  // Per stage: whether its buffer was seen full since the last move; at the previous tick, whether
-  // a worker was busy, its consumers' wait and the output's elements.
+  // Per stage: whether its buffer was seen full since the last move, since when its workers are
+  // busy, and at the previous tick its consumers' wait and the output's elements.
   struct Window {
-    bool full = false, busy = false;
+    bool full = false;
+    int64_t busy_since = -1;  // since when a worker was busy at every tick (-1: not busy)
     int64_t blocked_ns = 0, root_elements = 0;
   };
   std::vector<std::pair<std::string, Window>> windows_;
-  int64_t last_cpu_ns_ = 0, last_wall_ns_ = 0;
-  double cpu_rate_ = 0;
+  static constexpr int64_t kCpuWindowNs = 8'000'000;
+  std::deque<std::pair<int64_t, int64_t>> cpu_samples_;  // (wall, process CPU) at each tick
   bool rate_known_ = false;
 
   mutable std::mutex mu_;  // guards changes_ and stop_

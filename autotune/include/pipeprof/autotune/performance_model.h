@@ -60,9 +60,13 @@ class PerformanceModel {
   double interval_ns(const KnobOverrides& overrides = {}) const;
   // Cores the stages' workers burn: sum over stages with their own workers of workers x share,
   // where a share above `whole_core_share` counts as a whole core (a computing thread that shows
-  // less was preempted, not idle). `unknown_share` stands in for stages with no CPU sample.
+  // less was preempted, not idle) and one below `idle_share` as none (a waiting stage: sleep or
+  // I/O). `unknown_share` stands in for stages with no CPU sample.
   double cpu_cores(const KnobOverrides& overrides, double unknown_share,
-                   double whole_core_share = 0.5) const;
+                   double whole_core_share = 0.25, double idle_share = 0.1) const;
+  // The CPU share of the work a stage's workers do: its own, or for a parallel interleave, that
+  // of the nested stages its workers run.
+  double worker_share(const StageModel& s, double unknown_share) const;
   // Elements the stages may hold at once (buffers and parallel map slots).
   int64_t buffer_elements(const KnobOverrides& overrides = {}) const;
 
