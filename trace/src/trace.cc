@@ -6,7 +6,7 @@
 namespace pipeprof::trace {
 
 StrId StringTable::intern(std::string_view s) {
-  if (auto it = index_.find(std::string(s)); it != index_.end()) return it->second;
+  if (auto it = index_.find(s); it != index_.end()) return it->second;
   const auto id = static_cast<StrId>(strings_.size());
   strings_.emplace_back(s);
   index_.emplace(strings_.back(), id);
@@ -14,7 +14,7 @@ StrId StringTable::intern(std::string_view s) {
 }
 
 StrId StringTable::find(std::string_view s) const {
-  const auto it = index_.find(std::string(s));
+  const auto it = index_.find(s);
   return it == index_.end() ? kNoStr : it->second;
 }
 
@@ -108,6 +108,32 @@ void Trace::finalize() {
     extend(std::min(f.from_ns, f.to_ns), std::max(f.from_ns, f.to_ns));
   start_ns_ = any ? lo : 0;
   end_ns_ = any ? hi : 0;
+
+  // Processes by (sort index, pid); lanes and counters follow their process's new index.
+  std::vector<uint32_t> order(processes.size());
+  for (uint32_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::tie(processes[a].sort_index, processes[a].pid) <
+           std::tie(processes[b].sort_index, processes[b].pid);
+  });
+  std::vector<uint32_t> new_index(processes.size());
+  std::vector<Process> sorted;
+  sorted.reserve(processes.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    new_index[order[i]] = i;
+    sorted.push_back(std::move(processes[order[i]]));
+  }
+  processes = std::move(sorted);
+  for (Lane& lane : lanes)
+    lane.process = new_index[lane.process];
+  for (Counter& c : counters)
+    c.process = new_index[c.process];
+  for (auto& [pid, index] : process_index_)
+    index = new_index[index];
+  std::stable_sort(counters.begin(), counters.end(), [](const Counter& a, const Counter& b) {
+    return std::tie(a.process, a.name) < std::tie(b.process, b.name);
+  });
 
   // Display order: processes by (sort index, pid); in each, threads by (sort index, tid), then GPU
   // streams by (device, stream).

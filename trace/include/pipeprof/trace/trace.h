@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -31,8 +32,15 @@ class StringTable {
   size_t size() const { return strings_.size(); }
 
  private:
+  // Looked up by string_view without building a std::string (readers intern every event's name).
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
   std::vector<std::string> strings_;
-  std::unordered_map<std::string, StrId> index_;
+  std::unordered_map<std::string, StrId, Hash, std::equal_to<>> index_;
 };
 
 // A complete ("X") event on one lane. `depth` is the nesting level on its lane (0 = outermost),
@@ -66,11 +74,11 @@ struct Lane {
   std::string name;      // thread name, or "GPU 0 stream 7"
   int64_t sort_index = 0;
   LaneKind kind = LaneKind::kThread;
-  int32_t device = -1;  // GPU lanes: the device index
-  int64_t stream = -1;  // GPU lanes: the stream id
-  std::vector<Span> spans;       // sorted by (start, longer first) after finalize()
-  std::vector<Instant> instants; // sorted by time after finalize()
-  uint32_t max_depth = 0;        // deepest nesting level + 1 (0 when empty)
+  int32_t device = -1;            // GPU lanes: the device index
+  int64_t stream = -1;            // GPU lanes: the stream id
+  std::vector<Span> spans;        // sorted by (start, longer first) after finalize()
+  std::vector<Instant> instants;  // sorted by time after finalize()
+  uint32_t max_depth = 0;         // deepest nesting level + 1 (0 when empty)
 };
 
 struct Process {
@@ -116,7 +124,8 @@ class Trace {
   uint32_t add_args(std::string json_object);
 
   // Sorts spans, instants, counters and lanes, and computes depths, max_depth and the time range.
-  // Call after adding events and before reading.
+  // Orders processes by (sort_index, pid), which renumbers process indexes (Lane::process and
+  // Counter::process are updated). Call after adding events and before reading.
   void finalize();
 
   // [start_ns, end_ns] of all events (0, 0 when empty). Valid after finalize().

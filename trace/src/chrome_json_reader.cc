@@ -1,0 +1,486 @@
+// Chrome Trace Event JSON reader on simdjson's On-Demand API: one forward pass over the document,
+// every value validated (skipped values included, so the writer never re-emits broken JSON), the
+// events handed to TraceBuilder. Errors carry the byte offset simdjson stopped at, or the start of
+// the event whose content is wrong.
+//
+// Choices: timestamps are read from the number's text (exact to the nanosecond, even for
+// epoch-based microseconds that a double cannot hold); "X" needs ts and dur >= 0; an "E" without a
+// "B" is an error, a "B" without an "E" is closed at the end of the trace (metadata
+// "unclosed_spans" counts them); unknown phases are ignored; a counter's "value" series is named
+// after the event, any other key k as "<name>.<k>".
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "json_text.h"
+#include "pipeprof/trace/chrome_json.h"
+#include "trace_builder.h"
+
+namespace pipeprof::trace {
+namespace {
+
+namespace od = simdjson::ondemand;
+namespace jt = json_text;
+
+std::string_view trim_right(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool is_gpu_category(std::string_view cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" ||
+         cat == "gpu_user_annotation" || cat == "gpu" || cat == "cuda_sync" || cat == "Kernel" ||
+         cat == "Memcpy" || cat == "Memset";
+}
+
+bool is_kineto_category(std::string_view cat) {
+  return cat == "ac2g" || cat == "kernel" || cat == "cuda_runtime" || cat == "cpu_op" ||
+         cat == "gpu_memcpy" || cat == "cuda_driver" || cat == "python_function";
+}
+
+// The fields of one event that the model uses; string views point into the parser's buffers.
+struct EventFields {
+  std::optional<std::string_view> ph, name, cat, bp;
+  int64_t pid = 0, tid = 0;
+  std::string_view pid_text, tid_text;  // set when given as strings
+  std::optional<int64_t> ts, dur;
+  std::optional<uint64_t> id;
+  bool has_args = false;
+  std::string_view args_raw;
+  std::vector<std::pair<std::string_view, double>> numeric_args;  // top-level numbers
+  std::optional<std::string_view> arg_name;                       // top-level "name" string
+
+  void clear() {
+    ph = name = cat = bp = std::nullopt;
+    pid = tid = 0;
+    pid_text = tid_text = {};
+    ts = dur = std::nullopt;
+    id = std::nullopt;
+    has_args = false;
+    args_raw = {};
+    numeric_args.clear();
+    arg_name = std::nullopt;
+  }
+  std::optional<double> numeric_arg(std::string_view key) const {
+    for (const auto& [k, v] : numeric_args)
+      if (k == key) return v;
+    return std::nullopt;
+  }
+};
+
+class Reader {
+ public:
+  Reader(std::string source, simdjson::padded_string_view json)
+      : source_(std::move(source)), json_(json), builder_(source_) {}
+
+  Trace run() {
+    if (json_.size() == 0) throw TraceFormatError(source_, 0, "empty input: expected a JSON trace");
+    od::document doc;
+    if (const auto err = parser_.iterate(json_).get(doc)) stage1_error(err);
+    doc_ = &doc;
+    try {
+      const od::json_type type = doc.type();
+      if (type == od::json_type::array) {
+        read_events(doc.get_array());
+      } else if (type == od::json_type::object) {
+        read_top_object(doc.get_object());
+      } else {
+        fail(location(), "expected a JSON object with \"traceEvents\" or an array of events");
+      }
+      const char* rest = nullptr;
+      if (doc.current_location().get(rest) == simdjson::SUCCESS)
+        fail(offset_of(rest), "unexpected content after the end of the trace");
+    } catch (const simdjson::simdjson_error& e) {
+      std::string what = std::string("malformed JSON: ") + simdjson::error_message(e.error());
+      if (in_event_) what += " (in traceEvents[" + std::to_string(event_index_) + "])";
+      throw TraceFormatError(source_, location(), what);
+    }
+    if (!format_given_) builder_.metadata("format", kineto_ ? "kineto" : "chrome");
+    return std::move(builder_).finish();
+  }
+
+ private:
+  [[noreturn]] void fail(uint64_t offset, const std::string& what) {
+    throw TraceFormatError(source_, offset, what);
+  }
+  [[noreturn]] void fail_event(const std::string& what) {
+    fail(event_offset_, "traceEvents[" + std::to_string(event_index_) + "]: " + what);
+  }
+
+  [[noreturn]] void stage1_error(simdjson::error_code err) {
+    const std::string_view text(json_.data(), json_.size());
+    if (err == simdjson::UTF8_ERROR) {
+      const auto at = jt::first_invalid_utf8(text);
+      fail(at.value_or(0), "invalid UTF-8");
+    }
+    if (err == simdjson::UNCLOSED_STRING)
+      fail(json_.size(), "unterminated string (truncated input?)");
+    if (err == simdjson::EMPTY) fail(0, "empty input: expected a JSON trace");
+    fail(0, std::string("malformed JSON: ") + simdjson::error_message(err));
+  }
+
+  uint64_t location() {
+    if (doc_ == nullptr) return 0;
+    const char* p = nullptr;
+    if (doc_->current_location().get(p) != simdjson::SUCCESS || p == nullptr) return json_.size();
+    if (p < json_.data() || p > json_.data() + json_.size()) return json_.size();
+    return static_cast<uint64_t>(p - json_.data());
+  }
+  uint64_t offset_of(const char* p) const {
+    return p >= json_.data() && p <= json_.data() + json_.size()
+               ? static_cast<uint64_t>(p - json_.data())
+               : 0;
+  }
+
+  void read_top_object(od::object top) {
+    for (auto field : top) {
+      const std::string_view key = field.unescaped_key();
+      od::value v = field.value();
+      if (key == "traceEvents") {
+        if (v.type() != od::json_type::array) fail(location(), "\"traceEvents\" must be an array");
+        saw_events_array_ = true;
+        read_events(v.get_array());
+      } else if (key == "otherData") {
+        if (v.type() != od::json_type::object) fail(location(), "\"otherData\" must be an object");
+        read_other_data(v.get_object());
+      } else {
+        if (key == "deviceProperties" || key == "schemaVersion") kineto_ = true;
+        validate(v);
+      }
+    }
+    if (!saw_events_array_) fail(0, "no \"traceEvents\" array in the trace object");
+  }
+
+  void read_other_data(od::object obj) {
+    for (auto field : obj) {
+      std::string key(field.unescaped_key().value());
+      od::value v = field.value();
+      const od::json_type type = v.type();
+      std::string value;
+      if (type == od::json_type::string) {
+        value = std::string(v.get_string().value());
+      } else if (type == od::json_type::object) {
+        od::object o = v.get_object();
+        value = std::string(o.raw_json().value());
+      } else if (type == od::json_type::array) {
+        od::array a = v.get_array();
+        value = std::string(a.raw_json().value());
+      } else {
+        value = std::string(trim_right(v.raw_json_token()));
+        validate(v);
+      }
+      if (key == "format") format_given_ = true;
+      builder_.metadata(std::move(key), std::move(value));
+    }
+  }
+
+  // Consumes a value, checking that it is well-formed JSON all the way down.
+  void validate(od::value v) {
+    switch (v.type()) {
+      case od::json_type::array:
+        for (auto element : v.get_array())
+          validate(element.value());
+        break;
+      case od::json_type::object:
+        for (auto field : v.get_object()) {
+          (void)field.unescaped_key().value();
+          validate(field.value());
+        }
+        break;
+      case od::json_type::number:
+        (void)v.get_double().value();
+        break;
+      case od::json_type::string:
+        (void)v.get_string().value();
+        break;
+      case od::json_type::boolean:
+        (void)v.get_bool().value();
+        break;
+      case od::json_type::null:
+        if (!v.is_null()) fail(location(), "malformed JSON: invalid literal");
+        break;
+    }
+  }
+
+  void read_events(od::array events) {
+    for (auto element : events) {
+      od::value v = element.value();
+      in_event_ = true;
+      event_offset_ = location();
+      if (v.type() != od::json_type::object) fail_event("an event must be a JSON object");
+      e_.clear();
+      for (auto field : v.get_object()) {
+        const std::string_view key = field.unescaped_key();  // the key before the value
+        read_field(key, field.value());
+      }
+      handle_event();
+      in_event_ = false;
+      ++event_index_;
+    }
+  }
+
+  std::string_view string_field(od::value v, const char* key) {
+    if (v.type() != od::json_type::string)
+      fail_event(std::string("\"") + key + "\" must be a string");
+    return v.get_string();
+  }
+
+  int64_t time_field(od::value v, const char* key) {
+    std::string_view text;
+    const od::json_type type = v.type();
+    if (type == od::json_type::number) {
+      text = trim_right(v.raw_json_token());
+      (void)v.get_double().value();  // consumes the number (and rejects what simdjson rejects)
+    } else if (type == od::json_type::string) {
+      text = v.get_string();
+    } else {
+      fail_event(std::string("\"") + key + "\" must be a number of microseconds");
+    }
+    const auto ns = jt::parse_us_to_ns(text);
+    if (!ns)
+      fail_event(std::string("\"") + key +
+                 "\" is not a number of microseconds within +-292 years: " +
+                 std::string(text.substr(0, 64)));
+    return *ns;
+  }
+
+  // pid/tid: an integer, or a string (a number in text, or a name such as "stream 7").
+  int64_t id_field(od::value v, const char* key, std::string_view& text) {
+    const od::json_type type = v.type();
+    if (type == od::json_type::number) {
+      int64_t n = 0;
+      if (v.get_int64().get(n) != simdjson::SUCCESS)
+        fail_event(std::string("\"") + key + "\" must be an integer or a string");
+      return n;
+    }
+    if (type == od::json_type::string) {
+      text = v.get_string();
+      return 0;
+    }
+    fail_event(std::string("\"") + key + "\" must be an integer or a string");
+  }
+
+  uint64_t flow_id_field(od::value v) {
+    const od::json_type type = v.type();
+    if (type == od::json_type::number) {
+      uint64_t u = 0;
+      if (v.get_uint64().get(u) == simdjson::SUCCESS) return u;
+      int64_t n = 0;
+      if (v.get_int64().get(n) == simdjson::SUCCESS) return static_cast<uint64_t>(n);
+      fail_event("\"id\" must be an integer or a string");
+    }
+    if (type == od::json_type::string) {
+      const std::string_view s = v.get_string();
+      if (const auto n = jt::parse_integer(s)) return static_cast<uint64_t>(*n);
+      return std::hash<std::string_view>{}(s);
+    }
+    fail_event("\"id\" must be an integer or a string");
+  }
+
+  void read_args(od::value v) {
+    if (v.type() != od::json_type::object) fail_event("\"args\" must be an object");
+    const char* start = json_.data() + location();
+    for (auto field : v.get_object()) {
+      const std::string_view key = field.unescaped_key();
+      od::value value = field.value();
+      const od::json_type type = value.type();
+      if (type == od::json_type::number) {
+        e_.numeric_args.emplace_back(key, value.get_double().value());
+      } else if (type == od::json_type::string && key == "name") {
+        e_.arg_name = value.get_string().value();
+      } else {
+        validate(value);
+      }
+    }
+    const char* end = json_.data() + location();
+    e_.has_args = true;
+    e_.args_raw = trim_right(std::string_view(start, static_cast<size_t>(end - start)));
+  }
+
+  void read_field(std::string_view key, od::value v) {
+    if (key.size() == 2) {
+      if (key == "ph") return void(e_.ph = string_field(v, "ph"));
+      if (key == "ts") return void(e_.ts = time_field(v, "ts"));
+      if (key == "id") return void(e_.id = flow_id_field(v));
+      if (key == "bp") return void(e_.bp = string_field(v, "bp"));
+    } else if (key.size() == 3) {
+      if (key == "pid") return void(e_.pid = id_field(v, "pid", e_.pid_text));
+      if (key == "tid") return void(e_.tid = id_field(v, "tid", e_.tid_text));
+      if (key == "cat") return void(e_.cat = string_field(v, "cat"));
+      if (key == "dur") return void(e_.dur = time_field(v, "dur"));
+    } else if (key == "name") {
+      return void(e_.name = string_field(v, "name"));
+    } else if (key == "args") {
+      return read_args(v);
+    }
+    validate(v);
+  }
+
+  StrId intern(const std::optional<std::string_view>& s) {
+    return s ? builder_.strings().intern(*s) : kNoStr;
+  }
+  uint32_t args_index() {
+    if (!e_.has_args || e_.args_raw.size() <= 2) return kNoArgs;  // absent or {}
+    return builder_.add_args(e_.args_raw);
+  }
+  int64_t need_ts() {
+    if (!e_.ts) fail_event("\"ts\" is missing");
+    return *e_.ts;
+  }
+
+  void handle_event() {
+    if (!e_.ph) fail_event("\"ph\" (the event's phase) is missing");
+    if (!e_.pid_text.empty()) e_.pid = builder_.pid_from_string(e_.pid_text);
+    if (!e_.tid_text.empty()) e_.tid = builder_.tid_from_string(e_.pid, e_.tid_text);
+    if (e_.cat && is_kineto_category(*e_.cat)) kineto_ = true;
+    const std::string_view ph = *e_.ph;
+    if (ph.size() != 1) return;  // unknown phase: ignored
+    switch (ph[0]) {
+      case 'X':
+        return complete_event();
+      case 'B': {
+        const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        return builder_.begin(lane, need_ts(), intern(e_.name), intern(e_.cat), args_index());
+      }
+      case 'E': {
+        const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        return builder_.end(lane, need_ts(), args_index(), event_offset_);
+      }
+      case 'i':
+      case 'I':
+      case 'n': {
+        Instant i;
+        i.ts_ns = need_ts();
+        i.name = intern(e_.name);
+        i.category = intern(e_.cat);
+        i.args = args_index();
+        return builder_.add_instant(builder_.lane(e_.pid, e_.tid), i);
+      }
+      case 'C':
+        return counter_event();
+      case 'M':
+        return metadata_event();
+      case 's':
+      case 't':
+      case 'f':
+        return flow_event(ph[0]);
+      default:
+        return;  // other phases (async b/e, objects, samples, ...) are not modelled
+    }
+  }
+
+  void complete_event() {
+    Span s;
+    s.start_ns = need_ts();
+    if (!e_.dur) fail_event("complete event (ph \"X\") has no \"dur\"");
+    if (*e_.dur < 0) fail_event("\"dur\" is negative");
+    if (s.start_ns > 0 && *e_.dur > std::numeric_limits<int64_t>::max() - s.start_ns)
+      fail_event("\"ts\" + \"dur\" is out of range");
+    s.dur_ns = *e_.dur;
+    s.name = intern(e_.name);
+    s.category = intern(e_.cat);
+    s.args = args_index();
+    const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+    if (e_.cat && is_gpu_category(*e_.cat)) {
+      const auto stream = e_.numeric_arg("stream");
+      if (stream && *stream >= 0 && *stream == std::floor(*stream) && *stream < 9e18) {
+        const auto device = e_.numeric_arg("device");
+        const bool device_ok = device && *device >= 0 && *device < 1e9;
+        builder_.mark_gpu(lane, device_ok ? static_cast<int32_t>(*device) : 0,
+                          static_cast<int64_t>(*stream), false);
+      }
+    }
+    builder_.add_span(lane, s);
+  }
+
+  void counter_event() {
+    const int64_t ts = need_ts();
+    const std::string_view name = e_.name.value_or("");
+    builder_.note_process(e_.pid);
+    for (const auto& [key, value] : e_.numeric_args) {
+      if (key == "value") {
+        builder_.counter(e_.pid, name, ts, value);
+      } else {
+        series_name_.assign(name);
+        if (!series_name_.empty()) series_name_.push_back('.');
+        series_name_.append(key);
+        builder_.counter(e_.pid, series_name_, ts, value);
+      }
+    }
+  }
+
+  void metadata_event() {
+    const std::string_view kind = e_.name.value_or("");
+    if (kind == "process_name" || kind == "thread_name") {
+      if (!e_.arg_name) return;
+      if (kind == "process_name") return builder_.process_name(e_.pid, *e_.arg_name);
+      builder_.thread_name(e_.pid, e_.tid, *e_.arg_name);
+      const auto device = e_.numeric_arg("device");
+      const auto stream = e_.numeric_arg("stream");
+      if (device && stream && *device >= 0 && *device < 1e9 && *stream >= -1 && *stream < 9e18)
+        builder_.mark_gpu(builder_.lane(e_.pid, e_.tid), static_cast<int32_t>(*device),
+                          static_cast<int64_t>(*stream), true);
+      return;
+    }
+    if (kind == "process_sort_index" || kind == "thread_sort_index") {
+      const auto index = e_.numeric_arg("sort_index");
+      if (!index || !(std::fabs(*index) < 9e18)) return;
+      if (kind == "process_sort_index")
+        return builder_.process_sort_index(e_.pid, static_cast<int64_t>(*index));
+      builder_.thread_sort_index(e_.pid, e_.tid, static_cast<int64_t>(*index));
+    }
+  }
+
+  void flow_event(char ph) {
+    const int64_t ts = need_ts();
+    if (!e_.id) fail_event("flow event (ph \"" + std::string(1, ph) + "\") has no \"id\"");
+    const FlowPhase phase = ph == 's'   ? FlowPhase::kStart
+                            : ph == 't' ? FlowPhase::kStep
+                                        : FlowPhase::kFinish;
+    builder_.flow(phase, *e_.id, intern(e_.cat), intern(e_.name), builder_.lane(e_.pid, e_.tid),
+                  ts);
+  }
+
+  std::string source_;
+  simdjson::padded_string_view json_;
+  od::parser parser_;
+  od::document* doc_ = nullptr;
+  TraceBuilder builder_;
+  EventFields e_;
+  std::string series_name_;
+  uint64_t event_offset_ = 0;
+  uint64_t event_index_ = 0;
+  bool in_event_ = false;
+  bool saw_events_array_ = false;
+  bool format_given_ = false;
+  bool kineto_ = false;
+};
+
+}  // namespace
+
+TraceFormatError::TraceFormatError(std::string source, uint64_t offset, const std::string& what)
+    : std::runtime_error(source + ": byte " + std::to_string(offset) + ": " + what),
+      source_(std::move(source)),
+      offset_(offset) {}
+
+Trace parse_chrome_json(std::string_view json, const std::string& source) {
+  const simdjson::padded_string padded(json.data(), json.size());
+  return Reader(source, padded).run();
+}
+
+Trace load_chrome_json(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw std::runtime_error(path.string() + ": no such file");
+  simdjson::padded_string text;
+  if (simdjson::padded_string::load(path.string()).get(text) != simdjson::SUCCESS)
+    throw std::runtime_error(path.string() + ": cannot be read");
+  return Reader(path.string(), text).run();
+}
+
+}  // namespace pipeprof::trace

@@ -1,0 +1,228 @@
+#include "json_text.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace pipeprof::trace::json_text {
+namespace {
+
+bool is_continuation(unsigned char c) {
+  return (c & 0xC0U) == 0x80U;
+}
+
+// Length of the valid UTF-8 sequence starting at p (n bytes available), or 0 when invalid.
+size_t utf8_sequence_length(const unsigned char* p, size_t n) {
+  const unsigned c = p[0];
+  if (c < 0x80U) return 1;
+  if (c < 0xC2U) return 0;  // a continuation byte, or an overlong two-byte form
+  if (c < 0xE0U) return n >= 2 && is_continuation(p[1]) ? 2 : 0;
+  if (c < 0xF0U) {
+    if (n < 3 || !is_continuation(p[1]) || !is_continuation(p[2])) return 0;
+    if (c == 0xE0U && p[1] < 0xA0U) return 0;  // overlong
+    if (c == 0xEDU && p[1] > 0x9FU) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c < 0xF5U) {
+    if (n < 4 || !is_continuation(p[1]) || !is_continuation(p[2]) || !is_continuation(p[3]))
+      return 0;
+    if (c == 0xF0U && p[1] < 0x90U) return 0;  // overlong
+    if (c == 0xF4U && p[1] > 0x8FU) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+bool is_plain(unsigned char c) {
+  return c >= 0x20U && c < 0x80U && c != '"' && c != '\\';
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+}  // namespace
+
+void append_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  out.push_back('"');
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && is_plain(p[j]))
+      ++j;
+    out.append(s.data() + i, j - i);
+    i = j;
+    if (i == n) break;
+    const unsigned char c = p[i];
+    if (c >= 0x80U) {
+      const size_t len = utf8_sequence_length(p + i, n - i);
+      if (len == 0) {
+        out.append("\\ufffd");
+        ++i;
+      } else {
+        out.append(s.data() + i, len);
+        i += len;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
+      default:
+        out.append("\\u00");
+        out.push_back(kHex[c >> 4U]);
+        out.push_back(kHex[c & 0xFU]);
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_double(std::string& out, double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_us(std::string& out, int64_t ns) {
+  uint64_t mag = static_cast<uint64_t>(ns);
+  if (ns < 0) {
+    out.push_back('-');
+    mag = ~mag + 1;  // two's complement magnitude; exact for INT64_MIN too
+  }
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, mag / 1000);
+  out.append(buf, r.ptr);
+  const auto frac = static_cast<unsigned>(mag % 1000);
+  out.push_back('.');
+  out.push_back(static_cast<char>('0' + frac / 100));
+  out.push_back(static_cast<char>('0' + frac / 10 % 10));
+  out.push_back(static_cast<char>('0' + frac % 10));
+}
+
+std::optional<int64_t> parse_us_to_ns(std::string_view text) {
+  // Grammar of a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  size_t i = 0;
+  const size_t n = text.size();
+  const bool negative = i < n && text[i] == '-';
+  if (negative) ++i;
+  if (i >= n || !is_digit(text[i])) return std::nullopt;
+  // The significant digits (leading zeros dropped) and the power of ten of the last one.
+  std::string digits;
+  int64_t exponent = 0;
+  if (text[i] == '0') {
+    ++i;
+  } else {
+    while (i < n && is_digit(text[i]))
+      digits.push_back(text[i++]);
+  }
+  if (i < n && text[i] == '.') {
+    ++i;
+    if (i >= n || !is_digit(text[i])) return std::nullopt;
+    while (i < n && is_digit(text[i])) {
+      if (!(digits.empty() && text[i] == '0')) digits.push_back(text[i]);
+      --exponent;
+      ++i;
+    }
+  }
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool exp_negative = false;
+    if (i < n && (text[i] == '+' || text[i] == '-')) exp_negative = text[i++] == '-';
+    if (i >= n || !is_digit(text[i])) return std::nullopt;
+    int64_t e = 0;
+    while (i < n && is_digit(text[i])) {
+      if (e < 100'000) e = e * 10 + (text[i] - '0');
+      ++i;
+    }
+    exponent += exp_negative ? -e : e;
+  }
+  if (i != n) return std::nullopt;
+  if (digits.empty()) return 0;
+  // value_ns = digits * 10^(exponent + 3)
+  const int64_t shift = exponent + 3;
+  uint64_t mag = 0;
+  constexpr uint64_t kLimit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  const auto keep = static_cast<int64_t>(digits.size()) + std::min<int64_t>(shift, 0);
+  for (int64_t k = 0; k < keep; ++k) {
+    const auto d = static_cast<uint64_t>(digits[static_cast<size_t>(k)] - '0');
+    if (mag > (kLimit - d) / 10) return std::nullopt;
+    mag = mag * 10 + d;
+  }
+  if (shift > 0) {
+    for (int64_t k = 0; k < shift; ++k) {
+      if (mag > kLimit / 10) return std::nullopt;
+      mag *= 10;
+    }
+  } else if (keep >= 0 && static_cast<size_t>(keep) < digits.size()) {
+    if (digits[static_cast<size_t>(keep)] >= '5') {  // round half away from zero
+      if (mag == kLimit) return std::nullopt;
+      ++mag;
+    }
+  }
+  const auto v = static_cast<int64_t>(mag);
+  return negative ? -v : v;
+}
+
+std::optional<int64_t> parse_integer(std::string_view text) {
+  int64_t v = 0;
+  bool negative = false;
+  if (!text.empty() && text.front() == '-') {
+    negative = true;
+    text.remove_prefix(1);
+  }
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  }
+  if (text.empty() || text.front() == '-' || text.front() == '+') return std::nullopt;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
+  return negative ? -v : v;
+}
+
+std::optional<size_t> first_invalid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    if (p[i] < 0x80U) {
+      ++i;
+      continue;
+    }
+    const size_t len = utf8_sequence_length(p + i, s.size() - i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+}  // namespace pipeprof::trace::json_text

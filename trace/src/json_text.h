@@ -1,0 +1,37 @@
+// Small JSON text helpers shared by the Chrome-JSON writer and reader: string escaping (with UTF-8
+// repair), microsecond timestamps with nanosecond fractions, and exact decimal parsing of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pipeprof::trace::json_text {
+
+// Appends `s` as a quoted JSON string. Quotes, backslashes and control characters are escaped;
+// valid UTF-8 passes through; each byte of an invalid UTF-8 sequence becomes U+FFFD, so the
+// output is always valid JSON.
+void append_string(std::string& out, std::string_view s);
+
+// Appends nanoseconds as microseconds with exactly three decimals ("-12.345", "0.001").
+void append_us(std::string& out, int64_t ns);
+
+// Appends an integer / a double in the shortest form that reads back exactly.
+void append_int(std::string& out, int64_t v);
+void append_double(std::string& out, double v);
+
+// Parses a JSON number (or the text of a number held in a string) counting microseconds, e.g.
+// "1680000000000.123" or "1.5e3", into integer nanoseconds, rounded half away from zero. Exact:
+// no binary floating point is involved. nullopt when the text is not a JSON number or the value
+// does not fit in int64 nanoseconds (about +-292 years).
+std::optional<int64_t> parse_us_to_ns(std::string_view text);
+
+// Parses an integer written in decimal ("-42") or hex ("0x2a"); nullopt otherwise.
+std::optional<int64_t> parse_integer(std::string_view text);
+
+// Byte offset of the first invalid UTF-8 sequence in `s` (overlong forms, surrogates and code
+// points above U+10FFFF are invalid), or nullopt when all of `s` is valid.
+std::optional<size_t> first_invalid_utf8(std::string_view s);
+
+}  // namespace pipeprof::trace::json_text

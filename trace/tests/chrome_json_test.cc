@@ -1,0 +1,368 @@
+#include "pipeprof/trace/chrome_json.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace pipeprof::trace {
+namespace {
+
+const Lane* lane_named(const Trace& t, std::string_view name) {
+  for (const Lane& l : t.lanes)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+const Lane* gpu_lane_of(const Trace& t, int32_t device, int64_t stream) {
+  for (const Lane& l : t.lanes)
+    if (l.kind == LaneKind::kGpuStream && l.device == device && l.stream == stream) return &l;
+  return nullptr;
+}
+
+const Counter* counter_named(const Trace& t, std::string_view name) {
+  for (const Counter& c : t.counters)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string str(const Trace& t, StrId id) {
+  return id == kNoStr ? "<none>" : t.strings.str(id);
+}
+
+std::string write(const Trace& t) {
+  std::ostringstream out;
+  write_chrome_json(t, out);
+  return out.str();
+}
+
+Span make_span(Trace& t, int64_t start, int64_t dur, std::string_view name, std::string_view cat,
+               std::string args = "") {
+  Span s;
+  s.start_ns = start;
+  s.dur_ns = dur;
+  s.name = t.strings.intern(name);
+  s.category = t.strings.intern(cat);
+  if (!args.empty()) s.args = t.add_args(std::move(args));
+  return s;
+}
+
+// A trace with every kind of event, awkward names and a GPU.
+Trace sample_trace() {
+  Trace t;
+  t.metadata["format"] = "pipeprof";
+  t.metadata["experiment"] = "map \"parallel\"";
+  const int64_t base = 1'700'000'000'123'456'789;  // epoch nanoseconds: beyond a double's precision
+  const uint32_t loop = t.thread_lane(100, 1);
+  t.lanes[loop].name = "train loop";
+  t.lanes[loop].sort_index = -1;
+  t.processes[t.lanes[loop].process].name = "pipeprof";
+  const uint32_t worker = t.thread_lane(100, 2);
+  t.lanes[worker].name = "map 'naïve \"quoted\" \\ 日本' #0";
+  const uint32_t child = t.thread_lane(200, 7);
+  t.lanes[child].name = "producer main";
+  t.processes[t.lanes[child].process].name = "producer 0";
+  t.processes[t.lanes[child].process].sort_index = 5;
+  const uint32_t gpu0 = t.gpu_lane(100, 0, 7);
+  const uint32_t gpu1 = t.gpu_lane(100, 1, 2);  // stream 2 is also thread 2's tid
+  t.lanes[loop].spans.push_back(make_span(t, base, 5'000'001, "epoch", "step"));
+  t.lanes[loop].spans.push_back(make_span(t, base + 1, 999, "get_next", "wait"));
+  t.lanes[loop].spans.push_back(make_span(t, base + 1000, 2'000'000, "step", "step", "{\"i\":0}"));
+  t.lanes[worker].spans.push_back(make_span(t, base + 10, 300, "map 'naïve \"quoted\" \\ 日本'",
+                                            "pipeline", "{\"name\":\"tab\\there\",\"v\":[1,2]}"));
+  t.lanes[child].spans.push_back(make_span(t, base + 20, 0, "generator: read", "pipeline"));
+  t.lanes[gpu0].spans.push_back(make_span(t, base + 2000, 500, "void gemm<float>(int)", "gpu"));
+  t.lanes[gpu1].spans.push_back(make_span(t, base + 2100, 50, "Memcpy HtoD", "gpu"));
+  Instant i;
+  i.ts_ns = base + 42;
+  i.name = t.strings.intern("marker\n");
+  i.category = t.strings.intern("pipeline");
+  t.lanes[worker].instants.push_back(i);
+  Counter c;
+  c.process = t.lanes[loop].process;
+  c.name = "map 'f': buffered";
+  c.points = {{base, 1.0}, {base + 5, 2.5}, {base + 9, -0.125}};
+  t.counters.push_back(c);
+  Flow f;
+  f.id = 77;
+  f.name = t.strings.intern("launch");
+  f.category = t.strings.intern("flow");
+  f.from_lane = loop;
+  f.from_ns = base + 1500;
+  f.to_lane = gpu0;
+  f.to_ns = base + 2000;
+  t.flows.push_back(f);
+  t.finalize();
+  return t;
+}
+
+TEST(ChromeJson, RoundTripKeepsEveryKindOfEvent) {
+  const Trace in = sample_trace();
+  const std::string text = write(in);
+  const Trace out = parse_chrome_json(text);
+  EXPECT_EQ(out.metadata, in.metadata);
+  ASSERT_EQ(out.processes.size(), in.processes.size());
+  for (size_t p = 0; p < in.processes.size(); ++p) {
+    EXPECT_EQ(out.processes[p].pid, in.processes[p].pid);
+    EXPECT_EQ(out.processes[p].name, in.processes[p].name);
+    EXPECT_EQ(out.processes[p].sort_index, in.processes[p].sort_index);
+    ASSERT_EQ(out.processes[p].lanes.size(), in.processes[p].lanes.size());
+  }
+  ASSERT_EQ(out.lanes.size(), in.lanes.size());
+  for (const Lane& a : in.lanes) {
+    const Lane* b = a.kind == LaneKind::kGpuStream ? gpu_lane_of(out, a.device, a.stream)
+                                                   : lane_named(out, a.name);
+    ASSERT_NE(b, nullptr) << a.name;
+    EXPECT_EQ(b->name, a.name);
+    EXPECT_EQ(b->kind, a.kind);
+    EXPECT_EQ(b->sort_index, a.sort_index);
+    EXPECT_EQ(out.processes[b->process].pid, in.processes[a.process].pid);
+    ASSERT_EQ(b->spans.size(), a.spans.size()) << a.name;
+    for (size_t k = 0; k < a.spans.size(); ++k) {
+      EXPECT_EQ(b->spans[k].start_ns, a.spans[k].start_ns);
+      EXPECT_EQ(b->spans[k].dur_ns, a.spans[k].dur_ns);
+      EXPECT_EQ(b->spans[k].depth, a.spans[k].depth);
+      EXPECT_EQ(str(out, b->spans[k].name), str(in, a.spans[k].name));
+      EXPECT_EQ(str(out, b->spans[k].category), str(in, a.spans[k].category));
+      const auto args = [](const Trace& t, const Span& s) {
+        return s.args == kNoArgs ? std::string("<none>") : t.args[s.args];
+      };
+      EXPECT_EQ(args(out, b->spans[k]), args(in, a.spans[k]));
+    }
+    ASSERT_EQ(b->instants.size(), a.instants.size());
+    for (size_t k = 0; k < a.instants.size(); ++k) {
+      EXPECT_EQ(b->instants[k].ts_ns, a.instants[k].ts_ns);
+      EXPECT_EQ(str(out, b->instants[k].name), str(in, a.instants[k].name));
+    }
+  }
+  ASSERT_EQ(out.counters.size(), 1u);
+  EXPECT_EQ(out.counters[0].name, in.counters[0].name);
+  EXPECT_EQ(out.counters[0].points, in.counters[0].points);
+  ASSERT_EQ(out.flows.size(), 1u);
+  EXPECT_EQ(out.flows[0].id, 77u);
+  EXPECT_EQ(str(out, out.flows[0].name), "launch");
+  EXPECT_EQ(out.flows[0].from_ns, in.flows[0].from_ns);
+  EXPECT_EQ(out.flows[0].to_ns, in.flows[0].to_ns);
+  EXPECT_EQ(out.lanes[out.flows[0].from_lane].name, "train loop");
+  EXPECT_EQ(out.lanes[out.flows[0].to_lane].kind, LaneKind::kGpuStream);
+  EXPECT_EQ(out.start_ns(), in.start_ns());
+  EXPECT_EQ(out.end_ns(), in.end_ns());
+  // Writing the read trace gives the same text.
+  EXPECT_EQ(write(out), text);
+}
+
+TEST(ChromeJson, WriterUsesMicrosecondsWithNanosecondFractionsAndEscapes) {
+  Trace t;
+  const uint32_t l = t.thread_lane(1, 2);
+  t.lanes[l].name = "a\"b\x01";
+  t.lanes[l].spans.push_back(make_span(t, 1234, 5, "x", "c"));
+  t.lanes[l].spans.push_back(make_span(t, -1500, 1, "neg", "c"));
+  t.finalize();
+  const std::string text = write(t);
+  EXPECT_NE(text.find(R"("ts":1.234,"dur":0.005)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("ts":-1.500,"dur":0.001)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("name":"a\"b\u0001")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("name":"thread_name")"), std::string::npos) << text;
+}
+
+TEST(ChromeJson, WriterRepairsInvalidUtf8) {
+  Trace t;
+  const uint32_t l = t.thread_lane(1, 1);
+  t.lanes[l].spans.push_back(make_span(t, 0, 1, "bad \xff\xc3 end", "c"));
+  t.finalize();
+  const Trace back = parse_chrome_json(write(t));
+  ASSERT_EQ(back.span_count(), 1u);
+  EXPECT_EQ(back.name(back.lanes[0].spans[0]), "bad \xEF\xBF\xBD\xEF\xBF\xBD end");
+}
+
+// A PyTorch-profiler-like trace: a CPU thread launching kernels on two streams, ac2g flows, a
+// string tid, fractional timestamps, string ts, Kineto's extra top-level keys.
+constexpr std::string_view kKineto = R"js({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85000000000}],
+  "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 4242, "tid": 4242,
+   "ts": 1700000000000100.250, "dur": 20.5, "args": {"External id": 3, "Input Dims": [[2, 2], [2, 2]]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4242, "tid": 4242,
+   "ts": 1700000000000105.000, "dur": 4.25, "args": {"correlation": 11, "cbid": 211}},
+  {"ph": "s", "id": 11, "pid": 4242, "tid": 4242, "ts": 1700000000000105.000, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "X", "cat": "kernel", "name": "void gemm_kernel<float, 128>(float*)", "pid": 0, "tid": 7,
+   "ts": 1700000000000110.125, "dur": 30.000,
+   "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 11, "grid": [4, 1, 1]}},
+  {"ph": "f", "id": 11, "pid": 0, "tid": 7, "ts": 1700000000000110.125, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 4242, "tid": 4242,
+   "ts": "1700000000000112.5", "dur": "3", "args": {"correlation": 12}},
+  {"ph": "s", "id": 12, "pid": 4242, "tid": 4242, "ts": 1700000000000112.5, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": "stream 13",
+   "ts": 1700000000000150, "dur": 2.001, "args": {"device": 0, "stream": 13, "correlation": 12, "bytes": 4096}},
+  {"ph": "f", "id": 12, "pid": 0, "tid": "stream 13", "ts": 1700000000000150, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "i", "s": "t", "name": "checkpoint", "pid": 4242, "tid": 4242, "ts": 1700000000000200},
+  {"name": "process_name", "ph": "M", "ts": 0, "pid": 4242, "tid": 0, "args": {"name": "python3"}},
+  {"name": "process_name", "ph": "M", "ts": 0, "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
+  {"name": "thread_name", "ph": "M", "ts": 0, "pid": 4242, "tid": 4242, "args": {"name": "thread 4242 (python3)"}},
+  {"name": "thread_name", "ph": "M", "ts": 0, "pid": 0, "tid": 7, "args": {"name": "stream 7 "}},
+  {"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 5000000}},
+  {"ph": "C", "name": "Memory", "pid": 4242, "ts": 1700000000000190, "args": {"Total Allocated": 512, "Total Reserved": 2048}}
+  ],
+  "traceName": "x.pt.trace.json", "displayTimeUnit": "ms"
+})js";
+
+TEST(ChromeJson, ReadsKinetoTraces) {
+  const Trace t = parse_chrome_json(kKineto, "kineto.json");
+  EXPECT_EQ(t.metadata.at("format"), "kineto");
+  const Lane* cpu = lane_named(t, "thread 4242 (python3)");
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_EQ(cpu->spans.size(), 3u);
+  EXPECT_EQ(t.name(cpu->spans[0]), "aten::mm");
+  EXPECT_EQ(cpu->spans[0].start_ns, 1'700'000'000'000'100'250);
+  EXPECT_EQ(cpu->spans[0].dur_ns, 20'500);
+  EXPECT_EQ(cpu->spans[1].depth, 1u);  // cudaLaunchKernel inside aten::mm
+  EXPECT_EQ(t.name(cpu->spans[2]), "cudaMemcpyAsync");
+  EXPECT_EQ(cpu->spans[2].start_ns, 1'700'000'000'000'112'500);
+  EXPECT_EQ(cpu->spans[2].dur_ns, 3'000);
+  EXPECT_EQ(t.args[cpu->spans[0].args], R"({"External id": 3, "Input Dims": [[2, 2], [2, 2]]})");
+  ASSERT_EQ(cpu->instants.size(), 1u);
+
+  const Lane* s7 = gpu_lane_of(t, 0, 7);
+  const Lane* s13 = gpu_lane_of(t, 0, 13);
+  ASSERT_NE(s7, nullptr);
+  ASSERT_NE(s13, nullptr);
+  EXPECT_EQ(s7->name, "GPU 0 stream 7");
+  ASSERT_EQ(s7->spans.size(), 1u);
+  EXPECT_EQ(t.name(s7->spans[0]), "void gemm_kernel<float, 128>(float*)");
+  EXPECT_EQ(s7->spans[0].dur_ns, 30'000);
+  ASSERT_EQ(s13->spans.size(), 1u);
+  EXPECT_EQ(s13->spans[0].dur_ns, 2'001);
+  EXPECT_EQ(t.processes[s7->process].name, "GPU 0");
+  EXPECT_EQ(t.processes[s7->process].sort_index, 5'000'000);
+  EXPECT_EQ(t.processes[cpu->process].name, "python3");
+  // Display order: the python process (sort index 0) before the GPU (5000000).
+  EXPECT_EQ(t.processes.front().pid, 4242);
+
+  ASSERT_EQ(t.flows.size(), 2u);
+  for (const Flow& f : t.flows) {
+    EXPECT_EQ(&t.lanes[f.from_lane], cpu);
+    EXPECT_EQ(t.lanes[f.to_lane].kind, LaneKind::kGpuStream);
+    EXPECT_EQ(str(t, f.category), "ac2g");
+  }
+  const Counter* alloc = counter_named(t, "Memory.Total Allocated");
+  ASSERT_NE(alloc, nullptr);
+  ASSERT_EQ(alloc->points.size(), 1u);
+  EXPECT_EQ(alloc->points[0].second, 512);
+  EXPECT_NE(counter_named(t, "Memory.Total Reserved"), nullptr);
+}
+
+TEST(ChromeJson, MatchesBeginEndPairsPerThread) {
+  const std::string_view text = R"([
+    {"ph": "B", "name": "outer", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "args": {"a": 1}},
+    {"ph": "B", "name": "other thread", "pid": 1, "tid": 2, "ts": 11},
+    {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 12},
+    {"ph": "E", "pid": 1, "tid": 1, "ts": 15, "args": {"result": "ok"}},
+    {"ph": "E", "pid": 1, "tid": 1, "ts": 20},
+    {"ph": "E", "pid": 1, "tid": 2, "ts": 30}
+  ])";
+  const Trace t = parse_chrome_json(text);
+  EXPECT_EQ(t.metadata.at("format"), "chrome");
+  EXPECT_EQ(t.metadata.count("unclosed_spans"), 0u);
+  ASSERT_EQ(t.lanes.size(), 2u);
+  const Lane& l = t.lanes[t.processes[0].lanes[0]];
+  ASSERT_EQ(l.spans.size(), 2u);
+  EXPECT_EQ(t.name(l.spans[0]), "outer");
+  EXPECT_EQ(l.spans[0].start_ns, 10'000);
+  EXPECT_EQ(l.spans[0].dur_ns, 10'000);
+  EXPECT_EQ(t.args[l.spans[0].args], R"({"a": 1})");
+  EXPECT_EQ(t.name(l.spans[1]), "inner");
+  EXPECT_EQ(l.spans[1].dur_ns, 3'000);
+  EXPECT_EQ(l.spans[1].depth, 1u);
+  EXPECT_EQ(t.args[l.spans[1].args], R"({"result": "ok"})");
+  EXPECT_EQ(l.max_depth, 2u);
+}
+
+TEST(ChromeJson, UnclosedBeginsEndAtTheTraceEnd) {
+  const Trace t = parse_chrome_json(R"({"traceEvents": [
+    {"ph": "B", "name": "open", "pid": 1, "tid": 1, "ts": 1},
+    {"ph": "X", "name": "later", "pid": 1, "tid": 2, "ts": 5, "dur": 3}]})");
+  EXPECT_EQ(t.metadata.at("unclosed_spans"), "1");
+  const Lane* l = nullptr;
+  for (const Lane& x : t.lanes)
+    if (x.tid == 1) l = &x;
+  ASSERT_NE(l, nullptr);
+  ASSERT_EQ(l->spans.size(), 1u);
+  EXPECT_EQ(l->spans[0].end_ns(), 8'000);
+}
+
+TEST(ChromeJson, EndWithoutBeginIsAnErrorAtThatEvent) {
+  const std::string text =
+      R"([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, {"ph": "E", "pid": 1, "tid": 1, "ts": 5}])";
+  try {
+    parse_chrome_json(text, "be.json");
+    FAIL() << "expected TraceFormatError";
+  } catch (const TraceFormatError& e) {
+    EXPECT_EQ(e.offset(), text.find("{\"ph\": \"E\""));
+    EXPECT_EQ(e.source(), "be.json");
+    EXPECT_NE(std::string(e.what()).find("without an open begin"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChromeJson, ReadsBareArraysAndIgnoresUnknownPhases) {
+  const Trace t = parse_chrome_json(R"([
+    {"ph": "X", "name": "a", "pid": 3, "tid": 4, "ts": 0.0005, "dur": 1e-3},
+    {"ph": "b", "name": "async", "pid": 3, "tid": 4, "ts": 1, "id": 5},
+    {"ph": "P", "name": "sample", "pid": 3, "tid": 4, "ts": 1},
+    {"ph": "I", "name": "global", "pid": 3, "tid": 4, "ts": 2, "s": "g"}
+  ])");
+  ASSERT_EQ(t.span_count(), 1u);
+  const Lane& l = t.lanes[0];
+  EXPECT_EQ(l.spans[0].start_ns, 1);  // 0.5 ns rounds away from zero
+  EXPECT_EQ(l.spans[0].dur_ns, 1);
+  EXPECT_EQ(l.instants.size(), 1u);
+}
+
+TEST(ChromeJson, FlowsChainThroughStepsInTimeOrder) {
+  const Trace t = parse_chrome_json(R"([
+    {"ph": "f", "id": "0x10", "cat": "q", "name": "hop", "pid": 1, "tid": 3, "ts": 30, "bp": "e"},
+    {"ph": "t", "id": 16, "cat": "q", "name": "hop", "pid": 1, "tid": 2, "ts": 20},
+    {"ph": "s", "id": 16, "cat": "q", "name": "hop", "pid": 1, "tid": 1, "ts": 10},
+    {"ph": "s", "id": 16, "cat": "other", "name": "hop", "pid": 1, "tid": 1, "ts": 10},
+    {"ph": "f", "id": 99, "cat": "q", "name": "orphan", "pid": 1, "tid": 1, "ts": 10}
+  ])");
+  ASSERT_EQ(t.flows.size(), 2u);
+  EXPECT_EQ(t.lanes[t.flows[0].from_lane].tid, 1);
+  EXPECT_EQ(t.lanes[t.flows[0].to_lane].tid, 2);
+  EXPECT_EQ(t.lanes[t.flows[1].from_lane].tid, 2);
+  EXPECT_EQ(t.lanes[t.flows[1].to_lane].tid, 3);
+  EXPECT_EQ(t.flows[1].to_ns, 30'000);
+}
+
+TEST(ChromeJson, SaveIsAtomicAndLoadNamesMissingFiles) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("pipeprof_trace_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "t.json";
+  const Trace in = sample_trace();
+  save_chrome_json(in, path);
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().filename(), "t.json");  // no temporary left behind
+  const Trace out = load_chrome_json(path);
+  EXPECT_EQ(out.span_count(), in.span_count());
+  try {
+    load_chrome_json(dir / "missing.json");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.json"), std::string::npos);
+  }
+  EXPECT_THROW(save_chrome_json(in, dir / "no_such_dir" / "t.json"), std::runtime_error);
+  std::ofstream(dir / "bad.json") << "[{\"ph\": \"X\"";
+  try {
+    load_chrome_json(dir / "bad.json");
+    FAIL();
+  } catch (const TraceFormatError& e) {
+    EXPECT_EQ(e.source(), (dir / "bad.json").string());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pipeprof::trace
