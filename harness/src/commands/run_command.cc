@@ -1,4 +1,5 @@
 // pipeprof run <id|spec.json> [--step S] [--epochs N] [--repetitions R] [--json out.json]
+//              [--trace trace.json]
 #include <fmt/format.h>
 
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "pipeprof/harness/runner.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -21,6 +23,7 @@ struct RunCommandOptions {
   int64_t epochs = 0;
   int repetitions = 5;
   std::string json;
+  std::string trace;
 };
 
 int run_command(const RunCommandOptions& o) {
@@ -31,7 +34,8 @@ int run_command(const RunCommandOptions& o) {
     RunOptions options{.step = o.step,
                        .epochs = o.epochs,
                        .repetitions = o.repetitions,
-                       .stop = &InterruptGuard::flag()};
+                       .stop = &InterruptGuard::flag(),
+                       .trace = !o.trace.empty()};
     options.on_repetition = [&](int i, const Repetition& rep) {
       std::cerr << fmt::format("  repetition {}/{}: {:.2f} ms, wait mean {:.3f} ms{}\n", i + 1,
                                o.repetitions, rep.wall_ms, rep.wait.mean_ms,
@@ -60,6 +64,18 @@ int run_command(const RunCommandOptions& o) {
     }
     std::cerr << "wrote " << o.json << "\n";
   }
+  if (!o.trace.empty() && result.trace) {
+    try {
+      trace::save_chrome_json(*result.trace, o.trace);
+    } catch (const std::exception& e) {
+      std::cerr << "pipeprof run: " << e.what() << "\n";
+      return kExitFailed;
+    }
+    std::cerr << fmt::format(
+        "wrote {} ({} spans of the first repetition; open it in Perfetto UI or "
+        "pipeprof-viewer, or run `pipeprof analyze {}`)\n",
+        o.trace, result.trace->span_count(), o.trace);
+  }
   return result.interrupted ? kExitInterrupted : kExitOk;
 }
 
@@ -79,6 +95,8 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--repetitions", o->repetitions, "Repetitions; the median is reported")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");
+  cmd->add_option("--trace", o->trace,
+                  "Record the first repetition's timeline and write it as Chrome-trace JSON");
   return [o] { return run_command(*o); };
 }
 

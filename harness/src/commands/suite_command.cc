@@ -19,6 +19,7 @@
 #include "pipeprof/harness/step.h"
 #include "pipeprof/harness/version.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -29,6 +30,7 @@ struct SuiteOptions {
   std::string step;
   int repetitions = 5;
   std::vector<std::string> only;
+  bool no_trace = false;
 };
 
 nlohmann::json machine_json(const SleepOvershoot& o) {
@@ -123,10 +125,20 @@ int suite(const SuiteOptions& o) {
     const Experiment& x = catalog[i];
     std::cerr << fmt::format("[{:>2}/{}] {:<24} ", i + 1, catalog.size(), x.id) << std::flush;
     try {
-      RunOptions options{
-          .step = o.step, .repetitions = repetitions, .stop = &InterruptGuard::flag()};
+      RunOptions options{.step = o.step,
+                         .repetitions = repetitions,
+                         .stop = &InterruptGuard::flag(),
+                         .trace = !o.no_trace};
       options.on_repetition = [](int, const Repetition&) { std::cerr << "." << std::flush; };
       results.push_back(run_experiment(x, options));
+      // Written at once, so an interrupted suite keeps the traces of what it ran.
+      if (ExperimentResult& r = results.back(); r.trace) {
+        const std::filesystem::path rel = std::filesystem::path("traces") / (x.id + ".json");
+        std::filesystem::create_directories(std::filesystem::path(o.out) / "traces");
+        trace::save_chrome_json(*r.trace, std::filesystem::path(o.out) / rel);
+        r.trace_file = rel.string();
+        r.trace.reset();
+      }
       std::cerr << " " << summary_line(results.back()) << "\n";
     } catch (const std::exception& e) {
       std::cerr << " failed: " << e.what() << "\n";
@@ -163,6 +175,9 @@ CommandRunner add_suite_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--only", o->only, "Run only these experiment ids")->delimiter(',');
+  cmd->add_flag("--no-trace", o->no_trace,
+                "Do not record traces (by default the first repetition of each experiment is "
+                "traced into OUT/traces/<id>.json)");
   return [o] { return suite(*o); };
 }
 
