@@ -161,28 +161,31 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     r.documented_ideal_ms.reset();
   }
 
-  for (int i = 0; i < std::max(1, options.repetitions) && !stopped(options); ++i) {
-    const bool traced = options.trace && i == 0;
+  // The traced run comes first and is not a measurement: recording costs a little per span, and a
+  // run interrupted early still leaves its trace.
+  if (options.trace && !stopped(options)) {
     trace::Recorder& rec = trace::Recorder::global();
-    if (traced) {
-      rec.start();
-      rec.set_thread_name("train loop");
-      rec.set_thread_sort_index(-1);
-    }
+    rec.start();
+    rec.set_thread_name("train loop");
+    rec.set_thread_sort_index(-1);
     Repetition rep;
+    nlohmann::json tuned;
+    std::vector<pipelines::NodeSnapshot> stages;
     try {
-      rep = run_once(x, *choice.step, r.epochs, options, r.stages, r.autotune);
+      rep = run_once(x, *choice.step, r.epochs, options, stages, tuned);
     } catch (...) {
-      if (traced) rec.stop();
+      rec.stop();
       throw;
     }
-    if (traced) {
-      r.trace = std::make_shared<trace::Trace>(rec.stop());
-      r.trace->metadata["experiment"] = x.id;
-      r.trace->metadata["step"] = r.step;
-      r.trace->metadata["epochs"] = std::to_string(r.epochs);
-      if (rep.interrupted) r.trace->metadata["interrupted"] = "true";
-    }
+    r.trace = std::make_shared<trace::Trace>(rec.stop());
+    r.trace->metadata["experiment"] = x.id;
+    r.trace->metadata["step"] = r.step;
+    r.trace->metadata["epochs"] = std::to_string(r.epochs);
+    if (rep.interrupted) r.trace->metadata["interrupted"] = "true";
+    r.interrupted = rep.interrupted;
+  }
+  for (int i = 0; i < std::max(1, options.repetitions) && !stopped(options); ++i) {
+    Repetition rep = run_once(x, *choice.step, r.epochs, options, r.stages, r.autotune);
     r.interrupted = r.interrupted || rep.interrupted;
     if (options.on_repetition) options.on_repetition(i, rep);
     if (rep.interrupted) break;  // a partial repetition is not a measurement
@@ -204,14 +207,19 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   const SimResult ideal = simulate(r.spec, sim);
   sim.bound = true;
   const SimResult bound = simulate(r.spec, sim);
+  if (bound.supported) r.bound_ms = bound.total_ms;
   if (ideal.supported) {
     r.ideal_ms = ideal.total_ms;
-    if (!r.repetitions.empty() && ideal.total_ms > 0)
-      r.efficiency = ideal.total_ms / r.median_wall_ms;
+    // With the online tuner moving the knobs, the configured values are "the best": the ideal
+    // is the bound.
+    if (!r.autotune.is_null() && bound.supported) {
+      r.ideal_ms = bound.total_ms;
+      r.ideal_basis = "bound: the online tuner moved the knobs";
+    }
+    if (!r.repetitions.empty() && *r.ideal_ms > 0) r.efficiency = *r.ideal_ms / r.median_wall_ms;
   } else {
     r.simulation_note = ideal.reason;
   }
-  if (bound.supported) r.bound_ms = bound.total_ms;
   return r;
 }
 
@@ -266,6 +274,7 @@ nlohmann::json to_json(const ExperimentResult& r) {
   if (!r.notice.empty()) out["notice"] = r.notice;
   if (!r.autotune.is_null()) out["autotune"] = r.autotune;
   if (!r.trace_file.empty()) out["trace"] = r.trace_file;
+  if (!r.ideal_basis.empty()) out["ideal_basis"] = r.ideal_basis;
   // Per input element: what the source produced, over all epochs.
   for (const auto& s : r.stages) {
     if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {

@@ -72,7 +72,7 @@ int run_command(const RunCommandOptions& o) {
       return kExitFailed;
     }
     std::cerr << fmt::format(
-        "wrote {} ({} spans of the first repetition; open it in Perfetto UI or "
+        "wrote {} ({} spans of a traced run before the measured ones; open it in Perfetto UI or "
         "pipeprof-viewer, or run `pipeprof analyze {}`)\n",
         o.trace, result.trace->span_count(), o.trace);
   }
@@ -96,7 +96,7 @@ CommandRunner add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");
   cmd->add_option("--trace", o->trace,
-                  "Record the first repetition's timeline and write it as Chrome-trace JSON");
+                  "Record one extra, unmeasured run's timeline and write it as Chrome-trace JSON");
   return [o] { return run_command(*o); };
 }
 

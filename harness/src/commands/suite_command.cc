@@ -176,7 +176,7 @@ CommandRunner add_suite_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--only", o->only, "Run only these experiment ids")->delimiter(',');
   cmd->add_flag("--no-trace", o->no_trace,
-                "Do not record traces (by default the first repetition of each experiment is "
+                "Do not record traces (by default one extra, unmeasured run of each experiment is "
                 "traced into OUT/traces/<id>.json)");
   return [o] { return suite(*o); };
 }

@@ -42,7 +42,8 @@ struct RunOptions {
   // Run the online tuner (autotune/online_tuner.h) while the pipeline runs, when the spec has
   // kAutotune knobs. Its picks carry over from one epoch to the next of a repetition.
   bool autotune = true;
-  // Record a trace of the first repetition (kept even when it is interrupted).
+  // Record a trace of one extra, unmeasured run before the measured repetitions (kept even when
+  // it is interrupted).
   bool trace = false;
 };
 
@@ -62,8 +63,9 @@ struct ExperimentResult {
   // What the online tuner picked in the last repetition: {"final": [{stage, knob, value}, ...],
   // "changes": [{epoch, time_ms, stage, knob, old, new, reason}, ...]}; null when not tuned.
   nlohmann::json autotune;
-  std::shared_ptr<trace::Trace> trace;          // with RunOptions::trace: the first repetition
-  std::string trace_file;  // where that trace was written, relative to the results file
+  std::shared_ptr<trace::Trace> trace;  // with RunOptions::trace: the traced run
+  std::string ideal_basis;  // why ideal_ms is not the configured knobs' ideal, when it is not
+  std::string trace_file;   // where that trace was written, relative to the results file
 };
 
 // Throws StepError for an unusable step.
