@@ -12,10 +12,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <deque>
 #include <optional>
 #include <vector>
 
 #include "json_text.h"
+#include "padded_buffer.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "trace_builder.h"
 
@@ -52,8 +55,8 @@ struct EventFields {
   std::optional<uint64_t> id;
   bool has_args = false;
   std::string_view args_raw;
-  std::vector<std::pair<std::string_view, double>> numeric_args;  // top-level numbers
-  std::optional<std::string_view> arg_name;                       // top-level "name" string
+  std::vector<std::pair<std::string_view, std::string_view>> numeric_args;  // top level: text
+  std::optional<std::string_view> arg_name;  // top-level "name" string
 
   void clear() {
     ph = name = cat = bp = std::nullopt;
@@ -67,9 +70,15 @@ struct EventFields {
     arg_name = std::nullopt;
   }
   std::optional<double> numeric_arg(std::string_view key) const {
-    for (const auto& [k, v] : numeric_args)
-      if (k == key) return v;
+    for (const auto& [k, text] : numeric_args)
+      if (k == key) return to_double(text);
     return std::nullopt;
+  }
+  static std::optional<double> to_double(std::string_view text) {
+    double v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (r.ec != std::errc() || !std::isfinite(v)) return std::nullopt;
+    return v;
   }
 };
 
@@ -179,7 +188,9 @@ class Reader {
     }
   }
 
-  // Consumes a value, checking that it is well-formed JSON all the way down.
+  // Checks that a value is well-formed JSON all the way down. Scalars are checked from their text
+  // (simdjson's first stage has already validated UTF-8, control characters and string bounds),
+  // which is cheaper than converting them.
   void validate(od::value v) {
     switch (v.type()) {
       case od::json_type::array:
@@ -188,23 +199,70 @@ class Reader {
         break;
       case od::json_type::object:
         for (auto field : v.get_object()) {
-          (void)field.unescaped_key().value();
+          (void)key_text(field);
           validate(field.value());
         }
         break;
-      case od::json_type::number:
-        (void)v.get_double().value();
-        break;
-      case od::json_type::string:
-        (void)v.get_string().value();
-        break;
-      case od::json_type::boolean:
-        (void)v.get_bool().value();
-        break;
-      case od::json_type::null:
-        if (!v.is_null()) fail(location(), "malformed JSON: invalid literal");
-        break;
+      default:
+        (void)check_scalar(v);
     }
+  }
+
+  // The text of a scalar (trimmed); an error when it is not a JSON string, number or literal.
+  std::string_view check_scalar(od::value& v) {
+    const std::string_view token = trim_right(v.raw_json_token());
+    bool ok = false;
+    switch (token.empty() ? '\0' : token.front()) {
+      case '"':
+        ok = token.size() >= 2 && token.back() == '"' &&
+             escapes_ok(token.substr(1, token.size() - 2));
+        break;
+      case 't':
+        ok = token == "true";
+        break;
+      case 'f':
+        ok = token == "false";
+        break;
+      case 'n':
+        ok = token == "null";
+        break;
+      default:
+        ok = jt::is_number(token);
+    }
+    if (!ok)
+      fail(offset_of(token.data()),
+           "malformed JSON value: " +
+               std::string(token.substr(0, std::min<size_t>(token.size(), 40))));
+    return token;
+  }
+
+  bool escapes_ok(std::string_view inner) {
+    if (inner.find('\\') == std::string_view::npos) return true;
+    scratch_.clear();
+    return jt::unescape(inner, scratch_);
+  }
+
+  // A field's key without a copy (keys with escapes are unescaped into storage that lives until
+  // the next event).
+  std::string_view key_text(simdjson::simdjson_result<od::field>& field) {
+    const od::raw_json_string raw = field.key();
+    const char* p = raw.raw();
+    const char* end = json_.data() + json_.size();
+    const char* q = p;
+    for (;;) {
+      q = static_cast<const char*>(std::memchr(q, '"', static_cast<size_t>(end - q)));
+      if (q == nullptr) fail(offset_of(p), "unterminated key");
+      ptrdiff_t backslashes = 0;
+      while (q - backslashes > p && q[-1 - backslashes] == '\\')
+        ++backslashes;
+      if (backslashes % 2 == 0) break;
+      ++q;
+    }
+    const std::string_view inner(p, static_cast<size_t>(q - p));
+    if (inner.find('\\') == std::string_view::npos) return inner;
+    std::string& unescaped = key_storage_.emplace_back();
+    if (!jt::unescape(inner, unescaped)) fail(offset_of(p), "invalid escape in a key");
+    return unescaped;
   }
 
   void read_events(od::array events) {
@@ -214,8 +272,9 @@ class Reader {
       event_offset_ = location();
       if (v.type() != od::json_type::object) fail_event("an event must be a JSON object");
       e_.clear();
+      key_storage_.clear();
       for (auto field : v.get_object()) {
-        const std::string_view key = field.unescaped_key();  // the key before the value
+        const std::string_view key = key_text(field);
         read_field(key, field.value());
       }
       handle_event();
@@ -234,8 +293,7 @@ class Reader {
     std::string_view text;
     const od::json_type type = v.type();
     if (type == od::json_type::number) {
-      text = trim_right(v.raw_json_token());
-      (void)v.get_double().value();  // consumes the number (and rejects what simdjson rejects)
+      text = trim_right(v.raw_json_token());  // checked by parse_us_to_ns
     } else if (type == od::json_type::string) {
       text = v.get_string();
     } else {
@@ -286,11 +344,11 @@ class Reader {
     if (v.type() != od::json_type::object) fail_event("\"args\" must be an object");
     const char* start = json_.data() + location();
     for (auto field : v.get_object()) {
-      const std::string_view key = field.unescaped_key();
+      const std::string_view key = key_text(field);
       od::value value = field.value();
       const od::json_type type = value.type();
       if (type == od::json_type::number) {
-        e_.numeric_args.emplace_back(key, value.get_double().value());
+        e_.numeric_args.emplace_back(key, check_scalar(value));
       } else if (type == od::json_type::string && key == "name") {
         e_.arg_name = value.get_string().value();
       } else {
@@ -402,7 +460,10 @@ class Reader {
     const int64_t ts = need_ts();
     const std::string_view name = e_.name.value_or("");
     builder_.note_process(e_.pid);
-    for (const auto& [key, value] : e_.numeric_args) {
+    for (const auto& [key, text] : e_.numeric_args) {
+      const auto parsed = EventFields::to_double(text);
+      if (!parsed) fail_event("counter \"" + std::string(key) + "\" is out of range");
+      const double value = *parsed;
       if (key == "value") {
         builder_.counter(e_.pid, name, ts, value);
       } else {
@@ -452,6 +513,8 @@ class Reader {
   od::document* doc_ = nullptr;
   TraceBuilder builder_;
   EventFields e_;
+  std::deque<std::string> key_storage_;
+  std::string scratch_;
   std::string series_name_;
   uint64_t event_offset_ = 0;
   uint64_t event_index_ = 0;
@@ -469,18 +532,20 @@ TraceFormatError::TraceFormatError(std::string source, uint64_t offset, const st
       offset_(offset) {}
 
 Trace parse_chrome_json(std::string_view json, const std::string& source) {
-  const simdjson::padded_string padded(json.data(), json.size());
-  return Reader(source, padded).run();
+  const PaddedBuffer buffer = PaddedBuffer::copy_of(json);
+  return Reader(source,
+                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()))
+      .run();
 }
 
 Trace load_chrome_json(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error(path.string() + ": no such file");
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(path.string()).get(text) != simdjson::SUCCESS)
-    throw std::runtime_error(path.string() + ": cannot be read");
-  return Reader(path.string(), text).run();
+  const PaddedBuffer buffer = PaddedBuffer::load(path);
+  return Reader(path.string(),
+                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()))
+      .run();
 }
 
 }  // namespace pipeprof::trace

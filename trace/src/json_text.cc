@@ -192,6 +192,136 @@ std::optional<int64_t> parse_us_to_ns(std::string_view text) {
   return negative ? -v : v;
 }
 
+bool is_number(std::string_view text) {
+  size_t i = 0;
+  const size_t n = text.size();
+  if (i < n && text[i] == '-') ++i;
+  if (i >= n || !is_digit(text[i])) return false;
+  if (text[i] == '0') {
+    ++i;
+  } else {
+    while (i < n && is_digit(text[i]))
+      ++i;
+  }
+  if (i < n && text[i] == '.') {
+    ++i;
+    if (i >= n || !is_digit(text[i])) return false;
+    while (i < n && is_digit(text[i]))
+      ++i;
+  }
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < n && (text[i] == '+' || text[i] == '-')) ++i;
+    if (i >= n || !is_digit(text[i])) return false;
+    while (i < n && is_digit(text[i]))
+      ++i;
+  }
+  return i == n;
+}
+
+namespace {
+
+std::optional<unsigned> hex4(std::string_view s, size_t at) {
+  if (at + 4 > s.size()) return std::nullopt;
+  unsigned v = 0;
+  for (size_t k = at; k < at + 4; ++k) {
+    const char c = s[k];
+    unsigned d = 0;
+    if (c >= '0' && c <= '9') {
+      d = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      d = static_cast<unsigned>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      d = static_cast<unsigned>(c - 'A' + 10);
+    } else {
+      return std::nullopt;
+    }
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+void append_utf8(std::string& out, unsigned cp) {
+  if (cp < 0x80U) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800U) {
+    out.push_back(static_cast<char>(0xC0U | (cp >> 6U)));
+    out.push_back(static_cast<char>(0x80U | (cp & 0x3FU)));
+  } else if (cp < 0x10000U) {
+    out.push_back(static_cast<char>(0xE0U | (cp >> 12U)));
+    out.push_back(static_cast<char>(0x80U | ((cp >> 6U) & 0x3FU)));
+    out.push_back(static_cast<char>(0x80U | (cp & 0x3FU)));
+  } else {
+    out.push_back(static_cast<char>(0xF0U | (cp >> 18U)));
+    out.push_back(static_cast<char>(0x80U | ((cp >> 12U) & 0x3FU)));
+    out.push_back(static_cast<char>(0x80U | ((cp >> 6U) & 0x3FU)));
+    out.push_back(static_cast<char>(0x80U | (cp & 0x3FU)));
+  }
+}
+
+}  // namespace
+
+bool unescape(std::string_view inner, std::string& out) {
+  size_t i = 0;
+  while (i < inner.size()) {
+    const size_t slash = inner.find('\\', i);
+    if (slash == std::string_view::npos) {
+      out.append(inner.substr(i));
+      return true;
+    }
+    out.append(inner.substr(i, slash - i));
+    i = slash + 1;
+    if (i >= inner.size()) return false;
+    const char c = inner[i++];
+    switch (c) {
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        const auto hi = hex4(inner, i);
+        if (!hi) return false;
+        i += 4;
+        unsigned cp = *hi;
+        if (cp >= 0xD800U && cp <= 0xDBFFU) {  // a high surrogate needs its low half
+          if (i + 2 > inner.size() || inner[i] != '\\' || inner[i + 1] != 'u') return false;
+          const auto lo = hex4(inner, i + 2);
+          if (!lo || *lo < 0xDC00U || *lo > 0xDFFFU) return false;
+          i += 6;
+          cp = 0x10000U + ((cp - 0xD800U) << 10U) + (*lo - 0xDC00U);
+        } else if (cp >= 0xDC00U && cp <= 0xDFFFU) {
+          return false;  // a lone low surrogate
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 std::optional<int64_t> parse_integer(std::string_view text) {
   int64_t v = 0;
   bool negative = false;

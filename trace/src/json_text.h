@@ -27,6 +27,13 @@ void append_double(std::string& out, double v);
 // does not fit in int64 nanoseconds (about +-292 years).
 std::optional<int64_t> parse_us_to_ns(std::string_view text);
 
+// True when `text` is exactly a JSON number (any magnitude).
+bool is_number(std::string_view text);
+
+// Unescapes the inside of a JSON string (the text between its quotes) into `out`, turning \uXXXX
+// escapes (surrogate pairs included) into UTF-8. False when an escape is invalid.
+bool unescape(std::string_view inner, std::string& out);
+
 // Parses an integer written in decimal ("-42") or hex ("0x2a"); nullopt otherwise.
 std::optional<int64_t> parse_integer(std::string_view text);
 
