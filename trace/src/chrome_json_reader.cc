@@ -84,6 +84,8 @@ struct EventFields {
 
 class Reader {
  public:
+  static constexpr int kMaxDepth = 256;  // nesting inside an event's values (recursion bound)
+
   Reader(std::string source, simdjson::padded_string_view json)
       : source_(std::move(source)), json_(json), builder_(source_) {}
 
@@ -191,16 +193,19 @@ class Reader {
   // Checks that a value is well-formed JSON all the way down. Scalars are checked from their text
   // (simdjson's first stage has already validated UTF-8, control characters and string bounds),
   // which is cheaper than converting them.
-  void validate(od::value v) {
-    switch (v.type()) {
+  void validate(od::value v, int depth = 0) {
+    const od::json_type type = v.type();
+    if ((type == od::json_type::array || type == od::json_type::object) && depth >= kMaxDepth)
+      fail(location(), "values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    switch (type) {
       case od::json_type::array:
         for (auto element : v.get_array())
-          validate(element.value());
+          validate(element.value(), depth + 1);
         break;
       case od::json_type::object:
         for (auto field : v.get_object()) {
           (void)key_text(field);
-          validate(field.value());
+          validate(field.value(), depth + 1);
         }
         break;
       default:
