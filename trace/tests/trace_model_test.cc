@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include "pipeprof/trace/trace.h"
+
+namespace pipeprof::trace {
+namespace {
+
+Span span(Trace& t, int64_t start, int64_t dur, std::string_view name) {
+  Span s;
+  s.start_ns = start;
+  s.dur_ns = dur;
+  s.name = t.strings.intern(name);
+  return s;
+}
+
+TEST(StringTable, InternsOnceAndFinds) {
+  StringTable st;
+  const StrId a = st.intern("alpha");
+  const StrId b = st.intern(std::string_view("beta"));
+  EXPECT_EQ(st.intern("alpha"), a);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(st.str(b), "beta");
+  EXPECT_EQ(st.find("beta"), b);
+  EXPECT_EQ(st.find("gamma"), kNoStr);
+  EXPECT_EQ(st.size(), 2u);
+  EXPECT_EQ(st.intern(""), 2u);
+}
+
+TEST(TraceModel, LookupsFindOrAdd) {
+  Trace t;
+  const uint32_t l1 = t.thread_lane(10, 1);
+  EXPECT_EQ(t.thread_lane(10, 1), l1);
+  const uint32_t l2 = t.thread_lane(10, 2);
+  const uint32_t g = t.gpu_lane(10, 0, 7);
+  EXPECT_EQ(t.gpu_lane(10, 0, 7), g);
+  EXPECT_NE(t.gpu_lane(10, 1, 7), g);
+  EXPECT_NE(l1, l2);
+  EXPECT_EQ(t.processes.size(), 1u);
+  EXPECT_EQ(t.process(10), 0u);
+  EXPECT_EQ(t.lanes[g].kind, LaneKind::kGpuStream);
+  EXPECT_EQ(t.lanes[g].name, "GPU 0 stream 7");
+  EXPECT_EQ(t.add_args("{\"a\":1}"), 0u);
+  EXPECT_EQ(t.add_args("{}"), 1u);
+}
+
+TEST(TraceModel, FinalizeSortsSpansAndComputesDepth) {
+  Trace t;
+  const uint32_t l = t.thread_lane(1, 1);
+  auto& spans = t.lanes[l].spans;
+  spans.push_back(span(t, 30, 5, "d"));  // depth 0, after the others
+  spans.push_back(span(t, 10, 5, "c"));  // inside b: depth 2
+  spans.push_back(span(t, 0, 20, "a"));  // outermost
+  spans.push_back(span(t, 0, 18, "b"));  // same start, shorter: inside a
+  spans.push_back(span(t, 15, 0, "e"));  // zero length inside b
+  spans.push_back(span(t, 15, 1, "f"));  // same start as e, longer: sorted before e
+  t.finalize();
+  std::string order;
+  for (const Span& s : spans)
+    order += t.strings.str(s.name) + std::to_string(s.depth) + " ";
+  EXPECT_EQ(order, "a0 b1 c2 f2 e3 d0 ");
+  EXPECT_EQ(t.lanes[l].max_depth, 4u);
+  EXPECT_EQ(t.start_ns(), 0);
+  EXPECT_EQ(t.end_ns(), 35);
+  EXPECT_EQ(t.span_count(), 6u);
+}
+
+TEST(TraceModel, TimeRangeCoversInstantsCountersAndFlows) {
+  Trace t;
+  EXPECT_EQ(t.start_ns(), 0);
+  t.finalize();
+  EXPECT_EQ(t.start_ns(), 0);
+  EXPECT_EQ(t.end_ns(), 0);
+  const uint32_t l = t.thread_lane(1, 1);
+  t.lanes[l].spans.push_back(span(t, 100, 10, "s"));
+  t.lanes[l].instants.push_back({500, kNoStr, kNoStr, kNoArgs});
+  t.lanes[l].instants.push_back({50, kNoStr, kNoStr, kNoArgs});
+  Counter c;
+  c.process = 0;
+  c.name = "c";
+  c.points = {{20, 1}, {-5, 2}};
+  t.counters.push_back(c);
+  t.flows.push_back({1, kNoStr, kNoStr, l, 900, l, 800});
+  t.finalize();
+  EXPECT_EQ(t.start_ns(), -5);
+  EXPECT_EQ(t.end_ns(), 900);
+  EXPECT_EQ(t.lanes[l].instants.front().ts_ns, 50);
+  EXPECT_EQ(t.counters[0].points.front().first, -5);
+}
+
+TEST(TraceModel, DisplayOrderOfProcessesAndLanes) {
+  Trace t;
+  const uint32_t g = t.gpu_lane(30, 1, 2);
+  const uint32_t g0 = t.gpu_lane(30, 0, 9);
+  const uint32_t b = t.thread_lane(30, 5);
+  const uint32_t a = t.thread_lane(30, 9);
+  t.lanes[a].sort_index = -1;
+  const uint32_t other = t.thread_lane(20, 1);
+  const uint32_t first = t.thread_lane(40, 1);
+  t.processes[t.lanes[first].process].sort_index = -10;
+  Counter c;
+  c.process = t.lanes[g].process;
+  c.name = "on 30";
+  t.counters.push_back(c);
+  t.finalize();
+  ASSERT_EQ(t.processes.size(), 3u);
+  EXPECT_EQ(t.processes[0].pid, 40);
+  EXPECT_EQ(t.processes[1].pid, 20);
+  EXPECT_EQ(t.processes[2].pid, 30);
+  const std::vector<uint32_t> expected = {a, b, g0, g};
+  EXPECT_EQ(t.processes[2].lanes, expected);
+  // Indexes follow the new order.
+  EXPECT_EQ(t.lanes[g].process, 2u);
+  EXPECT_EQ(t.lanes[other].process, 1u);
+  EXPECT_EQ(t.lanes[first].process, 0u);
+  EXPECT_EQ(t.counters[0].process, 2u);
+  EXPECT_EQ(t.process(30), 2u);
+  EXPECT_EQ(t.thread_lane(20, 1), other);
+}
+
+}  // namespace
+}  // namespace pipeprof::trace
