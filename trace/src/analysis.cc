@@ -84,6 +84,7 @@ class StageAccounting {
     };
     std::vector<Open> stack;
     std::vector<bool> seen_here(stages_.size(), false);
+    std::unordered_map<int, std::vector<Interval>> raw;  // this lane's work spans per stage
     int64_t cursor = lo_;
     auto attribute = [&](int stage, int64_t a, int64_t b) {
       const int64_t n = clipped_length(a, b, lo_, hi_);
@@ -112,6 +113,7 @@ class StageAccounting {
         StageUsage& u = stages_[static_cast<size_t>(stage)];
         if (s.end_ns() > lo_ && s.start_ns < hi_) {
           ++u.spans;
+          raw[stage].emplace_back(std::max(s.start_ns, lo_), std::min(s.end_ns(), hi_));
           if (!seen_here[static_cast<size_t>(stage)]) {
             seen_here[static_cast<size_t>(stage)] = true;
             ++u.lanes;
@@ -121,9 +123,29 @@ class StageAccounting {
       stack.push_back({s.end_ns(), stage});
     }
     advance(std::numeric_limits<int64_t>::max());
+    for (auto& [stage, intervals] : raw) {
+      if (edges_.size() < stages_.size()) edges_.resize(stages_.size());
+      for (const Interval& i : merge_intervals(std::move(intervals))) {
+        edges_[static_cast<size_t>(stage)].emplace_back(i.first, 1);
+        edges_[static_cast<size_t>(stage)].emplace_back(i.second, -1);
+      }
+    }
   }
 
-  std::vector<StageUsage> take() { return std::move(stages_); }
+  // The stages, with `peak` = the most of a stage's calls running at once (over all lanes).
+  std::vector<StageUsage> take(std::vector<int>& peak) {
+    edges_.resize(stages_.size());
+    peak.assign(stages_.size(), 0);
+    for (size_t i = 0; i < stages_.size(); ++i) {
+      std::sort(edges_[i].begin(), edges_[i].end());  // ends (-1) before starts at equal times
+      int running = 0;
+      for (const auto& [t, delta] : edges_[i]) {
+        running += delta;
+        peak[i] = std::max(peak[i], running);
+      }
+    }
+    return std::move(stages_);
+  }
   int64_t work_ns() const { return work_ns_; }
   int64_t work_in_steps_ns() const { return work_in_steps_ns_; }
 
@@ -144,6 +166,7 @@ class StageAccounting {
   const std::vector<Interval>& steps_;
   std::vector<StageUsage> stages_;
   std::unordered_map<std::string, int> index_;
+  std::vector<std::vector<std::pair<int64_t, int>>> edges_;  // per stage: (time, +1 / -1)
   int64_t work_ns_ = 0;
   int64_t work_in_steps_ns_ = 0;
 };
@@ -228,11 +251,14 @@ Analysis analyze(const Trace& t) {
   StageAccounting acc(t, a.window_start_ns, a.window_end_ns, loop.steps);
   for (const Lane& lane : t.lanes)
     if (lane.kind == LaneKind::kThread) acc.add_lane(lane);
-  a.stages = acc.take();
+  std::vector<int> peak;
+  a.stages = acc.take(peak);
   bool has_prefetch = false;
-  for (StageUsage& s : a.stages) {
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    StageUsage& s = a.stages[i];
     const int parallelism = parallelism_of(t, s.stage, s.has_parallelism);
-    s.workers = std::max(s.lanes, parallelism);
+    s.peak_concurrency = peak[i];
+    s.workers = std::max({1, peak[i], parallelism});
     s.busy_pct = s.workers > 0 ? pct(s.busy_ns, window) / s.workers : 0.0;
     has_prefetch = has_prefetch || s.stage.starts_with("prefetch");
   }

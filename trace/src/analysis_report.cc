@@ -43,6 +43,7 @@ nlohmann::json to_json(const Analysis& a) {
                            {"spans", s.spans},
                            {"busy_ms", ms(s.busy_ns)},
                            {"lanes", s.lanes},
+                           {"peak_concurrency", s.peak_concurrency},
                            {"workers", s.workers},
                            {"busy_pct", s.busy_pct}});
   j["bottleneck"] = a.bottleneck.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.bottleneck);

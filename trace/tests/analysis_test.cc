@@ -178,6 +178,37 @@ TEST(Analysis, SequentialStageBehindPrefetchAsksForParallelism) {
             "num_parallel_calls, or prefetch)");
 }
 
+TEST(Analysis, WorkersAreCallsRunningAtOnceNotThreadsSeen) {
+  // Two epochs, each with its own prefetch thread; a sequential read that hops between the two
+  // threads of a parallel map. Neither stage ever runs two calls at once.
+  Maker m;
+  m.train_loop(10, 10, 10);  // [0, 200) ms
+  const uint32_t epoch1 = m.lane("prefetch #0");
+  const uint32_t epoch2 = m.lane("prefetch #0");
+  for (int i = 0; i < 10; ++i) {
+    m.span(i < 5 ? epoch1 : epoch2, i * 20.0, 18, "artificial: read", "pipeline");
+  }
+  const uint32_t w0 = m.lane("map 'f' #0");
+  const uint32_t w1 = m.lane("map 'f' #1");
+  for (int i = 0; i < 10; ++i) {
+    m.span(i % 2 == 0 ? w0 : w1, i * 20.0, 15, "map 'f'", "pipeline");
+    m.span(i % 2 == 0 ? w0 : w1, i * 20.0, 1, "range", "pipeline");  // nested, sequential
+  }
+  const Analysis a = m.analyze();
+  const StageUsage* read = stage(a, "artificial");
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(read->lanes, 2);
+  EXPECT_EQ(read->peak_concurrency, 1);
+  EXPECT_EQ(read->workers, 1);
+  EXPECT_NEAR(read->busy_pct, 90.0, 1e-6);
+  const StageUsage* range = stage(a, "range");
+  EXPECT_EQ(range->lanes, 2);
+  EXPECT_EQ(range->workers, 1);
+  EXPECT_EQ(stage(a, "map 'f'")->workers, 1);
+  EXPECT_NEAR(stage(a, "map 'f'")->busy_pct, 70.0, 1e-6);
+  EXPECT_EQ(a.bottleneck, "artificial");
+}
+
 TEST(Analysis, WorkOutsideTheTrainLoopWindowIsNotCounted) {
   Maker m;
   m.train_loop(1, 50, 50);  // window [0, 100) ms

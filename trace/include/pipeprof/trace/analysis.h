@@ -15,8 +15,10 @@
 // - Time on a lane belongs to the innermost span covering it. A stage is busy while the innermost
 //   span is one of its work spans (category "pipeline", stage = the name before ": "); time inside
 //   a nested wait span or another stage's span is not its work. busy % = the stage's busy time
-//   summed over its lanes / (workers x window), where workers = the lanes its work spans occur on,
-//   or the last value of its "<stage>: parallelism" counter when that is larger.
+//   summed over its lanes / (workers x window), where workers = the most of its calls that ran at
+//   once, or the last value of its "<stage>: parallelism" counter when that is larger. (Counting
+//   the lanes its spans occur on would overcount: every epoch's iterator starts new threads, and a
+//   sequential stage runs on whichever worker pulls from it.)
 // - input-bound % = wait / (wait + step): < 5 % "not input-bound", 5-20 % "moderately
 //   input-bound", >= 20 % "highly input-bound" (TensorBoard's profiler thresholds).
 // - The bottleneck is the busiest stage, named only when the loop is input-bound.
@@ -50,7 +52,8 @@ struct StageUsage {
   int64_t spans = 0;             // work spans
   int64_t busy_ns = 0;           // busy time summed over its lanes, inside the window
   int lanes = 0;                 // lanes its work spans occur on
-  int workers = 0;               // max(lanes, last parallelism counter value)
+  int peak_concurrency = 0;      // the most of its calls running at once
+  int workers = 0;               // max(1, peak_concurrency, last parallelism counter value)
   bool has_parallelism = false;  // a "<stage>: parallelism" counter exists
   double busy_pct = 0;           // busy_ns / (workers x window)
 };
