@@ -9,6 +9,17 @@
 // bare event arrays, PyTorch profiler / Kineto traces (GPU kernels, memcpy and memset on device
 // and stream lanes, "ac2g" flows, fractional-microsecond ts) and B/E pairs. Malformed or truncated
 // input raises TraceFormatError with the byte offset of the problem; it never crashes.
+//
+// Reader rules: ts/dur are numbers or numeric strings of microseconds, converted exactly to
+// nanoseconds (rounded half away from zero); "X" needs ts and a dur >= 0; an "E" without an open
+// "B" on its thread is an error, a "B" never closed ends at the trace's last timestamp (metadata
+// "unclosed_spans" counts them); a thread becomes a GPU lane when its thread_name metadata carries
+// "device"/"stream" (as the writer emits them) or its events are GPU categories (kernel,
+// gpu_memcpy, gpu_memset, gpu_user_annotation, gpu) with a "stream" arg; flows are chained per
+// (category, id) in time order; a counter's "value" series is named after the event, another key
+// k "<name>.k"; string pids/tids that are not numbers get synthetic negative ids and name their
+// process/thread; unknown phases are ignored. Metadata "format" is taken from "otherData", else
+// "kineto" when Kineto's categories or keys appear, else "chrome".
 #pragma once
 
 #include <cstdint>
