@@ -9,6 +9,7 @@ namespace pipeprof::harness {
 
 using CommandRunner = std::function<int()>;
 
+CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_inspect_command(CLI::App& app);
 CommandRunner add_list_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
