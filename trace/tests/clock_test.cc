@@ -23,7 +23,8 @@ TEST(Clock, ThreadCpuTimeCountsWorkNotSleep) {
   // take longer than 3 ms of wall time, so the bound is generous).
   volatile uint64_t sink = 0;
   const int64_t give_up = now_ns() + 5 * kNsPerSec;
-  while (thread_cpu_ns() - cpu1 < 3 * kNsPerMs && now_ns() < give_up) sink = sink + 1;
+  while (thread_cpu_ns() - cpu1 < 3 * kNsPerMs && now_ns() < give_up)
+    sink = sink + 1;
   EXPECT_GE(thread_cpu_ns() - cpu1, 3 * kNsPerMs) << "spinning must count as CPU time";
   EXPECT_GE(process_cpu_ns(), thread_cpu_ns());
 }
