@@ -18,6 +18,8 @@ using spec_detail::Fields;
 // Upper bounds that catch typos before they exhaust memory or threads.
 constexpr int64_t kMaxCycleLength = 4096;
 constexpr int64_t kMaxFixedBuffer = int64_t{1} << 24;
+constexpr int64_t kMaxProducers = 1024;
+constexpr int64_t kMaxStoreMb = int64_t{1} << 20;
 
 struct Context {
   std::string source;
@@ -96,6 +98,23 @@ Dataset parse_source(const nlohmann::json& stage, const Context& ctx, const std:
                        .read_ms = f.number("read_ms", 15.0, 0),
                        .num_samples = f.integer("num_samples", 3, 0)});
   }
+  if (op == "multiprocess") {
+    f.only({"op", "pipeline", "producers", "queue_capacity", "deterministic"});
+    const MultiprocessOptions options{
+        .producers = f.integer("producers", 8, 1, kMaxProducers),
+        .queue_capacity = f.integer("queue_capacity", 16, 1, kMaxFixedBuffer),
+        .deterministic = f.boolean("deterministic", false)};
+    return multiprocess(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"), options);
+  }
+  if (op == "shared_store") {
+    f.only({"op", "pipeline", "producers", "queue_capacity", "store_mb", "deterministic"});
+    const SharedStoreOptions options{
+        .producers = f.integer("producers", 8, 1, kMaxProducers),
+        .queue_capacity = f.integer("queue_capacity", 16, 1, kMaxFixedBuffer),
+        .store_mb = f.integer("store_mb", 2048, 1, kMaxStoreMb),
+        .deterministic = f.boolean("deterministic", false)};
+    return shared_store(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"), options);
+  }
   if (op == "zip") {
     f.only({"op", "inputs"});
     const auto& inputs = f.raw("inputs");
@@ -109,7 +128,7 @@ Dataset parse_source(const nlohmann::json& stage, const Context& ctx, const std:
   }
   f.fail("op",
          "a source operation (range, from_tensors, from_tensor_slices, from_vector, generator, "
-         "artificial, zip)",
+         "artificial, zip, multiprocess, shared_store)",
          stage.at("op"));
 }
 

@@ -86,6 +86,32 @@ struct ArtificialOptions {
   int64_t num_samples = 3;  // elements: the sample index 0..num_samples-1 as an int64 scalar
 };
 
+// multiprocess / shared_store: `producers` processes, each running the producer pipeline (the
+// DatasetFn called with the producer's index as an int64 scalar) and sending its elements to the
+// consuming process. See ops/multiprocess.h and ops/shared_store.h.
+//
+// Order: by default elements come in arrival order (whichever producer's element is ready first;
+// each producer's own elements keep their order). deterministic = true takes them round-robin over
+// the producers (0, 1, ..., producers - 1, 0, ...), skipping producers that have ended: the same
+// order on every run.
+struct MultiprocessOptions {
+  int64_t producers = 8;
+  // Elements produced and not yet received, across all producers (the article's
+  // Queue(cpu_count() * 2)); with deterministic order each producer may have
+  // max(1, ceil(queue_capacity / producers)) of them.
+  int64_t queue_capacity = 16;
+  bool deterministic = false;
+};
+
+struct SharedStoreOptions {
+  int64_t producers = 8;
+  // Objects allocated in the store and not yet handed to the consumer (being written or sealed),
+  // across all producers; with deterministic order, max(1, ceil(queue_capacity / producers)) each.
+  int64_t queue_capacity = 16;
+  int64_t store_mb = 2048;  // capacity of the shared-memory store, MiB
+  bool deterministic = false;
+};
+
 class DatasetNode;
 
 class Dataset {
@@ -131,6 +157,10 @@ Dataset generator(GeneratorFn fn);
 Dataset artificial(ArtificialOptions options = {});
 Dataset zip(
     std::vector<Dataset> inputs);  // tuples of the inputs' components; ends with the shortest
+// Process-based sources (Linux): producer processes and a socket (multiprocess, copies every byte
+// through the kernel) or a shared-memory object store (shared_store, zero copy for the consumer).
+Dataset multiprocess(DatasetFn producer, MultiprocessOptions options = {});
+Dataset shared_store(DatasetFn producer, SharedStoreOptions options = {});
 
 // A node of the graph: one operation and its inputs. Immutable once built (the cache's store is
 // the one piece of shared state, and it is internally synchronized).

@@ -69,6 +69,7 @@ struct NodeStats {
   std::atomic<int64_t> buffer_capacity{0};  // current buffer bound (0 when unbuffered)
   std::atomic<int64_t> buffered_sum{0};     // sum of `buffered` seen at each next(), for the mean
   std::atomic<int64_t> active_workers{0};   // workers currently doing work
+  std::atomic<int64_t> bytes_copied{0};     // payload bytes copied by a transport (multiprocess)
 };
 
 // A plain copy of a stage's statistics with derived figures.
@@ -87,6 +88,7 @@ struct NodeSnapshot {
   int64_t buffered = 0;
   int64_t buffer_capacity = 0;
   double mean_buffered = 0;
+  int64_t bytes_copied = 0;  // payload bytes the stage's transport copied (0 for most stages)
   std::vector<std::pair<std::string, int64_t>> knobs;  // name, current value
 };
 

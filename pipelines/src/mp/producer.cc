@@ -1,0 +1,52 @@
+#include "mp/producer.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "mp/channel.h"
+#include "pipeprof/trace/chrome_json.h"
+#include "pipeprof/trace/recorder.h"
+
+namespace pipeprof::pipelines::mp {
+
+int run_producer(const ProducerTask& task) {
+  trace::Recorder& rec = trace::Recorder::global();
+  if (task.trace) {
+    rec.start();
+    rec.set_process_name(fmt::format("producer {}", task.index));
+    rec.set_thread_name(fmt::format("producer {}", task.index));
+  }
+  try {
+    try {
+      const Dataset dataset = task.pipeline->fn(scalar_element(task.index));
+      auto it = dataset.iterate();
+      while (auto e = it->next())
+        task.emit(std::move(*e));
+      it.reset();
+      if (task.finish) task.finish();
+    } catch (const ChannelError&) {
+      throw;
+    } catch (const std::exception& e) {
+      const std::string text = e.what();
+      // The elements before the failure go first (the sender must not write concurrently).
+      if (task.finish) task.finish();
+      send_message(task.socket_fd, MessageKind::kError,
+                   std::as_bytes(std::span(text.data(), text.size())));
+      return 1;
+    }
+    if (task.trace) {
+      std::ostringstream json;
+      trace::write_chrome_json(rec.stop(), json);
+      const std::string text = json.str();
+      send_message(task.socket_fd, MessageKind::kTrace,
+                   std::as_bytes(std::span(text.data(), text.size())));
+    }
+    send_message(task.socket_fd, MessageKind::kEnd, {});
+    return 0;
+  } catch (const ChannelError&) {
+    return 2;  // the consumer is gone: nobody to report to
+  }
+}
+
+}  // namespace pipeprof::pipelines::mp

@@ -1,0 +1,395 @@
+#include "ops/shared_store.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "mp/channel.h"
+#include "mp/object_store.h"
+#include "mp/process_group.h"
+#include "mp/producer.h"
+#include "mp/producer_poll.h"
+#include "ops/common.h"
+#include "pipeprof/pipelines/serialization.h"
+
+namespace pipeprof::pipelines {
+namespace ops {
+namespace {
+
+constexpr int kPollSliceMs = 50;
+constexpr uint64_t kMaxLayoutBytes = 1 << 20;
+
+// A sealed object waiting for the consumer.
+struct Ready {
+  uint64_t id = 0;
+  ElementLayout layout;
+  std::string error;  // set instead: the producer's pipeline failed after its earlier elements
+};
+
+struct Request {
+  int producer = 0;
+  uint64_t bytes = 0;
+};
+
+// The producer side in the child: space, write, seal.
+void store_element(int fd, std::byte* base, int index, const Element& e) {
+  const ElementLayout layout = layout_of(e);
+  std::vector<std::byte> ask;
+  mp::append_pod<uint64_t>(ask, layout.payload_bytes);
+  mp::send_message(fd, mp::MessageKind::kAllocate, ask);
+  std::byte raw[sizeof(mp::MessageHeader)];
+  mp::recv_exact(fd, raw, sizeof raw);
+  const mp::MessageHeader h = mp::parse_header(raw);
+  uint64_t grant[2] = {0, 0};  // object id, offset
+  if (h.kind != mp::MessageKind::kGrant || h.body_bytes != sizeof grant)
+    throw std::runtime_error("the consumer answered an allocation with an unexpected message");
+  mp::recv_exact(fd, reinterpret_cast<std::byte*>(grant), sizeof grant);
+  if (grant[1] == mp::kNoGrant) {
+    throw std::runtime_error(
+        fmt::format("producer {}: the object store refused an element of {} bytes", index,
+                    layout.payload_bytes));
+  }
+  write_payload(e, layout, std::span<std::byte>(base + grant[1], layout.payload_bytes));
+  std::vector<std::byte> sealed;
+  mp::append_pod<uint64_t>(sealed, grant[0]);
+  mp::append_pod<uint64_t>(sealed, layout.payload_bytes);  // bytes copied
+  const std::vector<std::byte> encoded = encode_layout(layout);
+  sealed.insert(sealed.end(), encoded.begin(), encoded.end());
+  mp::send_message(fd, mp::MessageKind::kSealed, sealed);
+}
+
+class SharedStoreIterator final : public Iterator {
+ public:
+  SharedStoreIterator(const IteratorContext& ctx, const SharedStoreNode& node)
+      : Iterator(ctx, &node),
+        node_(node),
+        n_(static_cast<int>(node.options.producers)),
+        per_producer_(node.options.deterministic
+                          ? std::max<int64_t>(1, (node.options.queue_capacity + n_ - 1) / n_)
+                          : node.options.queue_capacity),
+        store_(mp::ObjectStore::create(static_cast<uint64_t>(node.options.store_mb) << 20)),
+        ready_(static_cast<size_t>(n_)),
+        ended_(static_cast<size_t>(n_), false),
+        tracing_(trace::Recorder::global().enabled()) {
+    stats().buffer_capacity.store(node.options.queue_capacity);
+    group_ = std::make_unique<mp::ProcessGroup>(
+        n_, [this](int i, int fd) { return producer_main(i, fd); });
+    service_ = std::thread([this] { serve(); });
+  }
+
+  ~SharedStoreIterator() override {
+    stop_.store(true);
+    if (service_.joinable()) service_.join();
+    group_.reset();
+  }
+
+ protected:
+  std::optional<Element> next_impl() override {
+    std::unique_lock lock(mu_);
+    Ready r;
+    {
+      BlockedScope blocked(*this);
+      while (true) {
+        if (!error_.empty()) throw PipelineError(stage_name(), error_);
+        if (cancellation().cancelled()) return std::nullopt;
+        const int who = pick();
+        if (who >= 0) {
+          r = std::move(ready_[static_cast<size_t>(who)].front());
+          ready_[static_cast<size_t>(who)].pop_front();
+          if (node_.options.deterministic) {
+            turn_ = (who + 1) % n_;
+          } else {
+            arrival_.pop_front();
+          }
+          if (!r.error.empty()) {
+            error_ = r.error;
+            throw PipelineError(stage_name(), error_);
+          }
+          break;
+        }
+        if (who == kAllEnded) return std::nullopt;
+        waiting_for_ = node_.options.deterministic ? turn_ : -1;
+        cv_.wait_for(lock, std::chrono::milliseconds(kPollSliceMs));
+      }
+      waiting_for_ = -2;
+    }
+    lock.unlock();
+    std::shared_ptr<std::byte> object = store_->take(r.id);
+    Element out;
+    out.reserve(r.layout.tensors.size());
+    for (const TensorLayout& t : r.layout.tensors) {
+      out.push_back(Tensor::wrap(t.dtype, t.shape,
+                                 std::shared_ptr<std::byte>(object, object.get() + t.offset)));
+    }
+    set_buffered(static_cast<int64_t>(store_->pending()));
+    return out;
+  }
+
+ private:
+  static constexpr int kAllEnded = -2;
+
+  int producer_main(int i, int fd) {
+    std::byte* base = store_->base();
+    mp::ProducerTask task{.index = i,
+                          .socket_fd = fd,
+                          .trace = tracing_,
+                          .pipeline = &node_.producer,
+                          .emit = [&](Element&& e) { store_element(fd, base, i, e); },
+                          .finish = {}};
+    return mp::run_producer(task);
+  }
+
+  // Under mu_: the producer whose sealed object comes next, -1 to wait, kAllEnded at the end.
+  int pick() {
+    if (!node_.options.deterministic) {
+      if (!arrival_.empty()) return arrival_.front();
+      for (int i = 0; i < n_; ++i)
+        if (!ended_[static_cast<size_t>(i)]) return -1;
+      return kAllEnded;
+    }
+    for (int k = 0; k < n_; ++k) {
+      const int i = (turn_ + k) % n_;
+      if (!ready_[static_cast<size_t>(i)].empty()) {
+        turn_ = i;
+        return i;
+      }
+      if (!ended_[static_cast<size_t>(i)]) {
+        turn_ = i;
+        return -1;
+      }
+    }
+    return kAllEnded;
+  }
+
+  void set_error(const std::string& message) {
+    std::lock_guard lock(mu_);
+    if (error_.empty()) error_ = message;
+    cv_.notify_all();
+  }
+  bool failed() {
+    std::lock_guard lock(mu_);
+    return !error_.empty();
+  }
+
+  // The service thread: grants space, receives sealed objects, watches the producers.
+  void serve() {
+    prepare_worker_thread(stage_name(), 0);
+    std::vector<bool> watch(static_cast<size_t>(n_), true);
+    int first = 0;
+    while (!stop_.load() && !failed()) {
+      const mp::PollResult r =
+          mp::poll_producers(*group_, watch, first, kPollSliceMs, store_->release_fd());
+      if (r.extra_ready) store_->clear_release_signal();
+      for (int i : r.exited) {
+        group_->reap(i, 0);
+        if (group_->reaped(i) && WIFSIGNALED(group_->wait_status(i))) {
+          set_error(group_->name(i) + " " + mp::describe_exit(group_->wait_status(i)));
+        }
+      }
+      for (int i : r.readable) {
+        first = (i + 1) % n_;
+        if (!receive(i)) watch[static_cast<size_t>(i)] = false;
+      }
+      grant();
+    }
+  }
+
+  // Handles one message of producer i; false once its socket is done.
+  bool receive(int i) {
+    const int fd = group_->socket(i);
+    auto go = [this] { return !stop_.load(); };
+    try {
+      std::byte raw[sizeof(mp::MessageHeader)];
+      if (!mp::recv_exact_polled(fd, raw, sizeof raw, go)) return true;
+      const mp::MessageHeader h = mp::parse_header(raw);
+      const uint64_t limit =
+          h.kind == mp::MessageKind::kTrace ? (uint64_t{1} << 32) : kMaxLayoutBytes;
+      if (h.body_bytes > limit)
+        throw mp::ChannelError(fmt::format("message of {} bytes", h.body_bytes), false);
+      std::vector<std::byte> body(h.body_bytes);
+      if (!mp::recv_exact_polled(fd, body.data(), body.size(), go)) return true;
+      const std::string text(reinterpret_cast<const char*>(body.data()), body.size());
+      switch (h.kind) {
+        case mp::MessageKind::kAllocate: {
+          uint64_t bytes = 0;
+          if (body.size() != sizeof bytes) throw mp::ChannelError("bad allocation request", false);
+          std::memcpy(&bytes, body.data(), sizeof bytes);
+          if (fits_store(bytes, i)) requests_.push_back({i, bytes});
+          return true;
+        }
+        case mp::MessageKind::kSealed:
+          sealed(i, body);
+          return true;
+        case mp::MessageKind::kTrace:
+          mp::merge_producer_trace(text, i);
+          return true;
+        case mp::MessageKind::kEnd: {
+          group_->reap(i, 1000);
+          std::lock_guard lock(mu_);
+          ended_[static_cast<size_t>(i)] = true;
+          cv_.notify_all();
+          return false;
+        }
+        case mp::MessageKind::kError: {
+          // Delivered after the producer's earlier elements, in their order.
+          std::lock_guard lock(mu_);
+          ready_[static_cast<size_t>(i)].push_back({0, {}, group_->name(i) + ": " + text});
+          arrival_.push_back(i);
+          ended_[static_cast<size_t>(i)] = true;
+          cv_.notify_all();
+          return false;
+        }
+        default:
+          throw mp::ChannelError(
+              fmt::format("unexpected message kind {}", static_cast<uint32_t>(h.kind)), false);
+      }
+    } catch (const mp::ChannelError& e) {
+      set_error(e.eof() ? mp::describe_lost_producer(*group_, i)
+                        : group_->name(i) + ": " + e.what());
+      store_->drop_owner(i);
+      return false;
+    } catch (const std::exception& e) {
+      set_error(group_->name(i) + ": " + e.what());
+      store_->drop_owner(i);
+      return false;
+    }
+  }
+
+  // An element larger than the whole store can never be stored: refuse it and fail.
+  bool fits_store(uint64_t bytes, int i) {
+    if (mp::ArenaAllocator::block_size(bytes) <= store_->capacity()) return true;
+    set_error(
+        fmt::format("{}: an element of {} bytes does not fit in the object store of {} MiB "
+                    "(raise store_mb)",
+                    group_->name(i), bytes, node_.options.store_mb));
+    answer(i, 0, mp::kNoGrant);
+    return false;
+  }
+
+  void answer(int i, uint64_t id, uint64_t offset) {
+    std::vector<std::byte> body;
+    mp::append_pod<uint64_t>(body, id);
+    mp::append_pod<uint64_t>(body, offset);
+    mp::send_message(group_->socket(i), mp::MessageKind::kGrant, body);
+  }
+
+  void sealed(int i, const std::vector<std::byte>& body) {
+    uint64_t head[2];  // object id, bytes copied
+    if (body.size() < sizeof head) throw mp::ChannelError("bad sealed message", false);
+    std::memcpy(head, body.data(), sizeof head);
+    auto it = granted_.find(head[0]);
+    if (it == granted_.end() || it->second.first != i)
+      throw std::runtime_error(fmt::format("sealed object {} was not granted to it", head[0]));
+    ElementLayout layout = decode_layout(std::span(body).subspan(sizeof head), it->second.second);
+    granted_.erase(it);
+    store_->seal(head[0], i);
+    stats().bytes_copied.fetch_add(static_cast<int64_t>(head[1]), std::memory_order_relaxed);
+    std::lock_guard lock(mu_);
+    ready_[static_cast<size_t>(i)].push_back({head[0], std::move(layout)});
+    arrival_.push_back(i);
+    cv_.notify_all();
+  }
+
+  // Grants space to waiting requests, in order, while the pending limit and the store allow.
+  void grant() {
+    for (auto it = requests_.begin(); it != requests_.end();) {
+      const int i = it->producer;
+      const bool under_limit =
+          static_cast<int64_t>(store_->pending(node_.options.deterministic ? i : -1)) <
+          per_producer_;
+      if (!under_limit) {
+        ++it;
+        continue;
+      }
+      const auto object = store_->create_object(it->bytes, i);
+      if (!object) {
+        check_stall(i);
+        if (!node_.options.deterministic) return;  // first come, first served
+        ++it;
+        continue;
+      }
+      granted_[object->id] = {i, it->bytes};
+      answer(i, object->id, object->offset);
+      it = requests_.erase(it);
+    }
+  }
+
+  // Deterministic order: the producer whose turn it is cannot get space and nothing the consumer
+  // holds can free any: the store is too small for this order.
+  void check_stall(int i) {
+    if (!node_.options.deterministic) return;
+    int waiting = -2;
+    {
+      std::lock_guard lock(mu_);
+      waiting = waiting_for_;
+    }
+    if (waiting == i && store_->taken() == 0) {
+      set_error(
+          fmt::format("the object store of {} MiB is full of other producers' objects while "
+                      "deterministic order waits for {} (raise store_mb)",
+                      node_.options.store_mb, group_->name(i)));
+    }
+  }
+
+  const SharedStoreNode& node_;
+  const int n_;
+  const int64_t per_producer_;
+  std::shared_ptr<mp::ObjectStore> store_;
+  std::unique_ptr<mp::ProcessGroup> group_;
+  std::thread service_;
+  std::atomic<bool> stop_{false};
+  // Service thread only.
+  std::deque<Request> requests_;
+  std::map<uint64_t, std::pair<int, uint64_t>> granted_;  // id -> producer, bytes
+  // Shared with next(), under mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::deque<Ready>> ready_;
+  std::deque<int> arrival_;
+  std::vector<bool> ended_;
+  std::string error_;
+  int turn_ = 0;
+  int waiting_for_ = -2;
+  bool tracing_;
+};
+
+}  // namespace
+
+nlohmann::json SharedStoreNode::to_json() const {
+  if (!producer.serializable) {
+    throw SpecError("shared_store: a C++ producer pipeline has no spec and cannot be written");
+  }
+  return {{"op", "shared_store"},
+          {"producers", options.producers},
+          {"queue_capacity", options.queue_capacity},
+          {"store_mb", options.store_mb},
+          {"deterministic", options.deterministic},
+          {"pipeline", producer.args}};
+}
+
+std::unique_ptr<Iterator> SharedStoreNode::make_iterator(const IteratorContext& ctx) const {
+  return std::make_unique<SharedStoreIterator>(ctx, *this);
+}
+
+}  // namespace ops
+
+Dataset shared_store(DatasetFn producer, SharedStoreOptions options) {
+  if (!producer.fn) throw std::invalid_argument("shared_store: empty producer function");
+  if (options.producers < 1 || options.producers > 1024)
+    throw std::invalid_argument(
+        fmt::format("shared_store: producers must be in [1, 1024], got {}", options.producers));
+  if (options.queue_capacity < 1 || options.queue_capacity > (int64_t{1} << 20))
+    throw std::invalid_argument(fmt::format(
+        "shared_store: queue_capacity must be in [1, 1048576], got {}", options.queue_capacity));
+  if (options.store_mb < 1 || options.store_mb > (int64_t{1} << 20))
+    throw std::invalid_argument(
+        fmt::format("shared_store: store_mb must be in [1, 1048576], got {}", options.store_mb));
+  return Dataset(std::make_shared<ops::SharedStoreNode>(std::move(producer), options));
+}
+
+}  // namespace pipeprof::pipelines
