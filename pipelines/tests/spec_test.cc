@@ -74,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "got \"auto\""},
         ErrorCase{"unknown_source_op", R"({"stages": [{"op": "rang", "stop": 5}]})",
                   "spec.json: stages[0].op: expected a source operation (range, from_tensors, "
-                  "from_tensor_slices, from_vector, generator, artificial, zip), got \"rang\""},
+                  "from_tensor_slices, from_vector, generator, artificial, zip, multiprocess, "
+                  "shared_store), got \"rang\""},
         ErrorCase{"unknown_transformation",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "mapp"}]})",
                   "spec.json: stages[1].op: expected a transformation (map, interleave, prefetch, "

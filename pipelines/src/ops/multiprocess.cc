@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "mp/buffer_pool.h"
 #include "mp/channel.h"
 #include "mp/process_group.h"
 #include "mp/producer.h"
@@ -21,6 +22,8 @@ namespace {
 
 constexpr int kSocketBufferBytes = 4 << 20;  // capped by net.core.wmem_max
 constexpr int kPollSliceMs = 50;
+// Tensors of at least this many bytes are received into recycled buffers.
+constexpr uint64_t kPooledBytes = 1 << 20;
 alignas(64) constexpr std::byte kZeros[kPayloadAlignment] = {};
 
 int64_t slots_per_semaphore(const MultiprocessOptions& o) {
@@ -120,6 +123,7 @@ class MultiprocessIterator final : public Iterator {
         slots_(node.options.deterministic ? n_ : 1,
                static_cast<unsigned>(slots_per_semaphore(node.options))),
         want_(static_cast<size_t>(n_), true),
+        buffers_(mp::BufferPool::create(static_cast<size_t>(node.options.queue_capacity) + 2)),
         tracing_(trace::Recorder::global().enabled()) {
     group_ = std::make_unique<mp::ProcessGroup>(
         n_, [this](int i, int fd) { return producer_main(i, fd); }, kSocketBufferBytes);
@@ -257,7 +261,9 @@ class MultiprocessIterator final : public Iterator {
     std::byte pad[kPayloadAlignment];
     for (const TensorLayout& t : layout.tensors) {
       if (t.offset > at && !mp::recv_exact_polled(fd, pad, t.offset - at, go)) return std::nullopt;
-      Tensor tensor(t.dtype, t.shape);
+      Tensor tensor = t.nbytes >= kPooledBytes
+                          ? Tensor::wrap(t.dtype, t.shape, buffers_->get(t.nbytes))
+                          : Tensor(t.dtype, t.shape);
       if (t.nbytes > 0 && !mp::recv_exact_polled(fd, tensor.mutable_data(), t.nbytes, go))
         return std::nullopt;
       out.push_back(std::move(tensor));
@@ -275,7 +281,8 @@ class MultiprocessIterator final : public Iterator {
   const MultiprocessNode& node_;
   const int n_;
   mp::SharedSemaphores slots_;
-  std::vector<bool> want_;  // producers that have not ended
+  std::vector<bool> want_;                   // producers that have not ended
+  std::shared_ptr<mp::BufferPool> buffers_;  // receive buffers, recycled
   bool tracing_;
   std::unique_ptr<mp::ProcessGroup> group_;  // destroyed first: the children use slots_
   int first_ = 0;
