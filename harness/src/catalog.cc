@@ -21,7 +21,10 @@ const std::vector<std::string> kOrder = {"naive",
                                          "map_parallel",
                                          "cache",
                                          "map_scalar",
-                                         "map_vectorized"};
+                                         "map_vectorized",
+                                         "generator",
+                                         "multiprocess",
+                                         "shared_store"};
 
 std::optional<double> optional_number(const nlohmann::json& e, const char* key,
                                       const std::string& where) {

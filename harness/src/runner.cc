@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 
 #include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/harness/simulator.h"
@@ -61,6 +63,7 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   static const LoopNames names;
   Repetition rep;
   std::vector<int64_t> waits;
+  int64_t steady_ns = 0, steady_count = 0;  // waits after each epoch's first
   int64_t step_ns = 0;
   // A fresh graph per repetition: state that lives in the graph (a cache's store, a shuffle's
   // iteration count) must not carry over from one repetition to the next.
@@ -80,6 +83,7 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       tuner->start();
     }
     it->model().record_knobs();
+    bool first_of_epoch = true;
     while (true) {
       if (stopped(options)) {
         rep.interrupted = true;
@@ -93,6 +97,12 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       }
       const int64_t w1 = trace::now_ns();
       if (!element) break;
+      if (first_of_epoch) {
+        first_of_epoch = false;
+      } else {
+        steady_ns += w1 - w0;
+        ++steady_count;
+      }
       waits.push_back(w1 - w0);
       {
         trace::ScopedSpan step_span(names.step, trace::category::step(), names.step_arg,
@@ -121,11 +131,39 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   rep.steps = static_cast<int64_t>(waits.size());
   rep.step_mean_ms = rep.steps > 0 ? ms(step_ns) / static_cast<double>(rep.steps) : 0;
   rep.wait = wait_stats(std::move(waits));
+  rep.steady_wait_mean_ms =
+      steady_count > 0 ? ms(steady_ns) / static_cast<double>(steady_count) : 0;
   rep.peak_rss_kb = peak_rss_kb();
   return rep;
 }
 
+// Whether the pipeline moves elements between processes (its transport's cost is then reported
+// against the machine's memcpy bandwidth).
+bool has_process_transport(const nlohmann::json& pipeline) {
+  if (!pipeline.contains("stages")) return false;
+  for (const auto& stage : pipeline.at("stages")) {
+    const std::string op = stage.value("op", "");
+    if (op == "multiprocess" || op == "shared_store") return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+double measure_memcpy_gb_per_s(size_t bytes, int copies) {
+  auto src = std::make_unique<std::byte[]>(bytes);
+  auto dst = std::make_unique<std::byte[]>(bytes);
+  std::memset(src.get(), 1, bytes);
+  std::memset(dst.get(), 0, bytes);
+  int64_t best = 0;
+  for (int i = 0; i < std::max(1, copies); ++i) {
+    const int64_t t0 = trace::now_ns();
+    std::memcpy(dst.get(), src.get(), bytes);
+    const int64_t dt = trace::now_ns() - t0;
+    if (best == 0 || dt < best) best = dt;
+  }
+  return best > 0 ? static_cast<double>(bytes) / static_cast<double>(best) : 0;
+}
 
 WaitStats wait_stats(std::vector<int64_t> waits_ns) {
   WaitStats w;
@@ -191,17 +229,21 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     if (rep.interrupted) break;  // a partial repetition is not a measurement
     r.repetitions.push_back(rep);
   }
-  std::vector<double> walls, means, p50s, p99s, maxs;
+  std::vector<double> walls, means, p50s, p99s, maxs, steady;
   for (const auto& rep : r.repetitions) {
     walls.push_back(rep.wall_ms);
     means.push_back(rep.wait.mean_ms);
     p50s.push_back(rep.wait.p50_ms);
     p99s.push_back(rep.wait.p99_ms);
     maxs.push_back(rep.wait.max_ms);
+    steady.push_back(rep.steady_wait_mean_ms);
     r.elements = rep.steps;
   }
   r.median_wall_ms = median(walls);
   r.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
+  r.median_steady_wait_ms = median(steady);
+  if (has_process_transport(r.spec) && !stopped(options))
+    r.memcpy_gb_per_s = measure_memcpy_gb_per_s();
 
   SimOptions sim{.step_ms = choice.step->target_ms(), .epochs = r.epochs};
   const SimResult ideal = simulate(r.spec, sim);
@@ -237,6 +279,7 @@ nlohmann::json to_json(const ExperimentResult& r) {
                     {"steps", rep.steps},
                     {"wait", waits(rep.wait)},
                     {"step_mean_ms", rep.step_mean_ms},
+                    {"steady_wait_mean_ms", rep.steady_wait_mean_ms},
                     {"cpu_ms", rep.cpu_ms},
                     {"peak_rss_kb", rep.peak_rss_kb}});
   }
@@ -253,6 +296,10 @@ nlohmann::json to_json(const ExperimentResult& r) {
                       {"blocked_ms", static_cast<double>(s.blocked_ns) / 1e6},
                       {"mean_buffered", s.mean_buffered},
                       {"knobs", knobs}});
+    if (s.bytes_copied > 0 && s.elements > 0) {
+      stages.back()["bytes_copied_per_element"] =
+          static_cast<double>(s.bytes_copied) / static_cast<double>(s.elements);
+    }
   }
   nlohmann::json out{{"id", r.id},
                      {"description", r.description},
@@ -275,6 +322,18 @@ nlohmann::json to_json(const ExperimentResult& r) {
   if (!r.autotune.is_null()) out["autotune"] = r.autotune;
   if (!r.trace_file.empty()) out["trace"] = r.trace_file;
   if (!r.ideal_basis.empty()) out["ideal_basis"] = r.ideal_basis;
+  out["median_steady_wait_ms"] = r.median_steady_wait_ms;
+  // A process-based transport's cost against its physical floor: the copies it made per element
+  // at the machine's memcpy bandwidth.
+  if (r.memcpy_gb_per_s > 0) {
+    double copied = 0;
+    for (const auto& s : r.stages)
+      if (s.elements > 0)
+        copied += static_cast<double>(s.bytes_copied) / static_cast<double>(s.elements);
+    out["transport"] = {{"memcpy_gb_per_s", r.memcpy_gb_per_s},
+                        {"bytes_copied_per_element", copied},
+                        {"copy_floor_ms_per_element", copied / (r.memcpy_gb_per_s * 1e9) * 1e3}};
+  }
   // Per input element: what the source produced, over all epochs.
   for (const auto& s : r.stages) {
     if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {

@@ -22,6 +22,10 @@ struct WaitStats {
 };
 WaitStats wait_stats(std::vector<int64_t> waits_ns);
 
+// The machine's memcpy bandwidth in GB/s: the best of a few copies of `bytes` between buffers
+// touched beforehand (so page faults are not counted).
+double measure_memcpy_gb_per_s(size_t bytes = size_t{256} << 20, int copies = 4);
+
 struct Repetition {
   double wall_ms = 0;
   int64_t steps = 0;
@@ -29,6 +33,9 @@ struct Repetition {
   double step_mean_ms = 0;
   double cpu_ms = 0;        // process CPU time (all threads)
   int64_t peak_rss_kb = 0;  // the process's peak resident set so far
+  // Mean wait without the first element of each epoch (which waits for the pipeline to start):
+  // the wait once producers keep up.
+  double steady_wait_mean_ms = 0;
   bool interrupted = false;
 };
 
@@ -66,6 +73,10 @@ struct ExperimentResult {
   std::shared_ptr<trace::Trace> trace;  // with RunOptions::trace: the traced run
   std::string ideal_basis;  // why ideal_ms is not the configured knobs' ideal, when it is not
   std::string trace_file;   // where that trace was written, relative to the results file
+  double median_steady_wait_ms = 0;
+  // For pipelines with a process-based transport (multiprocess, shared_store): the memcpy
+  // bandwidth measured in the same run, GB/s (0 when not measured).
+  double memcpy_gb_per_s = 0;
 };
 
 // Throws StepError for an unusable step.
