@@ -125,11 +125,12 @@ trace::Trace make_synthetic_trace(size_t spans, uint64_t seed) {
     for (int64_t i = 0; i < count; ++i) {
       const int64_t dur = rng.between(period / 4, period * 3 / 4);
       add(streams[g], k, dur, kernels[static_cast<size_t>(rng.next() % kernels.size())]);
-      if (g == 0 && !step_starts.empty() && i % 16 == 0) {
-        const int64_t from = step_starts[static_cast<size_t>(i / 16) % step_starts.size()];
-        if (from < k)
+      if (g == 0 && i % 16 == 0) {
+        // From the last train_step that started before the kernel: its launch.
+        const auto it = std::upper_bound(step_starts.begin(), step_starts.end(), k);
+        if (it != step_starts.begin())
           t.flows.push_back(
-              {static_cast<uint64_t>(i), launch, launch, main_lane, from, streams[g], k});
+              {static_cast<uint64_t>(i), launch, launch, main_lane, *(it - 1), streams[g], k});
       }
       k += dur + rng.between(0, period / 2);
     }

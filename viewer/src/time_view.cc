@@ -105,6 +105,7 @@ std::string format_duration(double ns) {
 }
 
 std::string format_tick(double t_ns, double step_ns) {
+  if (std::abs(t_ns) < step_ns * 1e-6) t_ns = 0.0;  // no "-0 ms"
   const Unit u = unit_for(std::max(std::abs(t_ns), step_ns));
   const double step = step_ns / u.scale;
   int decimals = 0;

@@ -94,6 +94,7 @@ TEST(TimeView, FormatsDurationsAndTicks) {
   EXPECT_EQ(format_tick(2e6, 1e6), "2 ms");
   EXPECT_EQ(format_tick(2.5e6, 5e5), "2.5 ms");
   EXPECT_EQ(format_tick(1200, 200), "1.2 us");
+  EXPECT_EQ(format_tick(-1e-9, 1e6), "0 ms");
 }
 
 }  // namespace
