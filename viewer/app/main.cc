@@ -2,7 +2,10 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,46 +54,65 @@ int interactive(GlWindow& window, TimelineView& view) {
   return 0;
 }
 
-int run(const ViewerOptions& o, Clock::time_point start) {
-  if (!o.write_kineto.empty()) return write_kineto(o);
-  const bool headless = !o.screenshot.empty() || o.bench_frames > 0;
-
+struct Loaded {
   std::vector<std::unique_ptr<Document>> docs;
   std::vector<std::string> errors;
-  const auto load_start = Clock::now();
+  double ms = 0.0;
+};
+
+Loaded load_all(const ViewerOptions& o) {
+  Loaded out;
+  const auto start = Clock::now();
   size_t synthetic = o.synthetic_spans;
   if (synthetic == 0 && o.bench_frames > 0 && o.files.empty()) synthetic = 1'000'000;
   if (synthetic > 0) {
-    docs.push_back(make_document(make_synthetic_trace(synthetic),
-                                 "synthetic (" + std::to_string(synthetic) + " spans)"));
+    out.docs.push_back(make_document(make_synthetic_trace(synthetic),
+                                     "synthetic (" + std::to_string(synthetic) + " spans)"));
   }
   for (const std::string& file : o.files) {
     LoadResult r = load_document(file);
     if (r.document) {
-      docs.push_back(std::move(r.document));
+      out.docs.push_back(std::move(r.document));
     } else {
-      errors.push_back(r.error);
+      out.errors.push_back(r.error);
     }
   }
-  const double load_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - load_start).count();
-  if (headless && !errors.empty()) {
-    for (const std::string& e : errors)
+  out.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return out;
+}
+
+int run(const ViewerOptions& o, Clock::time_point start) {
+  if (!o.write_kineto.empty()) return write_kineto(o);
+  const bool headless = !o.screenshot.empty() || o.bench_frames > 0;
+
+  // Traces load on a second thread while the window and OpenGL start (load_all never throws
+  // for a bad file; it reports it).
+  auto loading = std::async(std::launch::async, load_all, std::cref(o));
+  std::unique_ptr<GlWindow> window;
+  std::string window_error;
+  try {
+    window = std::make_unique<GlWindow>(o.width, o.height, headless, "pipeprof-viewer");
+  } catch (const std::runtime_error& e) {
+    window_error = e.what();
+  }
+  Loaded loaded = loading.get();
+  if (headless && !loaded.errors.empty()) {
+    for (const std::string& e : loaded.errors)
       std::fprintf(stderr, "pipeprof-viewer: %s\n", e.c_str());
     return 2;
   }
+  if (!window) throw std::runtime_error(window_error);
 
-  GlWindow window(o.width, o.height, headless, "pipeprof-viewer");
   TimelineView view;
-  view.set_documents(std::move(docs));
+  view.set_documents(std::move(loaded.docs));
   view.set_show_flows(o.flows);
-  for (const std::string& e : errors)
+  for (const std::string& e : loaded.errors)
     view.report_error(e);  // printed and shown; the viewer keeps running
   if (o.range_ms) view.show_range_ms(o.range_ms->first, o.range_ms->second);
 
-  if (!o.screenshot.empty()) return screenshot(window, view, o.screenshot);
-  if (o.bench_frames > 0) return run_frame_bench(window, view, o.bench_frames, {start, load_ms});
-  return interactive(window, view);
+  if (!o.screenshot.empty()) return screenshot(*window, view, o.screenshot);
+  if (o.bench_frames > 0) return run_frame_bench(*window, view, o.bench_frames, {start, loaded.ms});
+  return interactive(*window, view);
 }
 
 }  // namespace
