@@ -28,6 +28,8 @@ int run_cli(int argc, char** argv) {
   add(add_inspect_command(app));
   add(add_analyze_command(app));
   add(add_tune_command(app));
+  add(add_report_command(app));
+  add(add_compare_command(app));
 
   try {
     app.parse(argc, argv);

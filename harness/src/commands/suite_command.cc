@@ -1,14 +1,12 @@
 // pipeprof suite [--quick] [--out DIR] [--step S] [--repetitions R] [--only id,...]
 // The main job: runs the whole catalog, prints a progress line per experiment and a table, and
-// writes results.json and report.md into DIR. Ctrl-C stops after the current element and writes
-// what was measured so far.
+// writes results.json (schema version 2, with the environment) and report.md with its SVG charts
+// into DIR. Ctrl-C stops after the current element and writes what was measured so far.
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-#include <thread>
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
@@ -19,6 +17,9 @@
 #include "pipeprof/harness/step.h"
 #include "pipeprof/harness/version.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/results/document.h"
+#include "pipeprof/results/environment.h"
+#include "pipeprof/results/report.h"
 #include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::harness {
@@ -33,26 +34,15 @@ struct SuiteOptions {
   bool no_trace = false;
 };
 
-nlohmann::json machine_json(const SleepOvershoot& o) {
-  std::string cpu = "unknown";
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return {{"cpu_model", cpu},
-          {"cores", std::thread::hardware_concurrency()},
-          {"sleep_overshoot",
-           {{"sleep_ms", o.sleep_ms},
-            {"count", o.count},
-            {"plain_p50_ms", o.plain_p50_ms},
-            {"plain_p99_ms", o.plain_p99_ms},
-            {"plain_max_ms", o.plain_max_ms},
-            {"precise_p50_ms", o.precise_p50_ms},
-            {"precise_p99_ms", o.precise_p99_ms},
-            {"precise_max_ms", o.precise_max_ms}}}};
+nlohmann::json overshoot_json(const SleepOvershoot& o) {
+  return {{"sleep_ms", o.sleep_ms},
+          {"count", o.count},
+          {"plain_p50_ms", o.plain_p50_ms},
+          {"plain_p99_ms", o.plain_p99_ms},
+          {"plain_max_ms", o.plain_max_ms},
+          {"precise_p50_ms", o.precise_p50_ms},
+          {"precise_p99_ms", o.precise_p99_ms},
+          {"precise_max_ms", o.precise_max_ms}};
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -62,39 +52,23 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw std::runtime_error(path.string() + ": cannot be written");
 }
 
-void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& results,
-                   const SleepOvershoot& overshoot, bool interrupted, int repetitions) {
+// results.json (schema results/schema/results.schema.json) and the report, through the same code
+// as `pipeprof report`.
+void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& runs,
+                   const SleepOvershoot& overshoot, bool interrupted, int repetitions,
+                   const std::string& started_utc) {
   std::filesystem::create_directories(dir);
   nlohmann::json experiments = nlohmann::json::array();
-  for (const auto& r : results)
+  for (const auto& r : runs)
     experiments.push_back(to_json(r));
-  const nlohmann::json doc{{"schema_version", 1},
-                           {"pipeprof_version", kVersion},
-                           {"repetitions", repetitions},
-                           {"interrupted", interrupted},
-                           {"machine", machine_json(overshoot)},
-                           {"experiments", experiments}};
+  const nlohmann::json doc =
+      results::make_document(results::capture_environment(kVersion), std::move(experiments),
+                             {.repetitions = repetitions,
+                              .interrupted = interrupted,
+                              .machine = {{"sleep_overshoot", overshoot_json(overshoot)}},
+                              .created_utc = started_utc});
   write_file(dir / "results.json", doc.dump(2) + "\n");
-
-  std::ostringstream table;
-  print_table(table, results);
-  std::ostringstream md;
-  md << "# pipeprof suite\n\n"
-     << "Each experiment of the catalog measured against its zero-overhead ideal (efficiency = "
-        "ideal / "
-        "measured median of "
-     << repetitions
-     << " repetitions). `bound` is the ideal with every knob at its best; "
-        "`seed (TF)` is the time the source document published for tf.data, and `TF eff.` its "
-        "efficiency "
-        "against the same ideal.\n\n```\n"
-     << table.str() << "```\n\n";
-  std::ostringstream os;
-  print_overshoot(os, overshoot);
-  md << "Machine: " << machine_json(overshoot)["cpu_model"].get<std::string>() << ", "
-     << std::thread::hardware_concurrency() << " cores. " << os.str();
-  if (interrupted) md << "\n**Interrupted**: the results above are partial.\n";
-  write_file(dir / "report.md", md.str());
+  results::write_report(results::render_report(doc, dir, (dir / "results.json").string()), dir);
 }
 
 int suite(const SuiteOptions& o) {
@@ -116,6 +90,7 @@ int suite(const SuiteOptions& o) {
     return kExitBadInput;
   }
   const int repetitions = o.quick ? 1 : o.repetitions;
+  const std::string started_utc = results::utc_now();
   const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
   print_overshoot(std::cerr, overshoot);
 
@@ -149,7 +124,7 @@ int suite(const SuiteOptions& o) {
   std::cout << "\n";
   print_table(std::cout, results);
   try {
-    write_outputs(o.out, results, overshoot, interrupted, repetitions);
+    write_outputs(o.out, results, overshoot, interrupted, repetitions, started_utc);
   } catch (const std::exception& e) {
     std::cerr << "pipeprof suite: " << e.what() << "\n";
     return kExitFailed;
@@ -166,7 +141,7 @@ CommandRunner add_suite_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("suite",
                                  "Run the whole experiment catalog and write results and a report");
   cmd->add_flag("--quick", o->quick, "One repetition per experiment (a quick check)");
-  cmd->add_option("--out", o->out, "Output folder for results.json and report.md")
+  cmd->add_option("--out", o->out, "Output folder for results.json, report.md and its charts")
       ->capture_default_str();
   cmd->add_option("--step", o->step,
                   "Training step for every experiment (default: each experiment's own)");

@@ -1,0 +1,64 @@
+// pipeprof report results.json [--out DIR]
+//
+// Turns a results file into DIR/report.md with SVG charts next to it (results/report.h): the
+// summary table, measured vs ideal vs seed, one Gantt chart per experiment from its trace, and the
+// environment. The same code writes the suite's report.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands/commands.h"
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/results/report.h"
+#include "pipeprof/results/results_file.h"
+
+namespace pipeprof::harness {
+namespace {
+
+struct ReportCommandOptions {
+  std::string results;
+  std::string out;
+};
+
+int report_command(const ReportCommandOptions& o) {
+  const std::filesystem::path path(o.results);
+  results::Report report;
+  try {
+    const results::ResultsFile file = results::load_results(path);
+    if (file.format != results::Format::kPipeprof) {
+      throw results::ResultsError(o.results +
+                                  ": Google Benchmark JSON; report reads pipeprof results files");
+    }
+    report = results::render_report(file.doc, path.parent_path(), o.results);
+  } catch (const results::ResultsError& e) {
+    std::cerr << "pipeprof report: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  std::filesystem::path out = o.out.empty() ? path.parent_path() : std::filesystem::path(o.out);
+  if (out.empty()) out = ".";
+  try {
+    results::write_report(report, out);
+  } catch (const std::exception& e) {
+    std::cerr << "pipeprof report: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  std::cerr << fmt::format("wrote {} and {} chart(s)\n", (out / "report.md").string(),
+                           report.files.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandRunner add_report_command(CLI::App& app) {
+  auto o = std::make_shared<ReportCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Write a Markdown report with SVG charts (summary, measured vs ideal vs seed, one Gantt "
+      "chart per experiment from its trace, environment) from a results file");
+  cmd->add_option("results", o->results, "results.json written by pipeprof suite")->required();
+  cmd->add_option("--out", o->out,
+                  "Folder for report.md and the charts (default: the results file's folder)");
+  return [o] { return report_command(*o); };
+}
+
+}  // namespace pipeprof::harness

@@ -1,0 +1,55 @@
+// Reading results files: pipeprof's own results.json (schema versions 1 and 2) and Google
+// Benchmark's JSON output (--benchmark_format=json or --benchmark_out). Both become a list of
+// named entries, each with the samples of every repetition, which is what `compare` needs; the
+// pipeprof document is kept whole for `report`.
+//
+// Google Benchmark: "iteration" runs are grouped by run_name (name without the aggregate suffix)
+// and become the repetitions, real_time converted to nanoseconds from time_unit; "aggregate" runs
+// (mean, median, stddev, cv) are skipped, since they summarise the same repetitions.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pipeprof::results {
+
+// The schema version this pipeprof writes; versions 1 and 2 are read.
+inline constexpr int kSchemaVersion = 2;
+
+// A file that cannot be used: missing, not JSON, or not the expected shape. The message names the
+// file, the JSON path when there is one, and what was expected.
+class ResultsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Format { kPipeprof, kGoogleBenchmark };
+
+struct Entry {
+  std::string name;                // experiment id or benchmark run_name
+  std::vector<double> time_ns;     // per repetition: wall time (pipeprof) or real_time (gbench)
+  std::vector<double> efficiency;  // per repetition: ideal / wall; empty without an ideal
+};
+
+struct ResultsFile {
+  std::filesystem::path path;  // where it was read from ("<memory>" when parsed from text)
+  Format format = Format::kPipeprof;
+  int schema_version = 0;  // pipeprof files only
+  nlohmann::json doc;      // the whole document as read
+  std::vector<Entry> entries;
+};
+
+// Throws ResultsError.
+ResultsFile parse_results(std::string_view text, const std::string& source = "<memory>");
+ResultsFile load_results(const std::filesystem::path& path);
+
+// Validates a parsed pipeprof document (schema version 1 or 2) and returns its entries; throws
+// ResultsError naming `source` and the JSON path of the first problem.
+std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string& source);
+std::vector<Entry> google_benchmark_entries(const nlohmann::json& doc, const std::string& source);
+
+}  // namespace pipeprof::results

@@ -1,0 +1,226 @@
+#include "pipeprof/results/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+
+namespace pipeprof::results {
+namespace {
+
+const std::vector<double>& samples(const Entry& e, Metric metric) {
+  return metric == Metric::kEfficiency ? e.efficiency : e.time_ns;
+}
+
+// The smallest p the U test can give for these sizes: two fully separated samples.
+double smallest_p(size_t n1, size_t n2) {
+  std::vector<double> x(n1), y(n2);
+  std::iota(x.begin(), x.end(), 0.0);
+  std::iota(y.begin(), y.end(), static_cast<double>(n1));
+  return mann_whitney_u(x, y).p;
+}
+
+std::string format_value(double v, Metric metric) {
+  if (metric == Metric::kEfficiency) return fmt::format("{:.3f}", v);
+  if (v >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.3f} ms", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.3f} us", v / 1e3);
+  return fmt::format("{:.1f} ns", v);
+}
+
+nlohmann::json opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+bool Comparison::has_regression() const {
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const ComparisonRow& r) { return r.verdict == Verdict::kRegression; });
+}
+
+size_t Comparison::matched() const {
+  return static_cast<size_t>(std::count_if(rows.begin(), rows.end(), [](const ComparisonRow& r) {
+    return r.verdict != Verdict::kOnlyInBase && r.verdict != Verdict::kOnlyInNew;
+  }));
+}
+
+Metric parse_metric(const std::string& name) {
+  if (name == "efficiency") return Metric::kEfficiency;
+  if (name == "time") return Metric::kTime;
+  throw std::invalid_argument("unknown metric '" + name + "' (expected efficiency or time)");
+}
+
+const char* metric_name(Metric metric) {
+  return metric == Metric::kEfficiency ? "efficiency" : "time";
+}
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kRegression:
+      return "regression";
+    case Verdict::kImprovement:
+      return "improvement";
+    case Verdict::kUnchanged:
+      return "unchanged";
+    case Verdict::kNoMetric:
+      return "no metric";
+    case Verdict::kOnlyInBase:
+      return "only in base";
+    case Verdict::kOnlyInNew:
+      return "only in new";
+  }
+  return "?";
+}
+
+double parse_threshold(const std::string& text) {
+  std::string t = text;
+  bool percent = false;
+  if (!t.empty() && t.back() == '%') {
+    percent = true;
+    t.pop_back();
+  }
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (t.empty() || used != t.size()) {
+    throw std::invalid_argument("threshold '" + text + "' is not a number or a percentage");
+  }
+  if (percent) v /= 100;
+  if (!(v >= 0 && v < 10)) {
+    throw std::invalid_argument("threshold '" + text + "' must be between 0 and 1000%");
+  }
+  return v;
+}
+
+Comparison compare(const std::vector<Entry>& base, const std::vector<Entry>& now,
+                   const CompareOptions& options) {
+  Comparison c{.options = options};
+  std::map<std::string, const Entry*> new_by_name;
+  for (const auto& e : now)
+    new_by_name.emplace(e.name, &e);
+  std::map<std::string, bool> seen;
+  for (const auto& b : base) {
+    ComparisonRow row{.name = b.name};
+    const std::vector<double>& xs = samples(b, options.metric);
+    row.base_n = xs.size();
+    if (!xs.empty()) row.base_median = median(xs);
+    auto it = new_by_name.find(b.name);
+    if (it == new_by_name.end()) {
+      row.verdict = Verdict::kOnlyInBase;
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    seen[b.name] = true;
+    const std::vector<double>& ys = samples(*it->second, options.metric);
+    row.new_n = ys.size();
+    if (!ys.empty()) row.new_median = median(ys);
+    if (xs.empty() || ys.empty() || *row.base_median == 0) {
+      row.verdict = Verdict::kNoMetric;
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    row.change = (*row.new_median - *row.base_median) / *row.base_median;
+    const double worse =
+        options.metric == Metric::kEfficiency ? -*row.change : *row.change;  // > 0: worse
+    bool significant = true;  // when the test is skipped, the threshold alone decides
+    if (xs.size() < 2 || ys.size() < 2) {
+      row.test_note = "no test (n=1)";
+    } else if (smallest_p(xs.size(), ys.size()) >= options.alpha) {
+      row.test_note = "no test (n too small)";
+    } else {
+      row.test = mann_whitney_u(xs, ys);
+      row.test_note = row.test->exact ? "U test (exact)" : "U test (normal)";
+      significant = row.test->p < options.alpha;
+    }
+    if (significant && worse > options.threshold) {
+      row.verdict = Verdict::kRegression;
+    } else if (significant && -worse > options.threshold) {
+      row.verdict = Verdict::kImprovement;
+    }
+    c.rows.push_back(std::move(row));
+  }
+  for (const auto& n : now) {
+    if (seen.count(n.name)) continue;
+    ComparisonRow row{.name = n.name, .verdict = Verdict::kOnlyInNew};
+    const std::vector<double>& ys = samples(n, options.metric);
+    row.new_n = ys.size();
+    if (!ys.empty()) row.new_median = median(ys);
+    c.rows.push_back(std::move(row));
+  }
+  return c;
+}
+
+std::string format_table(const Comparison& c) {
+  const Metric m = c.options.metric;
+  size_t width = 10;
+  for (const auto& r : c.rows)
+    width = std::max(width, r.name.size());
+  std::string out = fmt::format("{:<{}}  {:>14} {:>14} {:>9} {:>9}  {:<22} {}\n", "name", width,
+                                fmt::format("base {}", m == Metric::kEfficiency ? "eff." : "time"),
+                                fmt::format("new {}", m == Metric::kEfficiency ? "eff." : "time"),
+                                "change", "p", "test", "verdict");
+  for (const auto& r : c.rows) {
+    const std::string base =
+        r.base_median ? fmt::format("{} (n={})", format_value(*r.base_median, m), r.base_n) : "-";
+    const std::string now =
+        r.new_median ? fmt::format("{} (n={})", format_value(*r.new_median, m), r.new_n) : "-";
+    out += fmt::format("{:<{}}  {:>14} {:>14} {:>9} {:>9}  {:<22} {}\n", r.name, width, base, now,
+                       r.change ? fmt::format("{:+.1f}%", *r.change * 100) : "-",
+                       r.test ? fmt::format("{:.4f}", r.test->p) : "-",
+                       r.test_note.empty() ? "-" : r.test_note,
+                       r.verdict == Verdict::kRegression ? "REGRESSION" : verdict_name(r.verdict));
+  }
+  size_t regressions = 0, improvements = 0;
+  for (const auto& r : c.rows) {
+    regressions += r.verdict == Verdict::kRegression;
+    improvements += r.verdict == Verdict::kImprovement;
+  }
+  out += fmt::format(
+      "{} compared on {} (threshold {:.1f}%, alpha {}): {} regression(s), {} improvement(s)\n",
+      c.matched(), metric_name(m), c.options.threshold * 100, c.options.alpha, regressions,
+      improvements);
+  return out;
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows) {
+    nlohmann::json row{{"name", r.name},
+                       {"verdict", verdict_name(r.verdict)},
+                       {"base_n", r.base_n},
+                       {"new_n", r.new_n},
+                       {"base_median", opt(r.base_median)},
+                       {"new_median", opt(r.new_median)},
+                       {"change", opt(r.change)},
+                       {"test", r.test_note}};
+    if (r.test) {
+      row["p"] = r.test->p;
+      row["u"] = r.test->u1;
+      row["exact"] = r.test->exact;
+    } else {
+      row["p"] = nullptr;
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"metric", metric_name(c.options.metric)},
+          {"threshold", c.options.threshold},
+          {"alpha", c.options.alpha},
+          {"regression", c.has_regression()},
+          {"rows", rows}};
+}
+
+}  // namespace pipeprof::results

@@ -1,0 +1,197 @@
+#include "pipeprof/results/report.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <optional>
+
+#include "pipeprof/results/compare.h"
+#include "pipeprof/results/environment.h"
+#include "pipeprof/results/gantt_svg.h"
+#include "pipeprof/results/results_file.h"
+#include "pipeprof/trace/chrome_json.h"
+#include "summary_chart.h"
+
+namespace pipeprof::results {
+namespace {
+
+std::optional<double> opt_number(const nlohmann::json& x, const char* key) {
+  if (auto it = x.find(key); it != x.end() && it->is_number()) return it->get<double>();
+  return std::nullopt;
+}
+
+std::string str(const nlohmann::json& x, const char* key) {
+  if (auto it = x.find(key); it != x.end() && it->is_string()) return it->get<std::string>();
+  return "";
+}
+
+std::string num(const std::optional<double>& v, int digits) {
+  return v ? fmt::format("{:.{}f}", *v, digits) : std::string("-");
+}
+
+// Markdown table cells: no pipes or line breaks.
+std::string cell(std::string text) {
+  for (char& c : text)
+    if (c == '|' || c == '\n') c = ' ';
+  return text;
+}
+
+// A file name made of the id's letters, digits, '-', '_' and '.'.
+std::string file_safe(const std::string& id) {
+  std::string out;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    out += ok ? c : '_';
+  }
+  return out.empty() ? "experiment" : out;
+}
+
+std::string environment_section(const nlohmann::json& doc) {
+  std::string md = "## Environment\n\n| | |\n|---|---|\n";
+  auto row = [&md](const std::string& key, const std::string& value) {
+    md += fmt::format("| {} | {} |\n", key, cell(value.empty() ? "unknown" : value));
+  };
+  if (auto it = doc.find("environment"); it != doc.end() && it->is_object()) {
+    const Environment env = environment_from_json(*it);
+    row("CPU", env.cpu_model);
+    row("Cores", env.cores > 0 ? std::to_string(env.cores) : "");
+    row("Memory", env.memory_bytes > 0
+                      ? fmt::format("{:.1f} GiB",
+                                    static_cast<double>(env.memory_bytes) / (1024.0 * 1024 * 1024))
+                      : "");
+    std::string gpus;
+    for (const auto& g : env.gpus)
+      gpus += (gpus.empty() ? "" : ", ") + g;
+    row("GPU", gpus.empty() ? "none" : gpus);
+    row("OS", env.os);
+    row("Kernel", env.kernel);
+    row("Compiler", env.compiler);
+    row("Build type", env.build_type);
+    row("Git commit", env.git_commit);
+    row("pipeprof", env.pipeprof_version);
+  } else if (auto m = doc.find("machine"); m != doc.end() && m->is_object()) {  // schema 1
+    row("CPU", str(*m, "cpu_model"));
+    row("Cores", m->contains("cores") ? m->at("cores").dump() : "");
+    row("pipeprof", str(doc, "pipeprof_version"));
+  }
+  if (auto m = doc.find("machine"); m != doc.end() && m->contains("sleep_overshoot")) {
+    const auto& o = (*m)["sleep_overshoot"];
+    row("Sleep overshoot",
+        fmt::format("{} x {} ms: plain sleep p50 {} ms, max {} ms; precise sleep p50 {} ms, max "
+                    "{} ms",
+                    o.value("count", 0), num(opt_number(o, "sleep_ms"), 0),
+                    num(opt_number(o, "plain_p50_ms"), 3), num(opt_number(o, "plain_max_ms"), 3),
+                    num(opt_number(o, "precise_p50_ms"), 3),
+                    num(opt_number(o, "precise_max_ms"), 3)));
+  }
+  if (std::string created = str(doc, "created_utc"); !created.empty()) row("Run at (UTC)", created);
+  return md;
+}
+
+}  // namespace
+
+Report render_report(const nlohmann::json& doc, const std::filesystem::path& base_dir,
+                     const std::string& source) {
+  if (!doc.is_object()) throw ResultsError(source + ": $: expected a JSON object");
+  const std::vector<Entry> entries = pipeprof_entries(doc, source);  // validates
+  const nlohmann::json& experiments = doc["experiments"];
+  Report report;
+  std::string& md = report.markdown;
+
+  md += "# pipeprof results\n\n";
+  md += fmt::format(
+      "{} experiment(s), {} repetition(s) each. Efficiency = ideal / measured, where measured is "
+      "the median wall time of the repetitions and ideal the zero-overhead time the simulator "
+      "gives for the same spec: 1.0 means no framework overhead. `bound` is the ideal with every "
+      "knob at its best. `seed` is the time the source document published for tf.data, and "
+      "`seed eff.` its efficiency against the ideal it documents.\n\n",
+      experiments.size(), doc.value("repetitions", 0));
+  if (doc.value("interrupted", false)) md += "**Interrupted**: the results are partial.\n\n";
+
+  md += "## Summary\n\n";
+  md +=
+      "| experiment | step | measured ms | ideal ms | bound ms | efficiency | seed ms | seed eff. "
+      "| repetitions |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n";
+  std::vector<ChartRow> chart;
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const auto& x = experiments[i];
+    const bool measured = !x["repetitions"].empty();
+    const std::optional<double> wall =
+        measured ? opt_number(x, "median_wall_ms") : std::optional<double>();
+    const auto ideal = opt_number(x, "ideal_ms");
+    const auto seed = opt_number(x, "seed_ms");
+    const auto documented = opt_number(x, "documented_ideal_ms");
+    std::optional<double> seed_eff;
+    if (seed && documented && *seed > 0 && *documented > 0) seed_eff = *documented / *seed;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(entries[i].name),
+                      cell(str(x, "step")), num(wall, 2), num(ideal, 1),
+                      num(opt_number(x, "bound_ms"), 1), num(opt_number(x, "efficiency"), 3),
+                      num(seed, 2), num(seed_eff, 3), x["repetitions"].size());
+    if (measured) chart.push_back({entries[i].name, wall, ideal, seed});
+  }
+  md += "\n";
+  if (!chart.empty()) {
+    report.files.push_back({"summary.svg", summary_chart_svg(chart)});
+    md += "![Measured, ideal and seed times per experiment](summary.svg)\n\n";
+  }
+
+  md += "## Experiments\n\n";
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const auto& x = experiments[i];
+    const Entry& e = entries[i];
+    md += fmt::format("### {}\n\n", e.name);
+    if (std::string d = str(x, "description"); !d.empty()) md += d + "\n\n";
+    md += fmt::format("Step `{}`, {} epoch(s).", str(x, "step"), x.value("epochs", 0));
+    if (!e.time_ns.empty()) {
+      std::string walls;
+      for (double ns : e.time_ns)
+        walls += (walls.empty() ? "" : ", ") + fmt::format("{:.2f}", ns / 1e6);
+      md += fmt::format(" Wall time per repetition (ms): {}.", walls);
+    }
+    if (!e.efficiency.empty()) {
+      const auto [lo, hi] = std::minmax_element(e.efficiency.begin(), e.efficiency.end());
+      md += fmt::format(" Efficiency per repetition {:.3f} to {:.3f} (median {:.3f}).", *lo, *hi,
+                        median(e.efficiency));
+    }
+    md += "\n\n";
+    for (const char* key : {"simulation_note", "notice", "ideal_basis"}) {
+      if (std::string note = str(x, key); !note.empty()) md += fmt::format("- {}\n", note);
+    }
+    if (x.contains("simulation_note") || x.contains("notice") || x.contains("ideal_basis")) {
+      md += "\n";
+    }
+    const std::string trace_rel = str(x, "trace");
+    if (trace_rel.empty()) {
+      md += "_No trace recorded._\n\n";
+      continue;
+    }
+    try {
+      const trace::Trace t = trace::load_chrome_json(base_dir / trace_rel);
+      const std::string name = "gantt-" + file_safe(e.name) + ".svg";
+      report.files.push_back({name, gantt_svg(t, e.name + " (" + trace_rel + ")")});
+      md += fmt::format("![Gantt chart of {}]({})\n\nTrace: `{}`\n\n", e.name, name, trace_rel);
+    } catch (const std::exception& err) {
+      md += fmt::format("_The trace `{}` could not be read: {}_\n\n", trace_rel, err.what());
+    }
+  }
+  md += environment_section(doc);
+  return report;
+}
+
+void write_report(const Report& report, const std::filesystem::path& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  auto write = [&](const std::string& name, const std::string& text) {
+    const auto path = out_dir / name;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error(path.string() + ": cannot be written");
+  };
+  for (const auto& f : report.files)
+    write(f.name, f.content);
+  write("report.md", report.markdown);
+}
+
+}  // namespace pipeprof::results

@@ -1,0 +1,144 @@
+#include "pipeprof/results/results_file.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace pipeprof::results {
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& json_path,
+                       const std::string& what) {
+  throw ResultsError(fmt::format("{}: {}: {}", source, json_path, what));
+}
+
+const nlohmann::json& member(const nlohmann::json& object, const char* key,
+                             const std::string& source, const std::string& path) {
+  auto it = object.find(key);
+  if (it == object.end()) fail(source, path, fmt::format("missing required key \"{}\"", key));
+  return *it;
+}
+
+double number(const nlohmann::json& value, const std::string& source, const std::string& path) {
+  if (!value.is_number())
+    fail(source, path, fmt::format("expected a number, got {}", value.dump()));
+  return value.get<double>();
+}
+
+double ns_per_unit(const std::string& unit, const std::string& source, const std::string& path) {
+  if (unit == "ns") return 1;
+  if (unit == "us") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  fail(source, path, fmt::format("unknown time_unit \"{}\" (expected ns, us, ms or s)", unit));
+}
+
+}  // namespace
+
+std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string& source) {
+  const int version =
+      doc["schema_version"].is_number_integer() ? doc["schema_version"].get<int>() : -1;
+  if (version != 1 && version != 2) {
+    fail(source, "schema_version",
+         fmt::format("unsupported value {} (this pipeprof reads 1 and 2)",
+                     doc["schema_version"].dump()));
+  }
+  const auto& experiments = member(doc, "experiments", source, "$");
+  if (!experiments.is_array()) fail(source, "experiments", "expected an array");
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const std::string at = fmt::format("experiments[{}]", i);
+    const auto& x = experiments[i];
+    if (!x.is_object()) fail(source, at, "expected an object");
+    const auto& id = member(x, "id", source, at);
+    if (!id.is_string()) fail(source, at + ".id", "expected a string");
+    const auto& reps = member(x, "repetitions", source, at);
+    if (!reps.is_array()) fail(source, at + ".repetitions", "expected an array");
+    Entry e{.name = id.get<std::string>()};
+    std::optional<double> ideal;
+    if (auto it = x.find("ideal_ms"); it != x.end() && it->is_number()) ideal = it->get<double>();
+    for (size_t r = 0; r < reps.size(); ++r) {
+      const std::string rep_at = fmt::format("{}.repetitions[{}]", at, r);
+      const double wall =
+          number(member(reps[r], "wall_ms", source, rep_at), source, rep_at + ".wall_ms");
+      e.time_ns.push_back(wall * 1e6);
+      // Stored since schema 2; computed the same way (ideal / wall of this repetition) otherwise.
+      if (auto it = reps[r].find("efficiency"); it != reps[r].end() && it->is_number()) {
+        e.efficiency.push_back(it->get<double>());
+      } else if (ideal && *ideal > 0 && wall > 0) {
+        e.efficiency.push_back(*ideal / wall);
+      }
+    }
+    if (e.efficiency.size() != e.time_ns.size()) e.efficiency.clear();
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+std::vector<Entry> google_benchmark_entries(const nlohmann::json& doc, const std::string& source) {
+  const auto& benchmarks = member(doc, "benchmarks", source, "$");
+  if (!benchmarks.is_array()) fail(source, "benchmarks", "expected an array");
+  std::vector<Entry> entries;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < benchmarks.size(); ++i) {
+    const std::string at = fmt::format("benchmarks[{}]", i);
+    const auto& b = benchmarks[i];
+    if (!b.is_object()) fail(source, at, "expected an object");
+    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
+    if (b.contains("error_occurred") && b["error_occurred"] == true) continue;
+    std::string name;
+    if (auto it = b.find("run_name"); it != b.end() && it->is_string()) {
+      name = it->get<std::string>();
+    } else {
+      const auto& n = member(b, "name", source, at);
+      if (!n.is_string()) fail(source, at + ".name", "expected a string");
+      name = n.get<std::string>();
+    }
+    const double real = number(member(b, "real_time", source, at), source, at + ".real_time");
+    const std::string unit = b.value("time_unit", std::string("ns"));
+    const double ns = real * ns_per_unit(unit, source, at + ".time_unit");
+    auto [it, added] = index.try_emplace(name, entries.size());
+    if (added) entries.push_back(Entry{.name = name});
+    entries[it->second].time_ns.push_back(ns);
+  }
+  return entries;
+}
+
+ResultsFile parse_results(std::string_view text, const std::string& source) {
+  ResultsFile file;
+  file.path = source;
+  try {
+    file.doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ResultsError(fmt::format("{}: not valid JSON (byte {}): {}", source, e.byte, e.what()));
+  }
+  if (!file.doc.is_object()) fail(source, "$", "expected a JSON object");
+  if (file.doc.contains("schema_version")) {
+    file.format = Format::kPipeprof;
+    file.entries = pipeprof_entries(file.doc, source);
+    file.schema_version = file.doc["schema_version"].get<int>();
+  } else if (file.doc.contains("benchmarks")) {
+    file.format = Format::kGoogleBenchmark;
+    file.entries = google_benchmark_entries(file.doc, source);
+  } else {
+    fail(source, "$",
+         "neither a pipeprof results file (no \"schema_version\") nor Google Benchmark JSON (no "
+         "\"benchmarks\")");
+  }
+  return file;
+}
+
+ResultsFile load_results(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ResultsError(path.string() + ": cannot be read (missing or unreadable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  ResultsFile file = parse_results(text.str(), path.string());
+  file.path = path;
+  return file;
+}
+
+}  // namespace pipeprof::results

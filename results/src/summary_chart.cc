@@ -1,0 +1,85 @@
+#include "summary_chart.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "svg.h"
+
+namespace pipeprof::results {
+namespace {
+
+constexpr int kWidth = 860;
+constexpr int kLabelWidth = 200;
+constexpr int kPlotWidth = 560;
+constexpr int kBar = 10;
+constexpr int kGroupGap = 12;
+constexpr int kTop = 52;
+
+struct Series {
+  const char* label;
+  const char* colour;
+  std::optional<double> ChartRow::*value;
+};
+constexpr Series kSeries[] = {{"measured (median)", "#4e79a7", &ChartRow::measured_ms},
+                              {"ideal", "#59a14f", &ChartRow::ideal_ms},
+                              {"seed (tf.data)", "#f28e2b", &ChartRow::seed_ms}};
+
+}  // namespace
+
+std::string summary_chart_svg(const std::vector<ChartRow>& rows) {
+  double max_ms = 0;
+  for (const auto& r : rows)
+    for (const auto& s : kSeries)
+      if (r.*(s.value)) max_ms = std::max(max_ms, *(r.*(s.value)));
+  const double step = svg::tick_step(max_ms > 0 ? max_ms : 1, 8);
+  const double axis_max = std::max(step, std::ceil(max_ms / step) * step);
+  auto x_of = [&](double ms) { return kLabelWidth + ms / axis_max * kPlotWidth; };
+  const int group = 3 * kBar + kGroupGap;
+  const int plot_bottom = kTop + static_cast<int>(rows.size()) * group;
+  const int height = plot_bottom + 28;
+
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\">\n"
+      "<style>.l{{font-size:11px}}.s{{font-size:10px}}.t{{font-size:10px;text-anchor:middle}}"
+      ".h{{font-size:13px;font-weight:bold}}.grid{{stroke:#ddd;stroke-width:1}}</style>\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"4\" y=\"16\" class=\"h\">Measured vs ideal vs seed (ms)</text>\n",
+      kWidth, height);
+  double lx = kLabelWidth;
+  for (const auto& s : kSeries) {
+    out += fmt::format(
+        "<rect x=\"{0:.0f}\" y=\"24\" width=\"12\" height=\"10\" fill=\"{1}\"/>"
+        "<text x=\"{2:.0f}\" y=\"33\" class=\"s\">{3}</text>\n",
+        lx, s.colour, lx + 16, s.label);
+    lx += 140;
+  }
+  for (double v = 0; v <= axis_max + 1e-9; v += step) {
+    out += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" class=\"grid\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" class=\"t\">{4}</text>\n",
+        x_of(v), kTop - 4, plot_bottom, plot_bottom + 14, svg::tick_label(v));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ChartRow& r = rows[i];
+    const int y = kTop + static_cast<int>(i) * group;
+    out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"l\" text-anchor=\"end\">{}</text>\n",
+                       kLabelWidth - 6, y + static_cast<int>(1.5 * kBar) + 4, svg::escape(r.name));
+    for (size_t k = 0; k < 3; ++k) {
+      const auto& v = r.*(kSeries[k].value);
+      if (!v) continue;
+      const int by = y + static_cast<int>(k) * kBar;
+      out += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} {:.2f} "
+          "ms</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"s\">{:.1f}</text>\n",
+          kLabelWidth, by, std::max(0.0, x_of(*v) - kLabelWidth), kBar - 1, kSeries[k].colour,
+          svg::escape(r.name), kSeries[k].label, *v, x_of(*v) + 3, by + kBar - 1, *v);
+    }
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace pipeprof::results

@@ -1,0 +1,117 @@
+#include "pipeprof/results/compare.h"
+
+#include <gtest/gtest.h>
+
+namespace pipeprof::results {
+namespace {
+
+Entry eff(const std::string& name, std::vector<double> values) {
+  Entry e{.name = name, .efficiency = values};
+  for (double v : values)
+    e.time_ns.push_back(100e6 / v);  // ideal 100 ms
+  return e;
+}
+
+const ComparisonRow& row(const Comparison& c, const std::string& name) {
+  for (const auto& r : c.rows)
+    if (r.name == name) return r;
+  throw std::runtime_error("no row " + name);
+}
+
+TEST(Compare, SignificantDropBeyondThresholdIsARegression) {
+  const auto base = {eff("a", {0.95, 0.96, 0.94, 0.95, 0.97})};
+  const auto now = {eff("a", {0.80, 0.81, 0.79, 0.82, 0.80})};
+  const Comparison c = compare(base, now, {.metric = Metric::kEfficiency, .threshold = 0.05});
+  EXPECT_EQ(row(c, "a").verdict, Verdict::kRegression);
+  ASSERT_TRUE(row(c, "a").test);
+  EXPECT_LT(row(c, "a").test->p, 0.05);
+  EXPECT_TRUE(c.has_regression());
+  // The same data on time: time went up by ~18%, also a regression.
+  const Comparison t = compare(base, now, {.metric = Metric::kTime, .threshold = 0.05});
+  EXPECT_EQ(row(t, "a").verdict, Verdict::kRegression);
+  // The other way round it is an improvement.
+  const Comparison back = compare(now, base, {.metric = Metric::kEfficiency, .threshold = 0.05});
+  EXPECT_EQ(row(back, "a").verdict, Verdict::kImprovement);
+  EXPECT_FALSE(back.has_regression());
+}
+
+TEST(Compare, SignificantButSmallChangeIsNotARegression) {
+  const auto base = {eff("a", {0.95, 0.951, 0.952, 0.953, 0.954})};
+  const auto now = {eff("a", {0.93, 0.931, 0.932, 0.933, 0.934})};  // -2%, fully separated
+  const Comparison c = compare(base, now, {.threshold = 0.05});
+  EXPECT_LT(row(c, "a").test->p, 0.05);
+  EXPECT_EQ(row(c, "a").verdict, Verdict::kUnchanged);
+}
+
+TEST(Compare, LargeButNotSignificantChangeIsNotARegression) {
+  // Medians differ by ~20% but the samples overlap: noise, not a regression.
+  const auto base = {eff("a", {0.5, 0.9, 0.6, 0.95, 0.85})};
+  const auto now = {eff("a", {0.55, 0.9, 0.62, 0.7, 0.5})};
+  const Comparison c = compare(base, now, {.threshold = 0.05});
+  ASSERT_TRUE(row(c, "a").test);
+  EXPECT_GE(row(c, "a").test->p, 0.05);
+  EXPECT_LT(*row(c, "a").change, -0.05);
+  EXPECT_EQ(row(c, "a").verdict, Verdict::kUnchanged);
+}
+
+TEST(Compare, SingleRepetitionFallsBackToTheThreshold) {
+  const Comparison c = compare({eff("a", {0.9})}, {eff("a", {0.8})}, {.threshold = 0.05});
+  EXPECT_EQ(row(c, "a").verdict, Verdict::kRegression);
+  EXPECT_EQ(row(c, "a").test_note, "no test (n=1)");
+  EXPECT_FALSE(row(c, "a").test);
+  const Comparison ok = compare({eff("a", {0.9})}, {eff("a", {0.88})}, {.threshold = 0.05});
+  EXPECT_EQ(row(ok, "a").verdict, Verdict::kUnchanged);
+}
+
+TEST(Compare, SamplesTooSmallForTheTestFallBackToTheThreshold) {
+  // 2 against 2: the smallest possible p is 1/3.
+  const Comparison c = compare({eff("a", {0.9, 0.91})}, {eff("a", {0.7, 0.71})}, {});
+  EXPECT_EQ(row(c, "a").test_note, "no test (n too small)");
+  EXPECT_EQ(row(c, "a").verdict, Verdict::kRegression);
+}
+
+TEST(Compare, UnmatchedAndMetricLessEntriesAreListedButNeverFail) {
+  Entry no_ideal{.name = "vectorized", .time_ns = {1e6, 1.1e6}};
+  const Comparison c =
+      compare({eff("gone", {0.9, 0.9}), no_ideal}, {eff("added", {0.1, 0.1}), no_ideal}, {});
+  EXPECT_EQ(row(c, "gone").verdict, Verdict::kOnlyInBase);
+  EXPECT_EQ(row(c, "added").verdict, Verdict::kOnlyInNew);
+  EXPECT_EQ(row(c, "vectorized").verdict, Verdict::kNoMetric);
+  EXPECT_FALSE(c.has_regression());
+  EXPECT_EQ(c.matched(), 1u);
+}
+
+TEST(Compare, TableAndJsonNameEveryRow) {
+  // No ties: the exact test, p = 2 / C(10, 5).
+  const Comparison c = compare({eff("a", {0.95, 0.96, 0.94, 0.955, 0.97})},
+                               {eff("a", {0.80, 0.81, 0.79, 0.82, 0.805})}, {});
+  const std::string table = format_table(c);
+  EXPECT_NE(table.find("REGRESSION"), std::string::npos) << table;
+  EXPECT_NE(table.find("U test (exact)"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 regression(s)"), std::string::npos) << table;
+  const nlohmann::json j = to_json(c);
+  EXPECT_TRUE(j["regression"].get<bool>());
+  EXPECT_EQ(j["rows"][0]["verdict"], "regression");
+  EXPECT_NEAR(j["rows"][0]["p"].get<double>(), 2.0 / 252, 1e-12);
+}
+
+TEST(Compare, ParsesThresholdsAndMetrics) {
+  EXPECT_DOUBLE_EQ(parse_threshold("5%"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_threshold("0.1"), 0.1);
+  EXPECT_DOUBLE_EQ(parse_threshold("12.5%"), 0.125);
+  EXPECT_THROW(parse_threshold("five"), std::invalid_argument);
+  EXPECT_THROW(parse_threshold("5%%"), std::invalid_argument);
+  EXPECT_THROW(parse_threshold("-1%"), std::invalid_argument);
+  EXPECT_THROW(parse_threshold(""), std::invalid_argument);
+  EXPECT_EQ(parse_metric("time"), Metric::kTime);
+  EXPECT_EQ(parse_metric("efficiency"), Metric::kEfficiency);
+  EXPECT_THROW(parse_metric("speed"), std::invalid_argument);
+}
+
+TEST(Compare, Median) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+}
+
+}  // namespace
+}  // namespace pipeprof::results

@@ -1,0 +1,85 @@
+#include "pipeprof/results/results_file.h"
+
+#include <gtest/gtest.h>
+
+namespace pipeprof::results {
+namespace {
+
+TEST(ResultsFile, ReadsGoogleBenchmarkRepetitionsAndSkipsAggregates) {
+  const char* text = R"({
+    "context": {"date": "2026-01-01", "num_cpus": 2},
+    "benchmarks": [
+      {"name": "BM_A/8", "run_name": "BM_A/8", "run_type": "iteration", "repetitions": 3,
+       "repetition_index": 0, "real_time": 1.5, "cpu_time": 1.4, "time_unit": "us"},
+      {"name": "BM_A/8", "run_name": "BM_A/8", "run_type": "iteration", "repetitions": 3,
+       "repetition_index": 1, "real_time": 1.6, "cpu_time": 1.4, "time_unit": "us"},
+      {"name": "BM_B", "run_name": "BM_B", "run_type": "iteration", "real_time": 2,
+       "cpu_time": 2, "time_unit": "ms"},
+      {"name": "BM_A/8", "run_name": "BM_A/8", "run_type": "iteration", "repetitions": 3,
+       "repetition_index": 2, "real_time": 1.7, "cpu_time": 1.4, "time_unit": "us"},
+      {"name": "BM_A/8_mean", "run_name": "BM_A/8", "run_type": "aggregate",
+       "aggregate_name": "mean", "real_time": 1.6, "cpu_time": 1.4, "time_unit": "us"}
+    ]})";
+  const ResultsFile f = parse_results(text, "bench.json");
+  EXPECT_EQ(f.format, Format::kGoogleBenchmark);
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.entries[0].name, "BM_A/8");
+  EXPECT_EQ(f.entries[0].time_ns, (std::vector<double>{1500, 1600, 1700}));
+  EXPECT_TRUE(f.entries[0].efficiency.empty());
+  EXPECT_EQ(f.entries[1].name, "BM_B");
+  EXPECT_EQ(f.entries[1].time_ns, (std::vector<double>{2e6}));
+}
+
+TEST(ResultsFile, ComputesEfficiencyPerRepetitionWhenNotStored) {
+  const char* text = R"({"schema_version": 1, "experiments": [
+      {"id": "naive", "ideal_ms": 200, "repetitions": [{"wall_ms": 250}, {"wall_ms": 400}]},
+      {"id": "vectorized", "ideal_ms": 0, "repetitions": [{"wall_ms": 25}]}]})";
+  const ResultsFile f = parse_results(text);
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.entries[0].efficiency, (std::vector<double>{0.8, 0.5}));
+  EXPECT_EQ(f.entries[0].time_ns, (std::vector<double>{250e6, 400e6}));
+  EXPECT_TRUE(f.entries[1].efficiency.empty());
+}
+
+TEST(ResultsFile, PrefersTheStoredEfficiency) {
+  const char* text = R"({"schema_version": 2, "experiments": [
+      {"id": "a", "ideal_ms": 200, "repetitions": [{"wall_ms": 250, "efficiency": 0.7}]}]})";
+  EXPECT_EQ(parse_results(text).entries[0].efficiency, (std::vector<double>{0.7}));
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_results(text, "in.json");
+  } catch (const ResultsError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(ResultsFile, ErrorsNameTheFileThePathAndWhatWasExpected) {
+  EXPECT_EQ(error_of("{\"schema_version\": 3, \"experiments\": []}"),
+            "in.json: schema_version: unsupported value 3 (this pipeprof reads 1 and 2)");
+  EXPECT_EQ(error_of(R"({"schema_version": 2, "experiments": [{"id": "a", "repetitions": [{}]}]})"),
+            "in.json: experiments[0].repetitions[0]: missing required key \"wall_ms\"");
+  EXPECT_EQ(error_of(R"({"schema_version": 2, "experiments": [{"id": 5, "repetitions": []}]})"),
+            "in.json: experiments[0].id: expected a string");
+  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "x", "real_time": "fast"}]})"),
+            "in.json: benchmarks[0].real_time: expected a number, got \"fast\"");
+  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "x", "real_time": 1, "time_unit": "h"}]})"),
+            "in.json: benchmarks[0].time_unit: unknown time_unit \"h\" (expected ns, us, ms or s)");
+  EXPECT_NE(error_of("{\"other\": 1}").find("neither a pipeprof results file"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(error_of("{\"schema_version\": ").find("in.json: not valid JSON"), std::string::npos);
+}
+
+TEST(ResultsFile, MissingFileIsAnError) {
+  try {
+    load_results("/nonexistent/results.json");
+    FAIL() << "no error";
+  } catch (const ResultsError& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/results.json: cannot be read (missing or unreadable)");
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof::results
