@@ -36,6 +36,22 @@ std::string cell(std::string text) {
   return text;
 }
 
+// The anchor a code host gives the heading "### <id>": lower case, punctuation other than '-' and
+// '_' dropped, spaces as '-'.
+std::string anchor(const std::string& id) {
+  std::string out;
+  for (char c : id) {
+    if (c >= 'A' && c <= 'Z') {
+      out += static_cast<char>(c - 'A' + 'a');
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+      out += c;
+    } else if (c == ' ') {
+      out += '-';
+    }
+  }
+  return out;
+}
+
 // A file name made of the id's letters, digits, '-', '_' and '.'.
 std::string file_safe(const std::string& id) {
   std::string out;
@@ -124,10 +140,11 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
     const auto documented = opt_number(x, "documented_ideal_ms");
     std::optional<double> seed_eff;
     if (seed && documented && *seed > 0 && *documented > 0) seed_eff = *documented / *seed;
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(entries[i].name),
-                      cell(str(x, "step")), num(wall, 2), num(ideal, 1),
-                      num(opt_number(x, "bound_ms"), 1), num(opt_number(x, "efficiency"), 3),
-                      num(seed, 2), num(seed_eff, 3), x["repetitions"].size());
+    md += fmt::format("| [{}](#{}) | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                      cell(entries[i].name), anchor(entries[i].name), cell(str(x, "step")),
+                      num(wall, 2), num(ideal, 1), num(opt_number(x, "bound_ms"), 1),
+                      num(opt_number(x, "efficiency"), 3), num(seed, 2), num(seed_eff, 3),
+                      x["repetitions"].size());
     if (measured) chart.push_back({entries[i].name, wall, ideal, seed});
   }
   md += "\n";

@@ -83,12 +83,15 @@ std::vector<Entry> google_benchmark_entries(const nlohmann::json& doc, const std
   if (!benchmarks.is_array()) fail(source, "benchmarks", "expected an array");
   std::vector<Entry> entries;
   std::map<std::string, size_t> index;
+  std::map<std::string, double> aggregates;  // run_name -> median (else mean) in ns
   for (size_t i = 0; i < benchmarks.size(); ++i) {
     const std::string at = fmt::format("benchmarks[{}]", i);
     const auto& b = benchmarks[i];
     if (!b.is_object()) fail(source, at, "expected an object");
-    if (b.value("run_type", std::string("iteration")) == "aggregate") continue;
     if (b.contains("error_occurred") && b["error_occurred"] == true) continue;
+    const bool aggregate = b.value("run_type", std::string("iteration")) == "aggregate";
+    const std::string aggregate_name = b.value("aggregate_name", std::string());
+    if (aggregate && aggregate_name != "median" && aggregate_name != "mean") continue;
     std::string name;
     if (auto it = b.find("run_name"); it != b.end() && it->is_string()) {
       name = it->get<std::string>();
@@ -100,9 +103,18 @@ std::vector<Entry> google_benchmark_entries(const nlohmann::json& doc, const std
     const double real = number(member(b, "real_time", source, at), source, at + ".real_time");
     const std::string unit = b.value("time_unit", std::string("ns"));
     const double ns = real * ns_per_unit(unit, source, at + ".time_unit");
+    if (aggregate) {
+      // Kept for runs without iteration rows (--benchmark_report_aggregates_only): the median,
+      // else the mean, as a single sample.
+      if (aggregate_name == "median" || !aggregates.count(name)) aggregates[name] = ns;
+      continue;
+    }
     auto [it, added] = index.try_emplace(name, entries.size());
     if (added) entries.push_back(Entry{.name = name});
     entries[it->second].time_ns.push_back(ns);
+  }
+  for (const auto& [name, ns] : aggregates) {
+    if (!index.count(name)) entries.push_back(Entry{.name = name, .time_ns = {ns}});
   }
   return entries;
 }

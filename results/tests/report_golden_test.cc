@@ -57,7 +57,7 @@ TEST(ReportGolden, HasTheSectionsAndCharts) {
   for (const char* part :
        {"## Summary", "![Measured, ideal and seed times per experiment](summary.svg)",
         "![Gantt chart of naive](gantt-naive.svg)", "## Environment",
-        "| naive | sleep:10 | 240.00 | 210.0 | 170.0 | 0.875 | 234.75 | 0.895 | 3 |",
+        "| [naive](#naive) | sleep:10 | 240.00 | 210.0 | 170.0 | 0.875 | 234.75 | 0.895 | 3 |",
         "_No trace recorded._", "| GPU | none |"}) {
     EXPECT_NE(md.find(part), std::string::npos) << part << "\n" << md;
   }

@@ -30,6 +30,23 @@ TEST(ResultsFile, ReadsGoogleBenchmarkRepetitionsAndSkipsAggregates) {
   EXPECT_EQ(f.entries[1].time_ns, (std::vector<double>{2e6}));
 }
 
+TEST(ResultsFile, AggregatesOnlyGiveOneSample) {
+  const char* text = R"({"benchmarks": [
+      {"name": "BM_C_mean", "run_name": "BM_C", "run_type": "aggregate", "aggregate_name": "mean",
+       "real_time": 10, "time_unit": "ns"},
+      {"name": "BM_C_median", "run_name": "BM_C", "run_type": "aggregate",
+       "aggregate_name": "median", "real_time": 9, "time_unit": "ns"},
+      {"name": "BM_C_stddev", "run_name": "BM_C", "run_type": "aggregate",
+       "aggregate_name": "stddev", "real_time": 1, "time_unit": "ns"},
+      {"name": "BM_D_mean", "run_name": "BM_D", "run_type": "aggregate", "aggregate_name": "mean",
+       "real_time": 4, "time_unit": "ns"}]})";
+  const ResultsFile f = parse_results(text);
+  ASSERT_EQ(f.entries.size(), 2u);
+  EXPECT_EQ(f.entries[0].name, "BM_C");
+  EXPECT_EQ(f.entries[0].time_ns, (std::vector<double>{9}));
+  EXPECT_EQ(f.entries[1].time_ns, (std::vector<double>{4}));
+}
+
 TEST(ResultsFile, ComputesEfficiencyPerRepetitionWhenNotStored) {
   const char* text = R"({"schema_version": 1, "experiments": [
       {"id": "naive", "ideal_ms": 200, "repetitions": [{"wall_ms": 250}, {"wall_ms": 400}]},

@@ -64,13 +64,15 @@ int compare_command(const CompareCommandOptions& o) {
 CommandRunner add_compare_command(CLI::App& app) {
   auto o = std::make_shared<CompareCommandOptions>();
   auto* cmd = app.add_subcommand(
-      "compare",
-      "Compare a run against a baseline; exit 1 on a significant regression.\n"
-      "Experiments (pipeprof results.json) or benchmarks (Google Benchmark JSON, ideally run with "
+      "compare", "Compare a run against a baseline; exit 1 on a significant regression");
+  cmd->footer(
+      "Experiments (pipeprof results.json) or benchmarks (Google Benchmark JSON, run with "
       "--benchmark_repetitions) are matched by name. A pair is a regression when a two-sided "
       "Mann-Whitney U test on the repetitions gives p < alpha AND the median got worse by more "
-      "than the threshold. With one repetition on a side (or too few for the test to reach "
-      "alpha) the threshold alone decides.");
+      "than the threshold. With one repetition on a side, or too few for the test to reach alpha, "
+      "the threshold alone decides.\n"
+      "Exit status: 0 no regression, 1 a significant regression, 2 bad input.\n"
+      "Example: pipeprof compare results/baseline/ci-quick.json out/results.json --threshold 10%");
   cmd->add_option("base", o->base, "Baseline results file (pipeprof or Google Benchmark JSON)")
       ->required();
   cmd->add_option("new", o->now, "New results file to judge")->required();

@@ -51,10 +51,12 @@ int report_command(const ReportCommandOptions& o) {
 
 CommandRunner add_report_command(CLI::App& app) {
   auto o = std::make_shared<ReportCommandOptions>();
-  auto* cmd = app.add_subcommand(
-      "report",
-      "Write a Markdown report with SVG charts (summary, measured vs ideal vs seed, one Gantt "
-      "chart per experiment from its trace, environment) from a results file");
+  auto* cmd =
+      app.add_subcommand("report", "Write a Markdown report with SVG charts from a results file");
+  cmd->footer(
+      "Writes DIR/report.md, DIR/summary.svg (measured vs ideal vs the seed's time) and one "
+      "DIR/gantt-<id>.svg per experiment drawn from its trace, with the summary table and the "
+      "environment. Exit status: 0 written, 1 cannot write, 2 bad input.");
   cmd->add_option("results", o->results, "results.json written by pipeprof suite")->required();
   cmd->add_option("--out", o->out,
                   "Folder for report.md and the charts (default: the results file's folder)");

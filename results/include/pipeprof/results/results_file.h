@@ -5,7 +5,9 @@
 //
 // Google Benchmark: "iteration" runs are grouped by run_name (name without the aggregate suffix)
 // and become the repetitions, real_time converted to nanoseconds from time_unit; "aggregate" runs
-// (mean, median, stddev, cv) are skipped, since they summarise the same repetitions.
+// (mean, median, stddev, cv) are skipped, since they summarise the same repetitions; a benchmark
+// reported with aggregates only (--benchmark_report_aggregates_only) gets its median (else its
+// mean) as a single sample, which `compare` can only judge on the threshold.
 #pragma once
 
 #include <filesystem>
