@@ -105,11 +105,8 @@ std::string environment_section(const nlohmann::json& doc) {
   return md;
 }
 
-}  // namespace
-
-Report render_report(const nlohmann::json& doc, const std::filesystem::path& base_dir,
-                     const std::string& source) {
-  if (!doc.is_object()) throw ResultsError(source + ": $: expected a JSON object");
+Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
+              const std::string& source) {
   const std::vector<Entry> entries = pipeprof_entries(doc, source);  // validates
   const nlohmann::json& experiments = doc["experiments"];
   Report report;
@@ -194,6 +191,17 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
   }
   md += environment_section(doc);
   return report;
+}
+
+}  // namespace
+
+Report render_report(const nlohmann::json& doc, const std::filesystem::path& base_dir,
+                     const std::string& source) {
+  try {
+    return render(doc, base_dir, source);
+  } catch (const nlohmann::json::exception& e) {  // a value of an unexpected type
+    throw ResultsError(fmt::format("{}: {}", source, e.what()));
+  }
 }
 
 void write_report(const Report& report, const std::filesystem::path& out_dir) {

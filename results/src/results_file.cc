@@ -39,12 +39,12 @@ double ns_per_unit(const std::string& unit, const std::string& source, const std
 }  // namespace
 
 std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string& source) {
-  const int version =
-      doc["schema_version"].is_number_integer() ? doc["schema_version"].get<int>() : -1;
-  if (version != 1 && version != 2) {
+  if (!doc.is_object()) fail(source, "$", "expected a JSON object");
+  const auto version = doc.find("schema_version");
+  if (version == doc.end()) fail(source, "$", "missing required key \"schema_version\"");
+  if (!version->is_number_integer() || (*version != 1 && *version != 2)) {
     fail(source, "schema_version",
-         fmt::format("unsupported value {} (this pipeprof reads 1 and 2)",
-                     doc["schema_version"].dump()));
+         fmt::format("unsupported value {} (this pipeprof reads 1 and 2)", version->dump()));
   }
   const auto& experiments = member(doc, "experiments", source, "$");
   if (!experiments.is_array()) fail(source, "experiments", "expected an array");
@@ -128,17 +128,21 @@ ResultsFile parse_results(std::string_view text, const std::string& source) {
     throw ResultsError(fmt::format("{}: not valid JSON (byte {}): {}", source, e.byte, e.what()));
   }
   if (!file.doc.is_object()) fail(source, "$", "expected a JSON object");
-  if (file.doc.contains("schema_version")) {
-    file.format = Format::kPipeprof;
-    file.entries = pipeprof_entries(file.doc, source);
-    file.schema_version = file.doc["schema_version"].get<int>();
-  } else if (file.doc.contains("benchmarks")) {
-    file.format = Format::kGoogleBenchmark;
-    file.entries = google_benchmark_entries(file.doc, source);
-  } else {
-    fail(source, "$",
-         "neither a pipeprof results file (no \"schema_version\") nor Google Benchmark JSON (no "
-         "\"benchmarks\")");
+  try {
+    if (file.doc.contains("schema_version")) {
+      file.format = Format::kPipeprof;
+      file.entries = pipeprof_entries(file.doc, source);
+      file.schema_version = file.doc["schema_version"].get<int>();
+    } else if (file.doc.contains("benchmarks")) {
+      file.format = Format::kGoogleBenchmark;
+      file.entries = google_benchmark_entries(file.doc, source);
+    } else {
+      fail(source, "$",
+           "neither a pipeprof results file (no \"schema_version\") nor Google Benchmark JSON "
+           "(no \"benchmarks\")");
+    }
+  } catch (const nlohmann::json::exception& e) {  // a value of an unexpected type
+    throw ResultsError(fmt::format("{}: {}", source, e.what()));
   }
   return file;
 }

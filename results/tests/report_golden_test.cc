@@ -77,6 +77,11 @@ TEST(ReportGolden, AMissingTraceIsNotedNotFatal) {
 TEST(ReportGolden, RejectsAnotherSchema) {
   nlohmann::json doc{{"schema_version", 7}, {"experiments", nlohmann::json::array()}};
   EXPECT_THROW(render_report(doc, "."), ResultsError);
+  EXPECT_THROW(render_report(nlohmann::json{{"experiments", 1}}, "."), ResultsError);
+  EXPECT_THROW(render_report(nlohmann::json::array(), "."), ResultsError);
+  nlohmann::json odd{
+      {"schema_version", 2}, {"repetitions", "three"}, {"experiments", nlohmann::json::array()}};
+  EXPECT_THROW(render_report(odd, "."), ResultsError);
 }
 
 }  // namespace

@@ -84,6 +84,9 @@ TEST(ResultsFile, ErrorsNameTheFileThePathAndWhatWasExpected) {
             "in.json: benchmarks[0].real_time: expected a number, got \"fast\"");
   EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "x", "real_time": 1, "time_unit": "h"}]})"),
             "in.json: benchmarks[0].time_unit: unknown time_unit \"h\" (expected ns, us, ms or s)");
+  EXPECT_EQ(error_of(R"({"benchmarks": [{"name": "x", "real_time": 1, "run_type": 3}]})")
+                .rfind("in.json: [json.exception.type_error", 0),
+            0u);
   EXPECT_NE(error_of("{\"other\": 1}").find("neither a pipeprof results file"), std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
   EXPECT_NE(error_of("{\"schema_version\": ").find("in.json: not valid JSON"), std::string::npos);
