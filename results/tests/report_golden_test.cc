@@ -74,6 +74,22 @@ TEST(ReportGolden, AMissingTraceIsNotedNotFatal) {
             std::string::npos);
 }
 
+TEST(ReportGolden, ReadsSchemaVersion1) {
+  const nlohmann::json v1 = nlohmann::json::parse(R"({
+    "schema_version": 1, "pipeprof_version": "0.0.9", "repetitions": 2, "interrupted": true,
+    "machine": {"cpu_model": "Old CPU", "cores": 4},
+    "experiments": [{"id": "naive", "step": "sleep:10", "epochs": 2, "ideal_ms": 210,
+                     "median_wall_ms": 220, "efficiency": 0.9545,
+                     "repetitions": [{"wall_ms": 220}, {"wall_ms": 221}]}]})");
+  const std::string md = render_report(v1, ".").markdown;
+  EXPECT_NE(md.find("| CPU | Old CPU |"), std::string::npos) << md;
+  EXPECT_NE(md.find("**Interrupted**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| [naive](#naive) | sleep:10 | 220.00 | 210.0 | - | 0.955 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Efficiency per repetition 0.950 to 0.955"), std::string::npos) << md;
+}
+
 TEST(ReportGolden, RejectsAnotherSchema) {
   nlohmann::json doc{{"schema_version", 7}, {"experiments", nlohmann::json::array()}};
   EXPECT_THROW(render_report(doc, "."), ResultsError);
