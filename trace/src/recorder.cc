@@ -181,12 +181,14 @@ void merge_into(Trace& dst, const Trace& src) {
   for (size_t i = 0; i < src.lanes.size(); ++i) {
     const Lane& l = src.lanes[i];
     const Process& p = src.processes[l.process];
+    const size_t lanes_before = dst.lanes.size();
     const uint32_t idx = l.kind == LaneKind::kGpuStream ? dst.gpu_lane(p.pid, l.device, l.stream)
                                                         : dst.thread_lane(p.pid, l.tid);
     lane_map[i] = idx;
     Lane& d = dst.lanes[idx];
     if (d.name.empty()) d.name = l.name;
-    d.sort_index = l.sort_index;
+    // A lane this process recorded itself (GPU API calls on the training thread) keeps its place.
+    if (idx >= lanes_before) d.sort_index = l.sort_index;
     Process& dp = dst.processes[d.process];
     if (dp.name.empty()) dp.name = p.name;
     dp.sort_index = p.sort_index;

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "pipeprof/pipelines/host_regions.h"
+
 namespace pipeprof::pipelines::mp {
 
 std::shared_ptr<ObjectStore> ObjectStore::create(uint64_t capacity_bytes, const std::string& name) {
@@ -32,14 +34,17 @@ std::shared_ptr<ObjectStore> ObjectStore::create(uint64_t capacity_bytes, const 
     throw std::system_error(err, std::generic_category(), "eventfd for the object store");
   }
   // The mapping keeps the memory; the descriptor is not needed any more.
-  return std::shared_ptr<ObjectStore>(
+  auto store = std::shared_ptr<ObjectStore>(
       new ObjectStore(size, static_cast<std::byte*>(p), size, std::move(event)));
+  host_region_mapped(p, size);  // a CUDA step registers the arena once (host_regions.h)
+  return store;
 }
 
 ObjectStore::ObjectStore(uint64_t capacity, std::byte* base, uint64_t mapped, UniqueFd release_fd)
     : allocator_(capacity), base_(base), mapped_(mapped), release_fd_(std::move(release_fd)) {}
 
 ObjectStore::~ObjectStore() {
+  host_region_unmapped(base_, mapped_);
   ::munmap(base_, mapped_);
 }
 
