@@ -12,6 +12,7 @@
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/gpu_tracer.h"
 #include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::harness {
@@ -209,13 +210,23 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     Repetition rep;
     nlohmann::json tuned;
     std::vector<pipelines::NodeSnapshot> stages;
+    // A GPU step's kernels, copies and API calls join the trace on GPU lanes (CPU-only with one
+    // notice where CUPTI cannot be used).
+    trace::GpuTracer gpu;
+    if (r.step.starts_with("cuda:")) gpu.start();
     try {
       rep = run_once(x, *choice.step, r.epochs, options, stages, tuned);
     } catch (...) {
+      gpu.stop();
       rec.stop();
       throw;
     }
+    gpu.stop();  // merges into the recording, so before the recorder stops
     r.trace = std::make_shared<trace::Trace>(rec.stop());
+    if (r.step.starts_with("cuda:")) {
+      r.trace->metadata["gpu_timeline"] = gpu.notice().empty() ? "cupti" : "off: " + gpu.notice();
+      r.trace->metadata["gpu_records_dropped"] = std::to_string(gpu.dropped_records());
+    }
     r.trace->metadata["experiment"] = x.id;
     r.trace->metadata["step"] = r.step;
     r.trace->metadata["epochs"] = std::to_string(r.epochs);

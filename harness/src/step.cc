@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <utility>
 
+#include "cuda_step.h"
 #include "mlp_step.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
@@ -70,8 +72,14 @@ double Step::last_loss() const {
 }
 
 bool cuda_step_available(std::string* why_not) {
-  if (why_not != nullptr) *why_not = "pipeprof was built without CUDA";
-  return false;
+  // Asked once: the answer cannot change while the process runs, and asking initializes CUDA.
+  static const std::pair<bool, std::string> answer = [] {
+    std::string why;
+    const bool ok = cuda_device_usable(&why);
+    return std::pair{ok, why};
+  }();
+  if (why_not != nullptr) *why_not = answer.second;
+  return answer.first;
 }
 
 void check_step_name(const std::string& name) {
@@ -83,7 +91,12 @@ StepChoice make_step(const std::string& name, const std::string& experiment_defa
   if (parsed.kind == "none") return {std::make_unique<NoStep>(), ""};
   if (parsed.kind == "auto") {
     std::string why;
-    if (cuda_step_available(&why)) return make_step("cuda:10", experiment_default);
+    if (cuda_step_available(&why)) {
+      // The experiment's own step time, on the GPU.
+      const ParsedStep own = parse_step(experiment_default == "auto" ? "sleep:10" : experiment_default);
+      if (own.kind == "none") return {std::make_unique<NoStep>(), ""};  // measures the pipeline alone
+      return make_step(fmt::format("cuda:{}", own.ms > 0 ? own.ms : 10.0));
+    }
     StepChoice c = make_step(experiment_default == "auto" ? "sleep:10" : experiment_default);
     c.notice = fmt::format("step auto: {}; using the experiment's step {}", why, c.step->name());
     return c;
@@ -93,7 +106,7 @@ StepChoice make_step(const std::string& name, const std::string& experiment_defa
   std::string why;
   if (!cuda_step_available(&why))
     throw StepError(fmt::format("step '{}': unavailable: {}", name, why));
-  throw StepError(fmt::format("step '{}': unavailable", name));
+  return {make_cuda_step(parsed.ms), ""};
 }
 
 }  // namespace pipeprof::harness

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "pipeprof/harness/step.h"
+
 namespace {
 
 struct CliResult {
@@ -132,7 +134,29 @@ TEST(Run, BadStepIsBadInput) {
   EXPECT_NE(r.out.find("unknown step 'warp:3'"), std::string::npos) << r.out;
 }
 
+TEST(Run, ProducersNeedAProcessStage) {
+  CliResult r = run("run naive --producers 2 --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("need a multiprocess or shared_store stage"), std::string::npos) << r.out;
+}
+
+TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
+  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producers.json";
+  std::filesystem::remove(path);
+  CliResult r = run(std::string("run ") + PIPEPROF_SPEC_DIR +
+                    "/tiny_multiprocess.json --producers 2 --queue-capacity 3 --repetitions 1 "
+                    "--json " + path.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  const std::string spec = j["spec"].dump();
+  EXPECT_NE(spec.find("\"producers\":2"), std::string::npos) << spec;
+  EXPECT_NE(spec.find("\"queue_capacity\":3"), std::string::npos) << spec;
+  EXPECT_EQ(j["repetitions"][0]["steps"], 4);  // 2 producers x 2 elements
+}
+
 TEST(Run, CudaStepWithoutGpuExitsTwo) {
+  if (pipeprof::harness::cuda_step_available()) GTEST_SKIP() << "a GPU is usable here";
   CliResult r = run("run naive --step cuda:10 --repetitions 1");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("cuda:10"), std::string::npos) << r.out;
@@ -167,6 +191,7 @@ TEST(Suite, QuickRunWritesResultsAndReport) {
 }
 
 TEST(Suite, CudaStepWithoutGpuIsBadInput) {
+  if (pipeprof::harness::cuda_step_available()) GTEST_SKIP() << "a GPU is usable here";
   CliResult r = run("suite --quick --only naive --step cuda:10 --out /tmp/pipeprof_cli_suite_cuda");
   EXPECT_EQ(r.code, 2) << r.out;
 }

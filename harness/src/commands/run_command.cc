@@ -1,5 +1,5 @@
 // pipeprof run <id|spec.json> [--step S] [--epochs N] [--repetitions R] [--json out.json]
-//              [--trace trace.json]
+//              [--trace trace.json] [--producers N] [--queue-capacity N]
 #include <fmt/format.h>
 
 #include <fstream>
@@ -12,6 +12,7 @@
 #include "pipeprof/harness/runner.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/spec.h"
 #include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::harness {
@@ -24,13 +25,51 @@ struct RunCommandOptions {
   int repetitions = 5;
   std::string json;
   std::string trace;
+  int64_t producers = 0;       // 0: the spec's
+  int64_t queue_capacity = 0;  // 0: the spec's
 };
+
+// Writes --producers and --queue-capacity into every multiprocess and shared_store stage of the
+// experiment (nested pipelines included). Throws SpecError when it has none, or the new values are
+// invalid (the spec is parsed again).
+void override_process_sources(Experiment& x, int64_t producers, int64_t queue_capacity) {
+  if (producers == 0 && queue_capacity == 0) return;
+  nlohmann::json doc = x.spec.document;
+  int changed = 0;
+  auto visit = [&](auto& self, nlohmann::json& node) -> void {
+    if (node.is_object()) {
+      if (const auto op = node.find("op");
+          op != node.end() && op->is_string() &&
+          (*op == "multiprocess" || *op == "shared_store")) {
+        if (producers > 0) node["producers"] = producers;
+        if (queue_capacity > 0) node["queue_capacity"] = queue_capacity;
+        ++changed;
+      }
+      for (auto& [key, child] : node.items()) {
+        if (key != "experiment") self(self, child);
+      }
+    } else if (node.is_array()) {
+      for (auto& child : node)
+        self(self, child);
+    }
+  };
+  visit(visit, doc);
+  if (changed == 0) {
+    throw pipelines::SpecError(fmt::format(
+        "{}: --producers and --queue-capacity need a multiprocess or shared_store stage", x.id));
+  }
+  x.spec = pipelines::parse_spec(doc, x.file.empty() ? x.id : x.file.string());
+  // The published numbers are for the published producer count and queue.
+  x.seed_ms.reset();
+  x.documented_ideal_ms.reset();
+}
 
 int run_command(const RunCommandOptions& o) {
   InterruptGuard guard;
   ExperimentResult result;
   try {
-    const Experiment x = find_experiment(o.target);
+    Experiment x = find_experiment(o.target);
+    override_process_sources(x, o.producers, o.queue_capacity);
     RunOptions options{.step = o.step,
                        .epochs = o.epochs,
                        .repetitions = o.repetitions,
@@ -94,6 +133,13 @@ CommandRunner add_run_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--repetitions", o->repetitions, "Repetitions; the median is reported")
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--producers", o->producers,
+                  "Producer processes of the multiprocess or shared_store stage (default: the "
+                  "spec's)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--queue-capacity", o->queue_capacity,
+                  "Elements in flight between producers and consumer (default: the spec's)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");
   cmd->add_option("--trace", o->trace,
                   "Record one extra, unmeasured run's timeline and write it as Chrome-trace JSON");

@@ -1,0 +1,391 @@
+// The GPU training step; see cuda_step.h. Every CUDA and cuBLAS call is checked and every resource
+// is owned by a small RAII wrapper, so a failure anywhere (calibration included) throws StepError
+// naming the call and releases what was made.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "cuda_kernels.h"
+#include "cuda_step.h"
+#include "pipeprof/pipelines/host_regions.h"
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::harness {
+namespace {
+
+constexpr float kLearningRate = 0.05F;
+
+[[noreturn]] void fail(const char* call, const char* what, const char* file, int line) {
+  throw StepError(fmt::format("cuda step: {} failed: {} ({}:{})", call, what, file, line));
+}
+
+void check(cudaError_t e, const char* call, const char* file, int line) {
+  if (e != cudaSuccess) {
+    fail(call, fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e)).c_str(), file,
+         line);
+  }
+}
+
+void check(cublasStatus_t s, const char* call, const char* file, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    fail(call, fmt::format("{} ({})", cublasGetStatusString(s), cublasGetStatusName(s)).c_str(),
+         file, line);
+  }
+}
+
+#define PIPEPROF_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+// Owners. Destructors never throw: a release that fails during unwinding is ignored.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n) : n_(n) {
+    PIPEPROF_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(1, n) * sizeof(T)));
+  }
+  ~DeviceArray() {
+    if (p_ != nullptr) (void)cudaFree(p_);
+  }
+  DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(o.n_) {}
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) {
+    PIPEPROF_CHECK(cudaMallocHost(&p_, std::max<size_t>(1, bytes)));
+  }
+  ~PinnedBuffer() {
+    if (p_ != nullptr) (void)cudaFreeHost(p_);
+  }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  void* get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { PIPEPROF_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() { (void)cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { PIPEPROF_CHECK(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  ~Event() { (void)cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+class Cublas {
+ public:
+  Cublas() { PIPEPROF_CHECK(cublasCreate(&h_)); }
+  ~Cublas() { (void)cublasDestroy(h_); }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  cublasHandle_t h_ = nullptr;
+};
+
+class CudaStep final : public Step {
+ public:
+  CudaStep(double target_ms, int batch, int inputs, int classes)
+      : target_ms_(target_ms), batch_(batch), inputs_(inputs), classes_(classes) {
+    if (target_ms <= 0) throw StepError("cuda step: the target time must be positive");
+    PIPEPROF_CHECK(cudaSetDevice(0));
+    cudaDeviceProp prop{};
+    PIPEPROF_CHECK(cudaGetDeviceProperties(&prop, 0));
+    device_ = prop.name;
+    PIPEPROF_CHECK(cublasSetStream(blas_.get(), compute_.get()));
+
+    const size_t nx = static_cast<size_t>(batch_) * inputs_;
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal(0.0F, 1.0F);
+    std::vector<float> base(nx);
+    for (auto& v : base)
+      v = normal(rng);
+    std::vector<int> labels(static_cast<size_t>(batch_));
+    for (auto& l : labels)
+      l = static_cast<int>(rng() % static_cast<unsigned>(classes_));
+    base_ = DeviceArray<float>(nx);
+    x_ = DeviceArray<float>(nx);
+    labels_ = DeviceArray<int>(labels.size());
+    staging_ = PinnedBuffer(nx);  // the model reads at most one byte per feature
+    batch_bytes_ = DeviceArray<unsigned char>(nx);
+    loss_device_ = DeviceArray<float>(1);
+    loss_host_ = PinnedBuffer(sizeof(float));
+    PIPEPROF_CHECK(cudaMemcpy(base_.get(), base.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
+    PIPEPROF_CHECK(cudaMemcpy(labels_.get(), labels.data(), labels.size() * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    calibrate();
+    // A shared-memory store's arena is registered with the driver once, so batches that live in it
+    // are copied to the device straight from the mapping.
+    pipelines::set_host_region_observer(
+        {[this](void* region, size_t bytes) { register_region(region, bytes); },
+         [this](void* region, size_t bytes) { unregister_region(region, bytes); }});
+  }
+
+  ~CudaStep() override { pipelines::set_host_region_observer({}); }
+  CudaStep(const CudaStep&) = delete;
+  CudaStep& operator=(const CudaStep&) = delete;
+
+  std::string name() const override { return fmt::format("cuda:{}", target_ms_); }
+  double target_ms() const override { return target_ms_; }
+  double last_loss() const override { return loss_; }
+
+  void run(const pipelines::Element& batch) override {
+    // Stage the bytes the model reads (the first tensor's, up to one per feature) in pinned memory
+    // so the copy engine can move them while the host goes on.
+    size_t n = 0;
+    const void* source = staging_.get();
+    if (!batch.empty()) {
+      n = std::min(batch.front().nbytes(), staging_.bytes());
+      const std::byte* data = batch.front().data();
+      if (n > 0 && in_registered_region(data, n)) {
+        source = data;  // already pinned: no staging copy
+        ++direct_copies_;
+      } else if (n > 0) {
+        std::memcpy(staging_.get(), data, n);
+        ++staged_copies_;
+      }
+    }
+    train_step(source, n);
+  }
+
+  CudaStepInfo info() const {
+    std::lock_guard lock(regions_mu_);
+    return {batch_,         inputs_,        hidden_,        classes_,
+            calibrated_ms_, device_,        direct_copies_, staged_copies_,
+            regions_.size()};
+  }
+
+ private:
+  void register_region(void* base, size_t bytes) {
+    const cudaError_t e = cudaHostRegister(base, bytes, cudaHostRegisterDefault);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: clear it
+      std::fprintf(stderr,
+                   "pipeprof: cuda step: cannot register a %zu-byte shared-memory arena (%s); its "
+                   "batches are staged through pinned memory\n",
+                   bytes, cudaGetErrorString(e));
+      return;
+    }
+    std::lock_guard lock(regions_mu_);
+    regions_.emplace_back(static_cast<const std::byte*>(base), bytes);
+  }
+
+  void unregister_region(void* base, size_t bytes) {
+    std::lock_guard lock(regions_mu_);
+    const auto it = std::find(regions_.begin(), regions_.end(),
+                              std::pair{static_cast<const std::byte*>(base), bytes});
+    if (it == regions_.end()) return;
+    // Copies from the region must be done before it stops being pinned.
+    (void)cudaStreamSynchronize(copy_.get());
+    (void)cudaHostUnregister(base);
+    regions_.erase(it);
+  }
+
+  bool in_registered_region(const std::byte* p, size_t n) const {
+    std::lock_guard lock(regions_mu_);
+    return std::any_of(regions_.begin(), regions_.end(), [&](const auto& r) {
+      return r.first <= p && p + n <= r.first + r.second;
+    });
+  }
+
+  void resize(int hidden) {
+    hidden_ = hidden;
+    const size_t h = static_cast<size_t>(hidden);
+    w1_ = DeviceArray<float>(static_cast<size_t>(inputs_) * h);
+    w2_ = DeviceArray<float>(h * classes_);
+    dw1_ = DeviceArray<float>(static_cast<size_t>(inputs_) * h);
+    dw2_ = DeviceArray<float>(h * classes_);
+    h_ = DeviceArray<float>(static_cast<size_t>(batch_) * h);
+    dh_ = DeviceArray<float>(static_cast<size_t>(batch_) * h);
+    logits_ = DeviceArray<float>(static_cast<size_t>(batch_) * classes_);
+    dlogits_ = DeviceArray<float>(static_cast<size_t>(batch_) * classes_);
+    // He-style initialization, drawn on the host once per size.
+    std::mt19937 rng(7);
+    auto fill = [&](DeviceArray<float>& w, size_t fan_in) {
+      std::normal_distribution<float> normal(0.0F,
+                                             std::sqrt(2.0F / static_cast<float>(fan_in)));
+      std::vector<float> v(w.size());
+      for (auto& x : v)
+        x = normal(rng);
+      PIPEPROF_CHECK(cudaMemcpy(w.get(), v.data(), v.size() * sizeof(float),
+                                cudaMemcpyHostToDevice));
+    };
+    fill(w1_, static_cast<size_t>(inputs_));
+    fill(w2_, h);
+  }
+
+  // Row-major C[m x n] = alpha * op(A) op(B) + beta * C, with op(A) m x k and op(B) k x n, on the
+  // compute stream. cuBLAS is column-major, so it computes C^T = op(B)^T op(A)^T.
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+            float* c, float beta = 0.0F) {
+    const float alpha = 1.0F;
+    const int lda = trans_a ? m : k;
+    const int ldb = trans_b ? k : n;
+    PIPEPROF_CHECK(cublasSgemm(blas_.get(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
+                               lda, &beta, c, n));
+  }
+
+  void sgd(DeviceArray<float>& w, const DeviceArray<float>& dw, float rate) {
+    const float step = -rate;
+    PIPEPROF_CHECK(cublasSaxpy(blas_.get(), static_cast<int>(w.size()), &step, dw.get(), 1,
+                               w.get(), 1));
+  }
+
+  // One step on `nbytes` staged bytes; returns once the loss is back on the host.
+  void train_step(const void* source, size_t nbytes) {
+    const size_t nx = static_cast<size_t>(batch_) * inputs_;
+    const size_t nh = static_cast<size_t>(batch_) * hidden_;
+    cudaStream_t compute = compute_.get();
+    if (nbytes > 0) {
+      PIPEPROF_CHECK(cudaMemcpyAsync(batch_bytes_.get(), source, nbytes,
+                                     cudaMemcpyHostToDevice, copy_.get()));
+    }
+    PIPEPROF_CHECK(cudaEventRecord(copied_.get(), copy_.get()));
+    PIPEPROF_CHECK(cudaStreamWaitEvent(compute, copied_.get(), 0));
+    PIPEPROF_CHECK(launch_features(batch_bytes_.get(), nbytes, base_.get(), x_.get(), nx, compute));
+    // Forward.
+    gemm(false, false, batch_, hidden_, inputs_, x_.get(), w1_.get(), h_.get());
+    PIPEPROF_CHECK(launch_relu(h_.get(), nh, compute));
+    gemm(false, false, batch_, classes_, hidden_, h_.get(), w2_.get(), logits_.get());
+    PIPEPROF_CHECK(cudaMemsetAsync(loss_device_.get(), 0, sizeof(float), compute));
+    PIPEPROF_CHECK(launch_softmax_xent(logits_.get(), labels_.get(), dlogits_.get(),
+                                       loss_device_.get(), batch_, classes_, compute));
+    // Backward.
+    gemm(true, false, hidden_, classes_, batch_, h_.get(), dlogits_.get(), dw2_.get());
+    gemm(false, true, batch_, hidden_, classes_, dlogits_.get(), w2_.get(), dh_.get());
+    PIPEPROF_CHECK(launch_relu_backward(h_.get(), dh_.get(), nh, compute));
+    gemm(true, false, inputs_, hidden_, batch_, x_.get(), dh_.get(), dw1_.get());
+    // Update.
+    // The output layer's rate shrinks with the width: each logit sums `hidden` updated weights.
+    sgd(w1_, dw1_, kLearningRate);
+    sgd(w2_, dw2_, kLearningRate * std::min(1.0F, 256.0F / static_cast<float>(hidden_)));
+    PIPEPROF_CHECK(cudaMemcpyAsync(loss_host_.get(), loss_device_.get(), sizeof(float),
+                                   cudaMemcpyDeviceToHost, compute));
+    PIPEPROF_CHECK(cudaStreamSynchronize(compute));
+    loss_ = static_cast<double>(*static_cast<const float*>(loss_host_.get()));
+  }
+
+  // The step's cost grows about linearly with the hidden width: measure, rescale, repeat until one
+  // step lands within 10% of the target. The width is capped by the device's free memory.
+  void calibrate() {
+    size_t free_bytes = 0, total_bytes = 0;
+    PIPEPROF_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    // Per hidden unit: w1, dw1 (inputs each), w2, dw2 (classes each), h, dh (batch each).
+    const size_t per_unit = sizeof(float) * (2 * static_cast<size_t>(inputs_) + 2 * classes_ +
+                                             2 * static_cast<size_t>(batch_));
+    const int max_hidden =
+        static_cast<int>(std::min<size_t>(free_bytes / 2 / per_unit, size_t{1} << 22));
+    int hidden = 256;
+    for (int round = 0; round < 6; ++round) {
+      resize(hidden);
+      train_step(nullptr, 0);  // warm-up: cuBLAS picks its kernels
+      std::vector<int64_t> times;
+      for (int i = 0; i < 5; ++i) {
+        const int64_t t0 = trace::now_ns();
+        train_step(nullptr, 0);
+        times.push_back(trace::now_ns() - t0);
+      }
+      std::sort(times.begin(), times.end());
+      calibrated_ms_ = static_cast<double>(times[times.size() / 2]) / 1e6;
+      if (std::abs(calibrated_ms_ - target_ms_) <= 0.1 * target_ms_) break;
+      // Small widths are dominated by fixed launch costs: grow at most 16x per round.
+      const double scale = std::clamp(target_ms_ / std::max(calibrated_ms_, 1e-3), 1.0 / 16, 16.0);
+      const int next = std::clamp(static_cast<int>(hidden * scale), 16, max_hidden);
+      if (next == hidden) break;  // at a bound: the target is out of reach
+      hidden = next;
+    }
+    // Calibration trained the weights; a run starts from fresh ones.
+    resize(hidden_);
+  }
+
+  double target_ms_;
+  int batch_, inputs_, classes_, hidden_ = 0;
+  double calibrated_ms_ = 0;
+  double loss_ = std::nan("");
+  std::string device_;
+  Stream copy_, compute_;
+  Event copied_;
+  Cublas blas_;
+  PinnedBuffer staging_, loss_host_;
+  DeviceArray<unsigned char> batch_bytes_;
+  DeviceArray<float> base_, x_, w1_, w2_, dw1_, dw2_, h_, dh_, logits_, dlogits_, loss_device_;
+  DeviceArray<int> labels_;
+  int64_t direct_copies_ = 0, staged_copies_ = 0;
+  mutable std::mutex regions_mu_;
+  std::vector<std::pair<const std::byte*, size_t>> regions_;
+};
+
+}  // namespace
+
+bool cuda_device_usable(std::string* why_not) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  std::string why;
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && devices < 1)) {
+    why = "no CUDA device";
+  } else if (e == cudaErrorInsufficientDriver) {
+    why = "the CUDA driver is missing or older than the runtime";
+  } else if (e != cudaSuccess) {
+    why = fmt::format("cudaGetDeviceCount failed: {} ({})", cudaGetErrorString(e),
+                      cudaGetErrorName(e));
+  }
+  if (why_not != nullptr) *why_not = why;
+  return why.empty();
+}
+
+std::unique_ptr<Step> make_cuda_step(double target_ms) {
+  return std::make_unique<CudaStep>(target_ms, 256, 1024, 10);
+}
+
+CudaStepInfo cuda_step_info(const Step& step) {
+  if (const auto* s = dynamic_cast<const CudaStep*>(&step)) return s->info();
+  return {};
+}
+
+}  // namespace pipeprof::harness
