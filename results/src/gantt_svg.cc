@@ -25,9 +25,9 @@ struct Block {
   int64_t dur_ns = 0;  // of the single span (count == 1)
 };
 
-std::string shape(const Block& b, double y) {
+std::string shape(const Block& b, double y, const svg::ColourMap& colours) {
   const double w = std::max(b.x1 - b.x0, 0.5);
-  const std::string colour = b.mixed ? kMixedColour : svg::colour_for(b.name);
+  const char* colour = b.mixed ? kMixedColour : colours.colour(b.name);
   std::string tip = b.count == 1
                         ? fmt::format("{} ({:.3f} ms)", b.name, static_cast<double>(b.dur_ns) / 1e6)
                     : b.mixed ? fmt::format("{} spans", b.count)
@@ -65,8 +65,19 @@ std::string gantt_svg(const trace::Trace& t, const std::string& title, const Gan
       lanes.size() > static_cast<size_t>(o.max_lanes) ? lanes.size() - o.max_lanes : 0;
   if (lanes_left_out) lanes.resize(static_cast<size_t>(o.max_lanes));
 
-  std::string body;
+  // Total time per name over what is drawn: orders the legend and the colour assignment.
   std::map<std::string_view, int64_t> time_by_name;
+  for (uint32_t l : lanes)
+    for (const trace::Span& s : t.lanes[l].spans)
+      if (static_cast<int>(s.depth) < o.max_depth) time_by_name[t.name(s)] += s.dur_ns;
+  std::vector<std::pair<std::string_view, int64_t>> names(time_by_name.begin(), time_by_name.end());
+  std::stable_sort(names.begin(), names.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  svg::ColourMap colours;
+  for (const auto& [name, ns] : names)
+    colours.assign(name);
+
+  std::string body;
   size_t shapes = 0;
   bool truncated = false, depth_cut = false;
   double y = kTop;
@@ -90,14 +101,13 @@ std::string gantt_svg(const trace::Trace& t, const std::string& title, const Gan
       Block pending;
       auto flush = [&] {
         if (pending.count == 0) return;
-        body += shape(pending, row_y);
+        body += shape(pending, row_y, colours);
         ++shapes;
         pending = Block{};
       };
       for (const trace::Span& s : lane.spans) {
         if (static_cast<int>(s.depth) != d) continue;
         const std::string_view name = t.name(s);
-        time_by_name[name] += s.dur_ns;
         const double x0 = x_of(s.start_ns), x1 = x_of(s.end_ns());
         const bool narrow = x1 - x0 < o.merge_px;
         // A narrow span joins a block of narrow spans that ends less than merge_px before it.
@@ -133,9 +143,6 @@ std::string gantt_svg(const trace::Trace& t, const std::string& title, const Gan
   }
 
   // Legend: the names with the most time, largest first (ties by name, for a stable order).
-  std::vector<std::pair<std::string_view, int64_t>> names(time_by_name.begin(), time_by_name.end());
-  std::stable_sort(names.begin(), names.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
   if (names.size() > o.legend_names) names.resize(o.legend_names);
   std::string legend;
   double ly = y + 8;
@@ -150,7 +157,7 @@ std::string gantt_svg(const trace::Trace& t, const std::string& title, const Gan
     legend += fmt::format(
         "<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"12\" height=\"10\" fill=\"{}\"/>"
         "<text x=\"{:.1f}\" y=\"{:.0f}\" class=\"s\">{}</text>\n",
-        lx, ly, svg::colour_for(name), lx + 16, ly + 9, svg::escape(label));
+        lx, ly, colours.colour(name), lx + 16, ly + 9, svg::escape(label));
     lx += w;
   }
   std::string notes;

@@ -34,35 +34,36 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-std::string colour_for(std::string_view name) {
+const char* palette(size_t slot) {
+  static constexpr const char* kPalette[kPaletteSize] = {
+      "#8fb9e3", "#f6a35c", "#86cf7f", "#e88a8a", "#b9a1df", "#c8a07f", "#f0a6d3",
+      "#d6d65c", "#6fd3d8", "#5b8fd1", "#f7d26a", "#4fae6b", "#d95f5f", "#9b7fd1",
+      "#a8806a", "#e377c2", "#b5e3a8", "#ffb3a7", "#7fb0b8", "#c5c56f"};
+  return kPalette[slot % kPaletteSize];
+}
+
+size_t palette_slot(std::string_view name) {
   uint32_t h = 2166136261u;
   for (unsigned char c : name) {
     h ^= c;
     h *= 16777619u;
   }
-  const double hue = static_cast<double>(h % 360);
-  const double s = 0.55, l = 0.62;
-  // HSL to RGB.
-  const double chroma = (1 - std::fabs(2 * l - 1)) * s;
-  const double hp = hue / 60;
-  const double x = chroma * (1 - std::fabs(std::fmod(hp, 2) - 1));
-  double r = 0, g = 0, b = 0;
-  if (hp < 1) {
-    r = chroma, g = x;
-  } else if (hp < 2) {
-    r = x, g = chroma;
-  } else if (hp < 3) {
-    g = chroma, b = x;
-  } else if (hp < 4) {
-    g = x, b = chroma;
-  } else if (hp < 5) {
-    r = x, b = chroma;
-  } else {
-    r = chroma, b = x;
-  }
-  const double m = l - chroma / 2;
-  auto byte = [m](double v) { return static_cast<int>(std::lround((v + m) * 255)); };
-  return fmt::format("#{:02x}{:02x}{:02x}", byte(r), byte(g), byte(b));
+  return h % kPaletteSize;
+}
+
+const char* ColourMap::assign(std::string_view name) {
+  if (auto it = slots_.find(name); it != slots_.end()) return palette(it->second);
+  size_t slot = palette_slot(name);
+  for (size_t i = 0; i < kPaletteSize && used_[slot]; ++i)
+    slot = (slot + 1) % kPaletteSize;  // all used: share the preferred slot's neighbour
+  used_[slot] = true;
+  slots_.emplace(std::string(name), slot);
+  return palette(slot);
+}
+
+const char* ColourMap::colour(std::string_view name) const {
+  auto it = slots_.find(name);
+  return palette(it == slots_.end() ? palette_slot(name) : it->second);
 }
 
 double tick_step(double span, int max_ticks) {

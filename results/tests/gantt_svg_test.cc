@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 
 #include "svg.h"
 
@@ -83,7 +84,13 @@ TEST(GanttSvg, EmptyTrace) {
 
 TEST(Svg, Helpers) {
   EXPECT_EQ(svg::colour_for("step"), svg::colour_for("step"));
-  EXPECT_NE(svg::colour_for("step"), svg::colour_for("wait"));
+  // Within one chart, names never share a colour while the palette lasts.
+  svg::ColourMap colours;
+  std::set<std::string> seen;
+  for (int i = 0; i < static_cast<int>(svg::kPaletteSize); ++i)
+    seen.insert(colours.assign("name " + std::to_string(i)));
+  EXPECT_EQ(seen.size(), svg::kPaletteSize);
+  EXPECT_STREQ(colours.colour("name 3"), colours.assign("name 3"));
   EXPECT_TRUE(std::regex_match(svg::colour_for("x"), std::regex("#[0-9a-f]{6}")));
   EXPECT_DOUBLE_EQ(svg::tick_step(100, 8), 20);
   EXPECT_DOUBLE_EQ(svg::tick_step(0.9, 8), 0.2);

@@ -1,7 +1,7 @@
 // A Gantt chart of a trace as one standalone SVG: one row per lane (CPU thread or GPU stream) and
-// nesting level, spans as rectangles coloured by name (the same name always gets the same
-// colour), a time axis in milliseconds from the trace's start, and a legend of the names that
-// take the most time.
+// nesting level, spans as rectangles coloured by name (a name prefers the same colour in
+// every chart; two names of one chart never share one), a time axis in milliseconds from the
+// trace's start, and a legend of the names that take the most time.
 //
 // Level of detail: spans narrower than `merge_px` that follow each other within `merge_px` are
 // drawn as one block with a count in its tooltip (in the colour of their name when they all share
