@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "pipeprof/results/compare.h"
 #include "pipeprof/results/environment.h"
@@ -61,6 +62,39 @@ std::string file_safe(const std::string& id) {
     out += ok ? c : '_';
   }
   return out.empty() ? "experiment" : out;
+}
+
+// What the online tuner picked, when it ran: "Online tuner: `prefetch` buffer_size = 2 (3
+// changes)."
+std::string tuning_line(const nlohmann::json& x) {
+  auto it = x.find("autotune");
+  if (it == x.end() || !it->is_object()) return "";
+  std::string picks;
+  if (auto f = it->find("final"); f != it->end() && f->is_array()) {
+    for (const auto& k : *f) {
+      if (!k.is_object()) continue;
+      const std::string value = k.contains("value") ? k["value"].dump() : "?";
+      picks += fmt::format("{}`{}` {} = {}", picks.empty() ? "" : ", ", str(k, "stage"),
+                           str(k, "knob"), value);
+    }
+  }
+  size_t changes = 0;
+  if (auto c = it->find("changes"); c != it->end() && c->is_array()) changes = c->size();
+  return fmt::format("Online tuner: {} ({} change(s) in the last repetition).\n\n",
+                     picks.empty() ? std::string("no knob") : picks, changes);
+}
+
+// A process-based transport against its physical floor.
+std::string transport_line(const nlohmann::json& x) {
+  auto it = x.find("transport");
+  if (it == x.end() || !it->is_object()) return "";
+  const auto bytes = opt_number(*it, "bytes_copied_per_element");
+  return fmt::format(
+      "Transport: {} MB copied per element at {} GB/s memcpy bandwidth, a floor of {} ms per "
+      "element.\n\n",
+      bytes ? fmt::format("{:.1f}", *bytes / 1e6) : std::string("-"),
+      num(opt_number(*it, "memcpy_gb_per_s"), 1),
+      num(opt_number(*it, "copy_floor_ms_per_element"), 3));
 }
 
 std::string environment_section(const nlohmann::json& doc) {
@@ -151,6 +185,7 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
   }
 
   md += "## Experiments\n\n";
+  std::set<std::string> used_names{"summary.svg", "report.md"};
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& x = experiments[i];
     const Entry& e = entries[i];
@@ -168,7 +203,17 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
       md += fmt::format(" Efficiency per repetition {:.3f} to {:.3f} (median {:.3f}).", *lo, *hi,
                         median(e.efficiency));
     }
+    if (auto w = x.find("median_wait"); w != x.end() && w->is_object() && !e.time_ns.empty()) {
+      md += fmt::format(" Wait for input per step: p50 {} ms, p99 {} ms",
+                        num(opt_number(*w, "p50_ms"), 3), num(opt_number(*w, "p99_ms"), 3));
+      if (auto steady = opt_number(x, "median_steady_wait_ms")) {
+        md += fmt::format(", steady-state mean {:.3f} ms", *steady);
+      }
+      md += ".";
+    }
     md += "\n\n";
+    md += tuning_line(x);
+    md += transport_line(x);
     for (const char* key : {"simulation_note", "notice", "ideal_basis"}) {
       if (std::string note = str(x, key); !note.empty()) md += fmt::format("- {}\n", note);
     }
@@ -182,7 +227,9 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
     }
     try {
       const trace::Trace t = trace::load_chrome_json(base_dir / trace_rel);
-      const std::string name = "gantt-" + file_safe(e.name) + ".svg";
+      std::string name = "gantt-" + file_safe(e.name) + ".svg";
+      for (int n = 2; !used_names.insert(name).second; ++n)
+        name = fmt::format("gantt-{}-{}.svg", file_safe(e.name), n);
       report.files.push_back({name, gantt_svg(t, e.name + " (" + trace_rel + ")")});
       md += fmt::format("![Gantt chart of {}]({})\n\nTrace: `{}`\n\n", e.name, name, trace_rel);
     } catch (const std::exception& err) {

@@ -66,6 +66,19 @@ TEST(ReportGolden, HasTheSectionsAndCharts) {
   EXPECT_EQ(report.files[1].name, "gantt-naive.svg");
 }
 
+TEST(ReportGolden, ChartFileNamesAreSafeAndUnique) {
+  ResultsFile file = load_results(kGolden / "results.json");
+  auto& xs = file.doc["experiments"];
+  xs[1]["id"] = "a/b";
+  xs[2]["id"] = "a_b";
+  xs[1]["trace"] = xs[2]["trace"] = xs[0]["trace"];
+  const Report report = render_report(file.doc, kGolden);
+  ASSERT_EQ(report.files.size(), 4u);
+  EXPECT_EQ(report.files[2].name, "gantt-a_b.svg");
+  EXPECT_EQ(report.files[3].name, "gantt-a_b-2.svg");
+  EXPECT_NE(report.markdown.find("![Gantt chart of a_b](gantt-a_b-2.svg)"), std::string::npos);
+}
+
 TEST(ReportGolden, AMissingTraceIsNotedNotFatal) {
   ResultsFile file = load_results(kGolden / "results.json");
   file.doc["experiments"][0]["trace"] = "traces/missing.json";
