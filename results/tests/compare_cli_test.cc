@@ -37,7 +37,10 @@ CliResult run(const std::string& args) {
 class CompareCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / "pipeprof_compare_cli";
+    // One folder per test: CTest runs the tests of this file in parallel processes.
+    dir_ = fs::temp_directory_path() /
+           (std::string("pipeprof_compare_cli_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
