@@ -36,6 +36,44 @@ double ns_per_unit(const std::string& unit, const std::string& source, const std
   fail(source, path, fmt::format("unknown time_unit \"{}\" (expected ns, us, ms or s)", unit));
 }
 
+// Google Benchmark writes non-finite numbers as bare NaN / Infinity / -Infinity (e.g. the "cv" of a
+// counter that is always zero), which JSON does not allow; they become null outside strings.
+std::string non_finite_as_null(std::string_view text) {
+  static constexpr std::string_view kTokens[] = {"-Infinity", "Infinity", "-inf", "inf",
+                                                 "NaN",       "-nan",     "nan"};
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (std::string_view token : kTokens) {
+      if (text.substr(i, token.size()) == token) {
+        out += "null";
+        i += token.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string& source) {
@@ -123,7 +161,7 @@ ResultsFile parse_results(std::string_view text, const std::string& source) {
   ResultsFile file;
   file.path = source;
   try {
-    file.doc = nlohmann::json::parse(text);
+    file.doc = nlohmann::json::parse(non_finite_as_null(text));
   } catch (const nlohmann::json::parse_error& e) {
     throw ResultsError(fmt::format("{}: not valid JSON (byte {}): {}", source, e.byte, e.what()));
   }

@@ -30,6 +30,20 @@ TEST(ResultsFile, ReadsGoogleBenchmarkRepetitionsAndSkipsAggregates) {
   EXPECT_EQ(f.entries[1].time_ns, (std::vector<double>{2e6}));
 }
 
+TEST(ResultsFile, GoogleBenchmarkNonFiniteNumbersAreTolerated) {
+  // As Google Benchmark writes the cv of a counter that is always zero.
+  const char* text = R"({"benchmarks": [
+      {"name": "BM_E", "run_name": "BM_E", "run_type": "iteration", "real_time": 5,
+       "time_unit": "ns", "label": "NaN inside a string stays", "dropped": 0},
+      {"name": "BM_E_cv", "run_name": "BM_E", "run_type": "aggregate", "aggregate_name": "cv",
+       "real_time": 0.1, "time_unit": "ns", "dropped": NaN, "max": Infinity, "min": -Infinity}]})";
+  const ResultsFile f = parse_results(text);
+  ASSERT_EQ(f.entries.size(), 1u);
+  EXPECT_EQ(f.entries[0].time_ns, (std::vector<double>{5}));
+  EXPECT_EQ(f.doc["benchmarks"][0]["label"], "NaN inside a string stays");
+  EXPECT_TRUE(f.doc["benchmarks"][1]["dropped"].is_null());
+}
+
 TEST(ResultsFile, AggregatesOnlyGiveOneSample) {
   const char* text = R"({"benchmarks": [
       {"name": "BM_C_mean", "run_name": "BM_C", "run_type": "aggregate", "aggregate_name": "mean",
