@@ -42,6 +42,13 @@ int compare_command(const CompareCommandOptions& o) {
     std::cerr << "pipeprof compare: " << e.what() << "\n";
     return kExitBadInput;
   }
+  for (const auto* file : {&base, &now}) {
+    const auto it = file->doc.find("interrupted");
+    if (it != file->doc.end() && it->is_boolean() && it->get<bool>()) {
+      std::cerr << "pipeprof compare: warning: " << file->path.string()
+                << " is from an interrupted run: its results are partial\n";
+    }
+  }
   const results::Comparison c = results::compare(base.entries, now.entries, options);
   if (c.matched() == 0) {
     std::cerr << "pipeprof compare: " << o.base << " and " << o.now
