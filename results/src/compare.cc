@@ -1,7 +1,5 @@
 #include "pipeprof/results/compare.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -20,18 +18,6 @@ double smallest_p(size_t n1, size_t n2) {
   std::iota(x.begin(), x.end(), 0.0);
   std::iota(y.begin(), y.end(), static_cast<double>(n1));
   return mann_whitney_u(x, y).p;
-}
-
-std::string format_value(double v, Metric metric) {
-  if (metric == Metric::kEfficiency) return fmt::format("{:.3f}", v);
-  if (v >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.3f} ms", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.3f} us", v / 1e3);
-  return fmt::format("{:.1f} ns", v);
-}
-
-nlohmann::json opt(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 }  // namespace
@@ -162,65 +148,6 @@ Comparison compare(const std::vector<Entry>& base, const std::vector<Entry>& now
     c.rows.push_back(std::move(row));
   }
   return c;
-}
-
-std::string format_table(const Comparison& c) {
-  const Metric m = c.options.metric;
-  size_t width = 10;
-  for (const auto& r : c.rows)
-    width = std::max(width, r.name.size());
-  std::string out = fmt::format("{:<{}}  {:>14} {:>14} {:>9} {:>9}  {:<22} {}\n", "name", width,
-                                fmt::format("base {}", m == Metric::kEfficiency ? "eff." : "time"),
-                                fmt::format("new {}", m == Metric::kEfficiency ? "eff." : "time"),
-                                "change", "p", "test", "verdict");
-  for (const auto& r : c.rows) {
-    const std::string base =
-        r.base_median ? fmt::format("{} (n={})", format_value(*r.base_median, m), r.base_n) : "-";
-    const std::string now =
-        r.new_median ? fmt::format("{} (n={})", format_value(*r.new_median, m), r.new_n) : "-";
-    out += fmt::format("{:<{}}  {:>14} {:>14} {:>9} {:>9}  {:<22} {}\n", r.name, width, base, now,
-                       r.change ? fmt::format("{:+.1f}%", *r.change * 100) : "-",
-                       r.test ? fmt::format("{:.4f}", r.test->p) : "-",
-                       r.test_note.empty() ? "-" : r.test_note,
-                       r.verdict == Verdict::kRegression ? "REGRESSION" : verdict_name(r.verdict));
-  }
-  size_t regressions = 0, improvements = 0;
-  for (const auto& r : c.rows) {
-    regressions += r.verdict == Verdict::kRegression;
-    improvements += r.verdict == Verdict::kImprovement;
-  }
-  out += fmt::format(
-      "{} compared on {} (threshold {:.1f}%, alpha {}): {} regression(s), {} improvement(s)\n",
-      c.matched(), metric_name(m), c.options.threshold * 100, c.options.alpha, regressions,
-      improvements);
-  return out;
-}
-
-nlohmann::json to_json(const Comparison& c) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : c.rows) {
-    nlohmann::json row{{"name", r.name},
-                       {"verdict", verdict_name(r.verdict)},
-                       {"base_n", r.base_n},
-                       {"new_n", r.new_n},
-                       {"base_median", opt(r.base_median)},
-                       {"new_median", opt(r.new_median)},
-                       {"change", opt(r.change)},
-                       {"test", r.test_note}};
-    if (r.test) {
-      row["p"] = r.test->p;
-      row["u"] = r.test->u1;
-      row["exact"] = r.test->exact;
-    } else {
-      row["p"] = nullptr;
-    }
-    rows.push_back(std::move(row));
-  }
-  return {{"metric", metric_name(c.options.metric)},
-          {"threshold", c.options.threshold},
-          {"alpha", c.options.alpha},
-          {"regression", c.has_regression()},
-          {"rows", rows}};
 }
 
 }  // namespace pipeprof::results
