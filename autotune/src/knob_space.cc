@@ -68,6 +68,11 @@ void walk(const nlohmann::json& pipeline, const std::string& pointer, const std:
       }
     } else if (op == "prefetch" && is_autotune(stage, "buffer_size")) {
       add("buffer_size", power_values(o.max_buffer), pipelines::kDefaultAutotuneBuffer);
+    } else if (op == "multiprocess" || op == "shared_store") {
+      // Offline only: the producer processes are forked when the pipeline starts.
+      if (is_autotune(stage, "producers")) add("producers", range_values(o.max_producers), 8);
+      if (is_autotune(stage, "queue_capacity"))
+        add("queue_capacity", power_values(o.max_queue_capacity), 16);
     }
     if (auto nested = stage.find("pipeline"); nested != stage.end() && nested->is_object())
       walk(*nested, at + "/pipeline", where + ".pipeline.", o, out);

@@ -43,5 +43,32 @@ TEST(KnobSpace, AppliedSpecsParse) {
   EXPECT_TRUE(discover_knobs(spec).empty());
 }
 
+TEST(KnobSpace, ProcessSourcesHaveProducerAndQueueKnobs) {
+  const nlohmann::json spec = nlohmann::json::parse(R"({
+    "stages": [
+      {"op": "shared_store", "producers": "autotune", "queue_capacity": "autotune",
+       "pipeline": {"stages": [{"op": "range", "stop": 4}]}},
+      {"op": "prefetch", "buffer_size": 2}
+    ]
+  })");
+  const auto knobs = discover_knobs(spec, {.max_producers = 4, .max_queue_capacity = 32});
+  ASSERT_EQ(knobs.size(), 2u);
+  EXPECT_EQ(knobs[0].path, "/stages/0/producers");
+  EXPECT_EQ(knobs[0].values, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(knobs[0].initial, 4);  // the default of 8, clamped to the space
+  EXPECT_EQ(knobs[1].path, "/stages/0/queue_capacity");
+  EXPECT_EQ(knobs[1].values, (std::vector<int64_t>{1, 2, 4, 8, 16, 32}));
+  EXPECT_EQ(knobs[1].initial, 16);
+  const auto applied = apply_assignment(spec, knobs, {{"/stages/0/producers", 3}});
+  EXPECT_EQ(applied["stages"][0]["producers"], 3);
+  EXPECT_EQ(applied["stages"][0]["queue_capacity"], 16);
+  EXPECT_NO_THROW(pipelines::parse_spec(applied));
+  // Unapplied, the spec still runs: the defaults stand in for the knobs.
+  const pipelines::Spec parsed = pipelines::parse_spec(spec);
+  const std::string as_run = parsed.dataset.to_json().dump();
+  EXPECT_NE(as_run.find("\"producers\":8"), std::string::npos) << as_run;
+  EXPECT_NE(as_run.find("\"queue_capacity\":16"), std::string::npos) << as_run;
+}
+
 }  // namespace
 }  // namespace pipeprof::autotune

@@ -12,6 +12,12 @@
 namespace pipeprof::pipelines {
 namespace {
 
+// A process source's "producers" or "queue_capacity" written "autotune" is a knob for the offline
+// tuner (`pipeprof tune`); the producers are forked once, so a plain run uses the default.
+int64_t knob_or_default(int64_t value, int64_t fallback) {
+  return value == kAutotune ? fallback : value;
+}
+
 using spec_detail::ElementScope;
 using spec_detail::Fields;
 
@@ -101,16 +107,16 @@ Dataset parse_source(const nlohmann::json& stage, const Context& ctx, const std:
   if (op == "multiprocess") {
     f.only({"op", "pipeline", "producers", "queue_capacity", "deterministic"});
     const MultiprocessOptions options{
-        .producers = f.integer("producers", 8, 1, kMaxProducers),
-        .queue_capacity = f.integer("queue_capacity", 16, 1, kMaxFixedBuffer),
+        .producers = knob_or_default(f.tunable("producers", 8, 1, kMaxProducers), 8),
+        .queue_capacity = knob_or_default(f.tunable("queue_capacity", 16, 1, kMaxFixedBuffer), 16),
         .deterministic = f.boolean("deterministic", false)};
     return multiprocess(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"), options);
   }
   if (op == "shared_store") {
     f.only({"op", "pipeline", "producers", "queue_capacity", "store_mb", "deterministic"});
     const SharedStoreOptions options{
-        .producers = f.integer("producers", 8, 1, kMaxProducers),
-        .queue_capacity = f.integer("queue_capacity", 16, 1, kMaxFixedBuffer),
+        .producers = knob_or_default(f.tunable("producers", 8, 1, kMaxProducers), 8),
+        .queue_capacity = knob_or_default(f.tunable("queue_capacity", 16, 1, kMaxFixedBuffer), 16),
         .store_mb = f.integer("store_mb", 2048, 1, kMaxStoreMb),
         .deterministic = f.boolean("deterministic", false)};
     return shared_store(nested_pipeline_fn(f.raw("pipeline"), ctx, path + ".pipeline"), options);

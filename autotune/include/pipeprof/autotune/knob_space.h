@@ -1,6 +1,7 @@
 // The search space of a pipeline spec for offline tuning: every parameter written as "autotune"
-// (map and interleave "parallelism", prefetch "buffer_size", interleave "cycle_length"), with the
-// ordered values a search may give it, and the spec with concrete values written in.
+// (map and interleave "parallelism", prefetch "buffer_size", interleave "cycle_length", and the
+// "producers" and "queue_capacity" of multiprocess and shared_store stages), with the ordered
+// values a search may give it, and the spec with concrete values written in.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,8 @@ namespace pipeprof::autotune {
 struct KnobSpec {
   std::string path;             // JSON pointer into the spec, e.g. "/stages/1/parallelism"
   std::string stage;            // e.g. "stages[1] map 'mapped_function'"
-  std::string knob;             // "parallelism", "buffer_size" or "cycle_length"
+  std::string knob;             // "parallelism", "buffer_size", "cycle_length", "producers" or
+                                // "queue_capacity"
   std::vector<int64_t> values;  // ascending
   int64_t initial = 0;          // where a search starts (the online default)
 };
@@ -25,6 +27,8 @@ using KnobAssignment = std::map<std::string, int64_t>;
 struct KnobSpaceOptions {
   int64_t max_parallelism = 16;     // parallelism and cycle_length: 1..max
   int64_t max_buffer = 64;          // buffer_size: powers of two 1..max
+  int64_t max_producers = 16;       // producers: 1..max (starting at 8)
+  int64_t max_queue_capacity = 64;  // queue_capacity: powers of two 1..max (starting at 16)
   int64_t initial_parallelism = 0;  // 0: pipelines::default_autotune_parallelism()
 };
 
