@@ -265,7 +265,8 @@ TEST(Statistics, CpuShareTellsBurningFromWaiting) {
                     .iterate();
     drain_ints(*busy);
     const auto busy_map = stage_snapshot(busy->model(), "map");
-    EXPECT_GT(busy_map->cpu_share, 0.5) << "parallelism " << parallelism;
+    // About 1 on a quiet machine; a third or more even when ctest runs busy tests beside it.
+    EXPECT_GT(busy_map->cpu_share, 0.3) << "parallelism " << parallelism;
     EXPECT_GT(busy_map->cpu_ns_per_element, 1.0 * trace::kNsPerMs);
   }
   for (int64_t parallelism : std::vector<int64_t>{0, 2}) {
@@ -274,7 +275,7 @@ TEST(Statistics, CpuShareTellsBurningFromWaiting) {
                       .iterate();
     drain_ints(*sleepy);
     const auto sleepy_map = stage_snapshot(sleepy->model(), "map");
-    EXPECT_LT(sleepy_map->cpu_share, 0.3) << "parallelism " << parallelism;
+    EXPECT_LT(sleepy_map->cpu_share, 0.15) << "parallelism " << parallelism;  // about 0.01
     EXPECT_GT(sleepy_map->wall_ns_per_element, 5.0 * trace::kNsPerMs);
   }
 }

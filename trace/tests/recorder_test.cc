@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -202,23 +203,32 @@ TEST_F(RecorderTest, StopRacesWithRecordingThreads) {
   std::vector<std::thread> threads;
   for (int k = 0; k < 2; ++k) {
     threads.emplace_back([&] {
+      // Bursts with short pauses: enough spans to race with every stop and snapshot, not so
+      // many that collecting them (and two spinning threads) starve the tests running beside.
       while (!done.load()) {
-        ScopedSpan s(n, category::pipeline());
+        for (int i = 0; i < 64; ++i) {
+          ScopedSpan s(n, category::pipeline());
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
     });
   }
+  size_t seen = 0;
   for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the threads record meanwhile
     const Trace t = round % 2 == 0 ? rec.snapshot() : rec.stop();
     for (const Lane& l : t.lanes)
       for (const Span& s : l.spans) {
         ASSERT_EQ(t.name(s), "race");
         ASSERT_GE(s.dur_ns, 0);
+        ++seen;
       }
     if (round % 2 == 1) rec.start();
   }
   done = true;
   for (auto& th : threads)
     th.join();
+  EXPECT_GT(seen, 1000u) << "the recording threads' spans were collected";
 }
 
 }  // namespace
