@@ -2,15 +2,19 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -153,6 +157,78 @@ TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
   EXPECT_NE(spec.find("\"producers\":2"), std::string::npos) << spec;
   EXPECT_NE(spec.find("\"queue_capacity\":3"), std::string::npos) << spec;
   EXPECT_EQ(j["repetitions"][0]["steps"], 4);  // 2 producers x 2 elements
+}
+
+TEST(Run, ProducerSpansAreMergedAsOneProcessLaneEach) {
+  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producer_trace.json";
+  std::filesystem::remove(path);
+  CliResult r = run("run " + spec("tiny_multiprocess.json") + " --producers 3 --repetitions 1 " +
+                    "--trace " + path.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  std::map<int64_t, std::string> process_names;
+  std::set<int64_t> pids_with_spans;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      process_names[e["pid"].get<int64_t>()] = e["args"]["name"].get<std::string>();
+    }
+    if (e["ph"] == "X") pids_with_spans.insert(e["pid"].get<int64_t>());
+  }
+  int producers = 0;
+  for (const auto& [pid, name] : process_names) {
+    if (name.rfind("producer ", 0) != 0) continue;
+    ++producers;
+    EXPECT_TRUE(pids_with_spans.contains(pid)) << name << " has no spans";
+  }
+  EXPECT_EQ(producers, 3) << j.dump().substr(0, 2000);
+}
+
+// Ctrl-C while producers run: pipeprof exits 130 and leaves no process behind (this test adopts
+// orphans as a subreaper, so a producer left running would be its child) and nothing in /dev/shm.
+TEST(Run, CtrlCDuringProcessSourcesLeavesNoProcessOrSharedMemory) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  auto shm_entries = [] {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/dev/shm", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+      ++n;
+    return n;
+  };
+  const size_t shm_before = shm_entries();
+  const auto slow = write_temp("slow_store.json", R"({
+    "stages": [{"op": "shared_store", "producers": 3, "queue_capacity": 4, "store_mb": 16,
+                "pipeline": {"stages": [{"op": "generator", "fn": "random_tensors",
+                  "args": {"count": 1000, "shapes": [[1024]], "delay_ms": 20}}]}}],
+    "experiment": {"step": "sleep:5"}})");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execl(PIPEPROF_BINARY, PIPEPROF_BINARY, "run", slow.c_str(), "--repetitions", "1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // producers are running
+  kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  // Any producer left would now be our child.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int leftovers = 0;
+  while (waitpid(-1, &status, WNOHANG) > 0)
+    ++leftovers;
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD) << "a producer process is still running";
+  EXPECT_EQ(leftovers, 0) << "producer processes outlived pipeprof";
+  EXPECT_EQ(shm_entries(), shm_before);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 TEST(Run, CudaStepWithoutGpuExitsTwo) {
