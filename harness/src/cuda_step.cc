@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <utility>
@@ -128,12 +130,20 @@ class Cublas {
   cublasHandle_t h_ = nullptr;
 };
 
+// Selects device 0 before the other members create streams, events and the cuBLAS handle on it.
+struct DeviceZero {
+  DeviceZero() { PIPEPROF_CHECK(cudaSetDevice(0)); }
+};
+
+// The step whose observer is installed (host_regions.h), so an older step's destruction does not
+// remove a newer one's.
+std::atomic<const void*> g_observer_owner{nullptr};
+
 class CudaStep final : public Step {
  public:
   CudaStep(double target_ms, int batch, int inputs, int classes)
       : target_ms_(target_ms), batch_(batch), inputs_(inputs), classes_(classes) {
     if (target_ms <= 0) throw StepError("cuda step: the target time must be positive");
-    PIPEPROF_CHECK(cudaSetDevice(0));
     cudaDeviceProp prop{};
     PIPEPROF_CHECK(cudaGetDeviceProperties(&prop, 0));
     device_ = prop.name;
@@ -161,12 +171,17 @@ class CudaStep final : public Step {
     calibrate();
     // A shared-memory store's arena is registered with the driver once, so batches that live in it
     // are copied to the device straight from the mapping.
+    g_observer_owner = this;
     pipelines::set_host_region_observer(
         {[this](void* region, size_t bytes) { register_region(region, bytes); },
          [this](void* region, size_t bytes) { unregister_region(region, bytes); }});
   }
 
-  ~CudaStep() override { pipelines::set_host_region_observer({}); }
+  ~CudaStep() override {
+    const void* self = this;
+    if (g_observer_owner.compare_exchange_strong(self, nullptr))
+      pipelines::set_host_region_observer({});
+  }
   CudaStep(const CudaStep&) = delete;
   CudaStep& operator=(const CudaStep&) = delete;
 
@@ -196,7 +211,7 @@ class CudaStep final : public Step {
   CudaStepInfo info() const {
     std::lock_guard lock(regions_mu_);
     return {batch_,         inputs_,        hidden_,        classes_,
-            calibrated_ms_, device_,        direct_copies_, staged_copies_,
+            calibrated_ms_, device_,        direct_copies_.load(), staged_copies_.load(),
             regions_.size()};
   }
 
@@ -257,6 +272,9 @@ class CudaStep final : public Step {
     };
     fill(w1_, static_cast<size_t>(inputs_));
     fill(w2_, h);
+    // A copy from pageable memory may return before its DMA is done, and the compute stream does
+    // not wait for the legacy stream: finish the uploads before a step can read them.
+    PIPEPROF_CHECK(cudaDeviceSynchronize());
   }
 
   // Row-major C[m x n] = alpha * op(A) op(B) + beta * C, with op(A) m x k and op(B) k x n, on the
@@ -319,8 +337,11 @@ class CudaStep final : public Step {
     // Per hidden unit: w1, dw1 (inputs each), w2, dw2 (classes each), h, dh (batch each).
     const size_t per_unit = sizeof(float) * (2 * static_cast<size_t>(inputs_) + 2 * classes_ +
                                              2 * static_cast<size_t>(batch_));
-    const int max_hidden =
-        static_cast<int>(std::min<size_t>(free_bytes / 2 / per_unit, size_t{1} << 22));
+    // Also bounded so that every weight array's length fits cuBLAS's int sizes.
+    const size_t int_bound = static_cast<size_t>(std::numeric_limits<int>::max()) /
+                             static_cast<size_t>(std::max({inputs_, batch_, classes_}));
+    const int max_hidden = static_cast<int>(
+        std::max<size_t>(16, std::min({free_bytes / 2 / per_unit, size_t{1} << 22, int_bound})));
     int hidden = 256;
     for (int round = 0; round < 6; ++round) {
       resize(hidden);
@@ -349,6 +370,7 @@ class CudaStep final : public Step {
   double calibrated_ms_ = 0;
   double loss_ = std::nan("");
   std::string device_;
+  DeviceZero device_zero_;
   Stream copy_, compute_;
   Event copied_;
   Cublas blas_;
@@ -356,7 +378,7 @@ class CudaStep final : public Step {
   DeviceArray<unsigned char> batch_bytes_;
   DeviceArray<float> base_, x_, w1_, w2_, dw1_, dw2_, h_, dh_, logits_, dlogits_, loss_device_;
   DeviceArray<int> labels_;
-  int64_t direct_copies_ = 0, staged_copies_ = 0;
+  std::atomic<int64_t> direct_copies_{0}, staged_copies_{0};
   mutable std::mutex regions_mu_;
   std::vector<std::pair<const std::byte*, size_t>> regions_;
 };

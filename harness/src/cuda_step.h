@@ -7,7 +7,7 @@
 //                   waits for the compute stream.
 // The hidden width is calibrated on construction so one step takes about the target time.
 //
-// Built only with CUDA (cuda_step.cu); cuda_step_stub.cc otherwise.
+// Built only with CUDA (cuda_step.cc, kernels in cuda_kernels.cu); cuda_step_stub.cc otherwise.
 #pragma once
 
 #include <cstddef>

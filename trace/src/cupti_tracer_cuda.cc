@@ -11,6 +11,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,9 +82,13 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   Collector& c = collector();
   std::lock_guard lock(c.data);
   *max_records = 0;  // as many as fit
+  // No exception may cross CUPTI's frames: a buffer that cannot be allocated is a declined request.
   if (c.free_buffers.empty() && c.buffers.size() < kMaxBuffers) {
-    c.buffers.push_back(std::make_unique<uint8_t[]>(kBufferBytes));  // 16-byte aligned
-    c.free_buffers.push_back(c.buffers.back().get());
+    auto* fresh = new (std::nothrow) uint8_t[kBufferBytes];  // 16-byte aligned
+    if (fresh != nullptr) {
+      c.buffers.emplace_back(fresh);        // capacity reserved: no allocation
+      c.free_buffers.push_back(fresh);
+    }
   }
   if (c.free_buffers.empty()) {
     ++c.declined;
@@ -195,7 +200,9 @@ void convert(Collector& c, const CUpti_Activity* record) {
       if (!times(s->start, s->end)) break;
       a.kind = gpu::ActivityKind::kSync;
       a.name = c.records.intern(sync_name(s->type));
-      a.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? -1 : s->streamId;
+      a.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE
+                     ? int64_t{-1}
+                     : static_cast<int64_t>(s->streamId);
       a.correlation = s->correlationId;
       c.records.activities.push_back(a);
       return;
@@ -235,7 +242,13 @@ void CUPTIAPI buffer_completed(CUcontext /*context*/, uint32_t /*stream*/, uint8
           c.callback_error = cupti_error("cuptiActivityGetNextRecord", r);
         break;
       }
-      convert(c, record);
+      try {
+        convert(c, record);
+      } catch (...) {  // out of memory: no exception may cross CUPTI's frames
+        ++c.records.incomplete;
+        if (c.callback_error.empty()) c.callback_error = "out of memory reading activity records";
+        break;
+      }
     }
   }
   if (buffer != nullptr) c.free_buffers.push_back(buffer);
@@ -270,6 +283,9 @@ std::string register_once(Collector& c) {
     return cupti_error("cuptiActivityRegisterTimestampCallback", r);
   {
     std::lock_guard lock(c.data);
+    // Reserved once, so the buffer callbacks never allocate for these lists.
+    c.buffers.reserve(kMaxBuffers);
+    c.free_buffers.reserve(kMaxBuffers);
     while (c.buffers.size() < kPoolBuffers) {
       c.buffers.push_back(std::make_unique<uint8_t[]>(kBufferBytes));
       c.free_buffers.push_back(c.buffers.back().get());
