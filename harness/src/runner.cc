@@ -212,8 +212,9 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     std::vector<pipelines::NodeSnapshot> stages;
     // A GPU step's kernels, copies and API calls join the trace on GPU lanes (CPU-only with one
     // notice where CUPTI cannot be used).
+    const bool gpu_step = r.step.starts_with("cuda:");
     trace::GpuTracer gpu;
-    if (r.step.starts_with("cuda:")) gpu.start();
+    if (gpu_step) gpu.start();
     try {
       rep = run_once(x, *choice.step, r.epochs, options, stages, tuned);
     } catch (...) {
@@ -223,7 +224,7 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     }
     gpu.stop();  // merges into the recording, so before the recorder stops
     r.trace = std::make_shared<trace::Trace>(rec.stop());
-    if (r.step.starts_with("cuda:")) {
+    if (gpu_step) {
       r.trace->metadata["gpu_timeline"] = gpu.notice().empty() ? "cupti" : "off: " + gpu.notice();
       r.trace->metadata["gpu_records_dropped"] = std::to_string(gpu.dropped_records());
     }

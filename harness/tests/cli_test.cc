@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "pipeprof/harness/step.h"
 
@@ -41,6 +42,23 @@ CliResult run(const std::string& args) {
 
 std::string spec(const std::string& name) {
   return std::string(PIPEPROF_SPEC_DIR) + "/" + name;
+}
+
+// Starts pipeprof with `args` in a child process, its output discarded; returns the child's pid.
+pid_t spawn_quiet(const std::vector<std::string>& args) {
+  std::vector<char*> argv{const_cast<char*>(PIPEPROF_BINARY)};
+  for (const auto& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execv(PIPEPROF_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
 }
 
 std::filesystem::path write_temp(const std::string& name, const std::string& text) {
@@ -147,8 +165,8 @@ TEST(Run, ProducersNeedAProcessStage) {
 TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
   const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producers.json";
   std::filesystem::remove(path);
-  CliResult r = run(std::string("run ") + PIPEPROF_SPEC_DIR +
-                    "/tiny_multiprocess.json --producers 2 --queue-capacity 3 --repetitions 1 "
+  CliResult r = run("run " + spec("tiny_multiprocess.json") +
+                    " --producers 2 --queue-capacity 3 --repetitions 1 "
                     "--json " + path.string());
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream in(path);
@@ -202,16 +220,8 @@ TEST(Run, CtrlCDuringProcessSourcesLeavesNoProcessOrSharedMemory) {
                 "pipeline": {"stages": [{"op": "generator", "fn": "random_tensors",
                   "args": {"count": 1000, "shapes": [[1024]], "delay_ms": 20}}]}}],
     "experiment": {"step": "sleep:5"}})");
-  const pid_t pid = fork();
+  const pid_t pid = spawn_quiet({"run", slow.string(), "--repetitions", "1"});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    execl(PIPEPROF_BINARY, PIPEPROF_BINARY, "run", slow.c_str(), "--repetitions", "1",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // producers are running
   kill(pid, SIGINT);
   int status = 0;
@@ -284,17 +294,8 @@ TEST(Suite, UnwritableOutputIsAFailure) {
 TEST(Suite, CtrlCStopsCleanlyAndWritesWhatWasMeasured) {
   const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_interrupted";
   std::filesystem::remove_all(dir);
-  const pid_t pid = fork();
+  const pid_t pid = spawn_quiet({"suite", "--repetitions", "3", "--out", dir.string()});
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    const std::string out = dir.string();
-    execl(PIPEPROF_BINARY, PIPEPROF_BINARY, "suite", "--repetitions", "3", "--out", out.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
   // Interrupted once the first experiment is done (its trace is written at once): on a loaded
   // machine that can take much longer than the ~1.3 s it takes on a quiet one.
   const auto first_done = dir / "traces" / "naive.json";
