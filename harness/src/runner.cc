@@ -11,6 +11,7 @@
 #include "pipeprof/harness/simulator.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/results/compare.h"
 #include "pipeprof/trace/clock.h"
 #include "pipeprof/trace/gpu_tracer.h"
 #include "pipeprof/trace/recorder.h"
@@ -29,12 +30,7 @@ int64_t quantile(const std::vector<int64_t>& sorted, double q) {
   return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using results::median;
 
 int64_t peak_rss_kb() {
   rusage usage{};

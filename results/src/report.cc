@@ -251,19 +251,19 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
   }
 }
 
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(path.string() + ": cannot be written");
+}
+
 void write_report(const Report& report, const std::filesystem::path& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  auto write = [&](const std::string& name, const std::string& text) {
-    const auto path = out_dir / name;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error(path.string() + ": cannot be written");
-  };
   for (const auto& f : report.files)
-    write(f.name, f.content);
-  write("report.md", report.markdown);
+    write_text_file(out_dir / f.name, f.content);
+  write_text_file(out_dir / "report.md", report.markdown);
 }
 
 }  // namespace pipeprof::results

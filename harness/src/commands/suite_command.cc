@@ -45,13 +45,6 @@ nlohmann::json overshoot_json(const SleepOvershoot& o) {
           {"precise_max_ms", o.precise_max_ms}};
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(path.string() + ": cannot be written");
-}
-
 // results.json (schema results/schema/results.schema.json) and the report, through the same code
 // as `pipeprof report`.
 void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& runs,
@@ -67,7 +60,7 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
                               .interrupted = interrupted,
                               .machine = {{"sleep_overshoot", overshoot_json(overshoot)}},
                               .created_utc = started_utc});
-  write_file(dir / "results.json", doc.dump(2) + "\n");
+  results::write_text_file(dir / "results.json", doc.dump(2) + "\n");
   results::write_report(results::render_report(doc, dir, (dir / "results.json").string()), dir);
 }
 

@@ -31,4 +31,7 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
 // file that cannot be written.
 void write_report(const Report& report, const std::filesystem::path& out_dir);
 
+// Writes `text` to `path` (replacing it); throws std::runtime_error naming the path.
+void write_text_file(const std::filesystem::path& path, const std::string& text);
+
 }  // namespace pipeprof::results
