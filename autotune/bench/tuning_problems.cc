@@ -4,7 +4,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "pipeprof/harness/simulator.h"
+#include "pipeprof/autotune/simulator.h"
 #include "pipeprof/pipelines/spec.h"
 
 namespace pipeprof::autotune::bench {
@@ -68,9 +68,9 @@ double synthetic_cost(const nlohmann::json& d, const KnobAssignment& a) {
 
 double Problem::cost(const KnobAssignment& assignment) const {
   if (kind == "synthetic") return synthetic_cost(document, complete(knobs, assignment));
-  harness::SimOptions options{.step_ms = step_ms(), .epochs = epochs(), .autotune_parallelism = 2};
+  SimOptions options{.step_ms = step_ms(), .epochs = epochs(), .autotune_parallelism = 2};
   const auto r =
-      harness::simulate(apply_assignment(document.at("spec"), knobs, assignment), options);
+      simulate(apply_assignment(document.at("spec"), knobs, assignment), options);
   if (!r.supported) throw std::runtime_error(name + ": the simulator cannot run it: " + r.reason);
   return r.total_ms;
 }

@@ -1,7 +1,7 @@
 // Tuning problems for the evaluation benchmark (autotune/problems/*.json): a knob space, a
 // noise-free cost, the same cost with noise (what a search sees), and a real pipeline the online
 // tuner can run. Two kinds:
-// - "simulator": a pipeline spec whose cost is its simulated wall time (harness/simulator.h) for
+// - "simulator": a pipeline spec whose cost is its simulated wall time (autotune/simulator.h) for
 //   the given knob values, with "step_ms" and "epochs";
 // - "synthetic": a chain of stages on `cores` cores with a cheap cost model (see cost()), where
 //   computing workers past the cores slow each other down and every thread costs a little, so the

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::autotune {
 namespace {
@@ -34,6 +35,22 @@ int64_t nearest(const std::vector<int64_t>& values, int64_t want) {
   return best;
 }
 
+int64_t limit(const KnobSpaceOptions& o, pipelines::KnobKind kind) {
+  switch (kind) {
+    case pipelines::KnobKind::kParallelism: return o.max_parallelism;
+    case pipelines::KnobKind::kBufferSize: return o.max_buffer;
+    case pipelines::KnobKind::kProducers: return o.max_producers;
+    case pipelines::KnobKind::kQueueCapacity: return o.max_queue_capacity;
+  }
+  return 1;
+}
+
+bool powers_of_two(pipelines::KnobKind kind) {
+  return kind == pipelines::KnobKind::kBufferSize || kind == pipelines::KnobKind::kQueueCapacity;
+}
+
+// The knobs of a pipeline's stages, from their operations' registrations, and those of the nested
+// pipelines in document order.
 void walk(const nlohmann::json& pipeline, const std::string& pointer, const std::string& label,
           const KnobSpaceOptions& o, std::vector<KnobSpec>& out) {
   auto stages = pipeline.find("stages");
@@ -43,43 +60,41 @@ void walk(const nlohmann::json& pipeline, const std::string& pointer, const std:
   for (size_t i = 0; i < stages->size(); ++i) {
     const nlohmann::json& stage = (*stages)[i];
     if (!stage.is_object()) continue;
+    const std::string op = stage.value("op", std::string());
+    const pipelines::OpRegistration* registration = pipelines::find_op(op);
+    if (registration == nullptr) continue;
     const std::string at = pointer + "/stages/" + std::to_string(i);
     const std::string where = label + "stages[" + std::to_string(i) + "]";
-    const std::string op = stage.value("op", std::string());
     std::string name = where + " " + op;
     if (stage.contains("name") && stage["name"].is_string())
       name += " '" + stage["name"].get<std::string>() + "'";
-    auto add = [&](const std::string& knob, std::vector<int64_t> values, int64_t initial) {
-      out.push_back({at + "/" + knob, name, knob, values, nearest(values, initial)});
-    };
-    if (op == "map" && is_autotune(stage, "parallelism")) {
-      add("parallelism", range_values(o.max_parallelism), initial_p);
-    } else if (op == "interleave") {
-      const bool p = is_autotune(stage, "parallelism");
-      const bool c = is_autotune(stage, "cycle_length");
-      if (p) {
-        int64_t max = o.max_parallelism;
-        auto cycle = stage.find("cycle_length");
-        if (!c && cycle != stage.end() && cycle->is_number_integer())
-          max = std::min(max, cycle->get<int64_t>());
-        add("parallelism", range_values(std::max<int64_t>(1, max)), initial_p);
-      } else if (c) {
-        add("cycle_length", range_values(o.max_parallelism), initial_p);
+    for (const pipelines::FieldSpec& field : registration->fields) {
+      if (!field.knob || !is_autotune(stage, field.name.c_str())) continue;
+      const pipelines::KnobRule& rule = *field.knob;
+      // Set by the knob of the field it follows.
+      if (!rule.follows.empty() && is_autotune(stage, rule.follows.c_str())) continue;
+      int64_t max = limit(o, rule.kind);
+      if (!rule.bounded_by.empty()) {
+        auto bound = stage.find(rule.bounded_by);
+        if (bound != stage.end() && bound->is_number_integer())
+          max = std::min(max, bound->get<int64_t>());
       }
-    } else if (op == "prefetch" && is_autotune(stage, "buffer_size")) {
-      add("buffer_size", power_values(o.max_buffer), pipelines::kDefaultAutotuneBuffer);
-    } else if (op == "multiprocess" || op == "shared_store") {
-      // Offline only: the producer processes are forked when the pipeline starts.
-      if (is_autotune(stage, "producers")) add("producers", range_values(o.max_producers), 8);
-      if (is_autotune(stage, "queue_capacity"))
-        add("queue_capacity", power_values(o.max_queue_capacity), 16);
+      max = std::max<int64_t>(1, max);
+      const std::vector<int64_t> values =
+          powers_of_two(rule.kind) ? power_values(max) : range_values(max);
+      const int64_t initial = rule.start > 0 ? rule.start : initial_p;
+      out.push_back({at + "/" + field.name, name, field.name, values, nearest(values, initial)});
     }
-    if (auto nested = stage.find("pipeline"); nested != stage.end() && nested->is_object())
-      walk(*nested, at + "/pipeline", where + ".pipeline.", o, out);
-    if (auto inputs = stage.find("inputs"); inputs != stage.end() && inputs->is_array()) {
-      for (size_t k = 0; k < inputs->size(); ++k) {
-        walk((*inputs)[k], at + "/inputs/" + std::to_string(k),
-             where + ".inputs[" + std::to_string(k) + "].", o, out);
+    for (const pipelines::FieldSpec& field : registration->fields) {
+      auto nested = stage.find(field.name);
+      if (nested == stage.end()) continue;
+      if (field.type == pipelines::FieldType::kPipeline && nested->is_object()) {
+        walk(*nested, at + "/" + field.name, where + "." + field.name + ".", o, out);
+      } else if (field.type == pipelines::FieldType::kPipelines && nested->is_array()) {
+        for (size_t k = 0; k < nested->size(); ++k) {
+          walk((*nested)[k], at + "/" + field.name + "/" + std::to_string(k),
+               where + "." + field.name + "[" + std::to_string(k) + "].", o, out);
+        }
       }
     }
   }
@@ -107,11 +122,17 @@ nlohmann::json apply_assignment(nlohmann::json spec, const std::vector<KnobSpec>
   for (const auto& [path, value] : complete(knobs, assignment)) {
     const nlohmann::json::json_pointer pointer(path);
     spec[pointer] = value;
-    // A parallel interleave's single knob sets its cycle_length too when that was "autotune".
+    // Fields that follow this knob (a parallel interleave's cycle_length) get its value too
+    // while they are "autotune".
     const nlohmann::json::json_pointer stage = pointer.parent_pointer();
-    if (pointer.back() == "parallelism" && spec[stage].value("op", "") == "interleave" &&
-        is_autotune(spec[stage], "cycle_length")) {
-      spec[stage]["cycle_length"] = value;
+    const pipelines::OpRegistration* registration =
+        pipelines::find_op(spec[stage].value("op", std::string()));
+    if (registration == nullptr) continue;
+    for (const pipelines::FieldSpec& field : registration->fields) {
+      if (field.knob && field.knob->follows == pointer.back() &&
+          is_autotune(spec[stage], field.name.c_str())) {
+        spec[stage][field.name] = value;
+      }
     }
   }
   return spec;

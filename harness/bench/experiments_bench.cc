@@ -3,7 +3,6 @@
 #include <benchmark/benchmark.h>
 
 #include "pipeprof/harness/runner.h"
-#include "pipeprof/harness/simulator.h"
 
 namespace pipeprof::harness {
 namespace {

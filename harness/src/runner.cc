@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "pipeprof/autotune/online_tuner.h"
-#include "pipeprof/harness/simulator.h"
+#include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/results/compare.h"
@@ -30,6 +30,9 @@ int64_t quantile(const std::vector<int64_t>& sorted, double q) {
   return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
+using autotune::SimOptions;
+using autotune::SimResult;
+using autotune::simulate;
 using results::median;
 
 int64_t peak_rss_kb() {

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace {
@@ -43,6 +44,13 @@ DatasetNode::DatasetNode(std::vector<Dataset> inputs) : inputs_(std::move(inputs
 std::unique_ptr<Iterator> Dataset::iterate() const {
   IteratorContext ctx{std::make_shared<Model>(), "", ""};
   return std::make_unique<RootIterator>(ctx, node_);
+}
+
+nlohmann::json DatasetNode::to_json() const {
+  const OpRegistration* registration = find_op(op());
+  if (registration == nullptr)
+    throw std::logic_error("operation '" + std::string(op()) + "' is not registered");
+  return write_stage(*registration, params());
 }
 
 nlohmann::json Dataset::to_json() const {

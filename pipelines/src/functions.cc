@@ -18,9 +18,21 @@ int64_t ms_to_ns(double ms) {
   return static_cast<int64_t>(ms * static_cast<double>(trace::kNsPerMs));
 }
 
+// Timings for the ideal-time simulator (SimTiming), stated with each callable below.
+SimTiming cheap() {  // no latency; the simulator calls it for element values
+  return {.known = true, .unknown = {}, .latency_ms = 0, .evaluate = true};
+}
+SimTiming latency(double ms) {  // a known latency; values pass through unchanged
+  return {.known = true, .unknown = {}, .latency_ms = ms, .evaluate = false};
+}
+SimTiming unknown_cpu_work() {
+  return {.known = false, .unknown = "fills tensors with CPU work of unknown duration"};
+}
+
 template <typename C>
-C registered(std::string name, const nlohmann::json& args, decltype(C::fn) fn) {
+C registered(std::string name, const nlohmann::json& args, decltype(C::fn) fn, SimTiming sim) {
   C c;
+  c.sim = std::move(sim);
   c.name = std::move(name);
   c.args = args.is_null() ? nlohmann::json::object() : args;
   c.serializable = true;
@@ -85,7 +97,7 @@ const std::map<std::string, FunctionMaker>& functions() {
       {"identity",
        [](const Fields& f, const nlohmann::json& args) {
          f.only({});
-         return registered<Function>("identity", args, [](Element e) { return e; });
+         return registered<Function>("identity", args, [](Element e) { return e; }, cheap());
        }},
       {"increment",
        [](const Fields& f, const nlohmann::json& args) {
@@ -94,25 +106,25 @@ const std::map<std::string, FunctionMaker>& functions() {
            for (Tensor& t : e)
              increment_tensor(t);
            return e;
-         });
+         }, cheap());
        }},
       {"sleep_ms",
        [](const Fields& f, const nlohmann::json& args) {
          f.only({"ms"});
-         const int64_t ns = ms_to_ns(f.number("ms", std::nullopt, 0));
-         return registered<Function>("sleep_ms", args, [ns](Element e) {
+         const double ms = f.number("ms", std::nullopt, 0);
+         return registered<Function>("sleep_ms", args, [ns = ms_to_ns(ms)](Element e) {
            precise_sleep_for(ns);
            return e;
-         });
+         }, latency(ms));
        }},
       {"busy_ms",
        [](const Fields& f, const nlohmann::json& args) {
          f.only({"ms"});
-         const int64_t ns = ms_to_ns(f.number("ms", std::nullopt, 0));
-         return registered<Function>("busy_ms", args, [ns](Element e) {
+         const double ms = f.number("ms", std::nullopt, 0);
+         return registered<Function>("busy_ms", args, [ns = ms_to_ns(ms)](Element e) {
            busy_for(ns);
            return e;
-         });
+         }, latency(ms));
        }},
       {"fill_random",
        [](const Fields& f, const nlohmann::json& args) {
@@ -121,7 +133,7 @@ const std::map<std::string, FunctionMaker>& functions() {
          const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
          return registered<Function>("fill_random", args, [shapes, seed](Element e) {
            return random_element(shapes, seed ^ element_seed(e));
-         });
+         }, unknown_cpu_work());
        }},
   };
   return kFunctions;
@@ -135,7 +147,7 @@ Predicate compare_predicate(const char* name, const Fields& f, const nlohmann::j
   return registered<Predicate>(name, args, [value, cmp](const Element& e) {
     if (e.empty()) throw std::invalid_argument("the element has no components");
     return cmp(e[0].as_double(), value);
-  });
+  }, cheap());
 }
 
 const std::map<std::string, PredicateMaker>& predicates() {
@@ -166,7 +178,7 @@ const std::map<std::string, PredicateMaker>& predicates() {
                if (e.empty()) throw std::invalid_argument("the element has no components");
                const int64_t r = e[0].as_int64() % modulus;
                return (r < 0 ? r + modulus : r) == remainder;
-             });
+             }, cheap());
        }},
   };
   return kPredicates;
@@ -184,7 +196,7 @@ const std::map<std::string, GeneratorMaker>& generators() {
                  if (i >= count) return std::nullopt;
                  return scalar_element(i++);
                });
-         });
+         }, cheap());
        }},
       {"random_tensors",
        [](const Fields& f, const nlohmann::json& args) {
@@ -200,7 +212,7 @@ const std::map<std::string, GeneratorMaker>& generators() {
                  if (!precise_sleep_for(delay_ns)) return std::nullopt;  // cancelled
                  return random_element(shapes, seed + static_cast<uint64_t>(i++));
                });
-         });
+         }, unknown_cpu_work());
        }},
   };
   return kGenerators;

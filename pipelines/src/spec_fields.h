@@ -25,6 +25,8 @@ class Fields {
   Fields(const nlohmann::json& object, std::string where, ElementScope scope = {});
 
   const std::string& where() const { return where_; }
+  const nlohmann::json& raw_object() const { return object_; }
+  ElementScope scope() const { return scope_; }
   std::string path(const std::string& key) const { return where_ + "." + key; }
   bool has(const std::string& key) const { return object_.contains(key); }
   const nlohmann::json& raw(const std::string& key) const;  // required

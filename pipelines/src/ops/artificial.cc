@@ -4,6 +4,8 @@
 
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -50,15 +52,37 @@ ArtificialNode::ArtificialNode(ArtificialOptions options_) : options(options_) {
   }
 }
 
-nlohmann::json ArtificialNode::to_json() const {
-  return {{"op", "artificial"},
-          {"open_ms", options.open_ms},
+nlohmann::json ArtificialNode::params() const {
+  return {{"open_ms", options.open_ms},
           {"read_ms", options.read_ms},
           {"num_samples", options.num_samples}};
 }
 
 std::unique_ptr<Iterator> ArtificialNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<ArtificialIterator>(ctx, *this);
+}
+
+const OpRegistration& artificial_registration() {
+  static const OpRegistration kOp{
+      .name = "artificial",
+      .kind = OpKind::kSource,
+      .summary = "the tf.data guide's ArtificialDataset: sleeps open_ms once, read_ms per sample",
+      .fields = {{.name = "open_ms", .type = FieldType::kNumber, .fallback = 30.0, .min = 0},
+                 {.name = "read_ms", .type = FieldType::kNumber, .fallback = 15.0, .min = 0},
+                 {.name = "num_samples", .type = FieldType::kInteger, .fallback = 3, .min = 0}},
+      .build = [](const StageReader& s, const Dataset*) {
+        return artificial({.open_ms = s.number("open_ms"),
+                           .read_ms = s.number("read_ms"),
+                           .num_samples = s.integer("num_samples")});
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        std::vector<sim::Elem> samples;
+        for (int64_t i = 0; i < s.integer("num_samples"); ++i)
+          samples.push_back({static_cast<double>(i)});
+        return std::make_shared<sim::ListNode>(std::move(samples), s.number("open_ms"),
+                                               s.number("read_ms"));
+      }};
+  return kOp;
 }
 
 }  // namespace ops

@@ -12,7 +12,7 @@ class ArtificialNode final : public DatasetNode {
  public:
   explicit ArtificialNode(ArtificialOptions options);
   std::string_view op() const override { return "artificial"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   ArtificialOptions options;

@@ -5,6 +5,8 @@
 
 #include "ops/common.h"
 #include "ops/range.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -124,8 +126,8 @@ BatchNode::BatchNode(Dataset input, int64_t batch_size_, bool drop_remainder_)
   if (batch_size < 1) throw std::invalid_argument("batch: batch_size must be positive");
 }
 
-nlohmann::json BatchNode::to_json() const {
-  return {{"op", "batch"}, {"batch_size", batch_size}, {"drop_remainder", drop_remainder}};
+nlohmann::json BatchNode::params() const {
+  return {{"batch_size", batch_size}, {"drop_remainder", drop_remainder}};
 }
 
 std::unique_ptr<Iterator> BatchNode::make_iterator(const IteratorContext& ctx) const {
@@ -133,6 +135,39 @@ std::unique_ptr<Iterator> BatchNode::make_iterator(const IteratorContext& ctx) c
     return std::make_unique<RangeBatchIterator>(ctx, *this, *range);
   }
   return std::make_unique<BatchIterator>(ctx, *this);
+}
+
+const OpRegistration& batch_registration() {
+  static const OpRegistration kOp{
+      .name = "batch",
+      .kind = OpKind::kTransform,
+      .summary = "batch_size consecutive elements stacked into one",
+      .fields = {{.name = "batch_size", .type = FieldType::kInteger, .required = true, .min = 1},
+                 {.name = "drop_remainder", .type = FieldType::kBoolean, .fallback = false}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->batch(s.integer("batch_size"), s.boolean("drop_remainder"));
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const int64_t size = s.integer("batch_size");
+        const bool drop = s.boolean("drop_remainder");
+        return sim::counting_stage(s.input(), [size, drop] {
+          return [size, drop, ended = false](sim::SimIterator& in,
+                                             sim::Time t) mutable -> sim::Pull {
+            int64_t n = 0;
+            while (!ended && n < size) {
+              sim::Pull p = in.next(t);
+              t = p.at;
+              if (!p.elem)
+                ended = true;
+              else
+                ++n;
+            }
+            if (n == 0 || (ended && drop && n < size)) return {std::nullopt, t};
+            return {sim::Elem{}, t};
+          };
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

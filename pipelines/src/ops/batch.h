@@ -12,7 +12,7 @@ class BatchNode final : public DatasetNode {
  public:
   BatchNode(Dataset input, int64_t batch_size, bool drop_remainder);
   std::string_view op() const override { return "batch"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   int64_t batch_size;

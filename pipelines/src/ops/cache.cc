@@ -1,4 +1,6 @@
 #include "ops/cache.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -62,6 +64,48 @@ void CacheNode::commit(std::vector<Element> elements) const {
 
 std::unique_ptr<Iterator> CacheNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<CacheIterator>(ctx, *this);
+}
+
+namespace {
+
+// The cache keeps its elements across epochs: after a complete pass, later passes replay them at
+// no cost and never touch the input.
+class SimCacheNode final : public sim::SimNode {
+ public:
+  explicit SimCacheNode(sim::NodePtr input) : input_(std::move(input)) {}
+  std::unique_ptr<sim::SimIterator> iterate() override {
+    if (complete_) return std::make_unique<sim::ListIterator>(*complete_, 0, 0);
+    auto input = std::shared_ptr<sim::SimIterator>(input_->iterate());
+    auto pending = std::make_shared<std::vector<sim::Elem>>();
+    return std::make_unique<sim::LambdaIterator>([this, input, pending](sim::Time t) {
+      sim::Pull p = input->next(t);
+      if (p.elem) {
+        pending->push_back(*p.elem);
+      } else if (!complete_) {
+        complete_ = *pending;
+      }
+      return p;
+    });
+  }
+
+ private:
+  sim::NodePtr input_;
+  std::optional<std::vector<sim::Elem>> complete_;
+};
+
+}  // namespace
+
+const OpRegistration& cache_registration() {
+  static const OpRegistration kOp{
+      .name = "cache",
+      .kind = OpKind::kTransform,
+      .summary = "keeps the elements of the first complete pass in memory and replays them",
+      .fields = {},
+      .build = [](const StageReader&, const Dataset* input) { return input->cache(); },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        return std::make_shared<SimCacheNode>(s.input());
+      }};
+  return kOp;
 }
 
 }  // namespace ops

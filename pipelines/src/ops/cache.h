@@ -17,7 +17,7 @@ class CacheNode final : public DatasetNode {
   explicit CacheNode(Dataset input)
       : DatasetNode(std::move(input)), store_(std::make_shared<Store>()) {}
   std::string_view op() const override { return "cache"; }
-  nlohmann::json to_json() const override { return {{"op", "cache"}}; }
+  nlohmann::json params() const override { return nlohmann::json::object(); }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   // The elements of a complete pass, or nullptr while no pass has completed.

@@ -10,7 +10,7 @@ class FilterNode final : public DatasetNode {
   FilterNode(Dataset input, Predicate predicate);
   std::string_view op() const override { return "filter"; }
   std::string display_name() const override;
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   Predicate predicate;

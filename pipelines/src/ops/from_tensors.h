@@ -11,7 +11,7 @@ class FromTensorsNode final : public DatasetNode {
  public:
   FromTensorsNode(Element element, bool slices);
   std::string_view op() const override { return slices ? "from_tensor_slices" : "from_tensors"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   Element element;

@@ -11,7 +11,7 @@ class GeneratorNode final : public DatasetNode {
   explicit GeneratorNode(GeneratorFn generator_fn) : fn(std::move(generator_fn)) {}
   std::string_view op() const override { return "generator"; }
   std::string display_name() const override;
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   GeneratorFn fn;

@@ -3,6 +3,8 @@
 #include <stdexcept>
 
 #include "ops/common.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -92,24 +94,54 @@ std::string InterleaveNode::display_name() const {
   return options.name.empty() ? std::string("interleave") : named_stage("interleave", options.name);
 }
 
-nlohmann::json InterleaveNode::to_json() const {
+nlohmann::json InterleaveNode::params() const {
   if (!fn.serializable) {
     throw SpecError("interleave: its function '" + fn.name +
                     "' is a C++ callable and cannot be written to a spec");
   }
-  nlohmann::json out{{"op", "interleave"},
-                     {"pipeline", fn.args},
-                     {"cycle_length", tunable_json(options.cycle_length)},
-                     {"block_length", options.block_length}};
-  if (options.parallelism != 0) out["parallelism"] = tunable_json(options.parallelism);
-  if (!options.deterministic) out["deterministic"] = false;
-  if (!options.name.empty()) out["name"] = options.name;
-  return out;
+  return {{"pipeline", fn.args},
+          {"cycle_length", tunable_json(options.cycle_length)},
+          {"block_length", options.block_length},
+          {"parallelism", tunable_json(options.parallelism)},
+          {"deterministic", options.deterministic},
+          {"name", options.name}};
 }
 
 std::unique_ptr<Iterator> InterleaveNode::make_iterator(const IteratorContext& ctx) const {
   if (options.parallelism == 0) return std::make_unique<InterleaveIterator>(ctx, *this);
   return make_parallel_interleave_iterator(ctx, *this);
+}
+
+const OpRegistration& interleave_registration() {
+  static const OpRegistration kOp{
+      .name = "interleave",
+      .kind = OpKind::kTransform,
+      .summary = "tf.data's interleave: a nested pipeline per input element, cycled through",
+      .fields = {{.name = "pipeline", .type = FieldType::kPipeline, .required = true,
+                  .doc = "opened per input element; \"$element\" is the element"},
+                 {.name = "cycle_length", .type = FieldType::kTunable, .fallback = "autotune",
+                  .min = 1, .max = kMaxCycleLength,
+                  .knob = KnobRule{.kind = KnobKind::kParallelism, .online = false,
+                                   .follows = "parallelism"},
+                  .doc = "\"autotune\": the number of cores"},
+                 {.name = "block_length", .type = FieldType::kInteger, .fallback = 1, .min = 1},
+                 {.name = "parallelism", .type = FieldType::kTunable, .fallback = 0, .min = 1,
+                  .max = kMaxParallelism,
+                  .knob = KnobRule{.kind = KnobKind::kParallelism, .bounded_by = "cycle_length"},
+                  .doc = "absent: sequential", .spelled_out = false},
+                 {.name = "deterministic", .type = FieldType::kBoolean, .fallback = true,
+                  .spelled_out = false},
+                 {.name = "name", .type = FieldType::kString, .fallback = "", .spelled_out = false}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->interleave(s.pipeline("pipeline"),
+                                 {.cycle_length = s.tunable("cycle_length"),
+                                  .block_length = s.integer("block_length"),
+                                  .parallelism = s.tunable("parallelism"),
+                                  .deterministic = s.boolean("deterministic"),
+                                  .name = s.string("name")});
+      },
+      .simulate = simulate_interleave};
+  return kOp;
 }
 
 }  // namespace ops

@@ -11,15 +11,18 @@
 #pragma once
 
 #include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/simulation.h"
 
 namespace pipeprof::pipelines::ops {
+
+inline constexpr int64_t kMaxCycleLength = 4096;  // catches typos before they exhaust threads
 
 class InterleaveNode final : public DatasetNode {
  public:
   InterleaveNode(Dataset input, DatasetFn fn, InterleaveOptions options);
   std::string_view op() const override { return "interleave"; }
   std::string display_name() const override;
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   DatasetFn fn;
@@ -46,5 +49,8 @@ OpenInput open_input(const InterleaveNode& node, const Element& x, const Iterato
 
 std::unique_ptr<Iterator> make_parallel_interleave_iterator(const IteratorContext& ctx,
                                                             const InterleaveNode& node);
+
+// The simulation rule (interleave_sim.cc): the same cycle algorithm on the timeline model.
+sim::NodePtr simulate_interleave(const sim::SimStage& stage);
 
 }  // namespace pipeprof::pipelines::ops

@@ -1,8 +1,13 @@
 #include "ops/map.h"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 #include "ops/common.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
+#include "pipeprof/pipelines/functions.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -46,18 +51,61 @@ std::string MapNode::display_name() const {
   return named_stage("map", options.name.empty() ? fn.name : options.name);
 }
 
-nlohmann::json MapNode::to_json() const {
-  nlohmann::json out{{"op", "map"}};
+nlohmann::json MapNode::params() const {
+  nlohmann::json out{{"parallelism", tunable_json(options.parallelism)},
+                     {"deterministic", options.deterministic},
+                     {"name", options.name}};
   add_callable_json(out, "fn", fn, "map");
-  if (options.parallelism != 0) out["parallelism"] = tunable_json(options.parallelism);
-  if (!options.deterministic) out["deterministic"] = false;
-  if (!options.name.empty()) out["name"] = options.name;
   return out;
 }
 
 std::unique_ptr<Iterator> MapNode::make_iterator(const IteratorContext& ctx) const {
   if (options.parallelism == 0) return std::make_unique<MapIterator>(ctx, *this);
   return make_parallel_map_iterator(ctx, *this);
+}
+
+const OpRegistration& map_registration() {
+  static const OpRegistration kOp{
+      .name = "map",
+      .kind = OpKind::kTransform,
+      .summary = "a registered function applied to every element, sequential or parallel",
+      .fields = {{.name = "fn", .type = FieldType::kString, .required = true,
+                  .doc = "a function of functions.h"},
+                 {.name = "args", .type = FieldType::kObject,
+                  .fallback = nlohmann::json::object(), .spelled_out = false},
+                 {.name = "parallelism", .type = FieldType::kTunable, .fallback = 0, .min = 1,
+                  .max = kMaxParallelism, .knob = KnobRule{.kind = KnobKind::kParallelism},
+                  .doc = "absent: sequential on the consumer's thread", .spelled_out = false},
+                 {.name = "deterministic", .type = FieldType::kBoolean, .fallback = true,
+                  .spelled_out = false},
+                 {.name = "name", .type = FieldType::kString, .fallback = "", .spelled_out = false}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->map(make_function(s.string("fn"), s.object("args"), s.where()),
+                          {.parallelism = s.tunable("parallelism"),
+                           .deterministic = s.boolean("deterministic"),
+                           .name = s.string("name")});
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const Function fn = make_function(s.string("fn"), s.value("args"));
+        if (!fn.sim.known)
+          throw sim::Unsupported(fmt::format("map function '{}': {}", fn.name, fn.sim.unknown));
+        sim::MapFn timing{fn.sim.latency_ms, [fn](const sim::Elem& e) {
+                            return fn.sim.evaluate ? sim::evaluate(fn, e) : e;
+                          }};
+        const sim::NodePtr input = s.input();
+        if (s.tunable("parallelism") == 0) {
+          return std::make_shared<sim::FnNode>([input, timing] {
+            return std::make_unique<sim::SeqMapIterator>(input->iterate(), timing);
+          });
+        }
+        if (!s.boolean("deterministic"))
+          throw sim::Unsupported("non-deterministic parallel map");
+        const double workers = s.capacity("parallelism");
+        return std::make_shared<sim::FnNode>([input, timing, workers] {
+          return std::make_unique<sim::ParallelMapIterator>(input->iterate(), timing, workers);
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

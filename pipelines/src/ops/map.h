@@ -15,7 +15,7 @@ class MapNode final : public DatasetNode {
   MapNode(Dataset input, Function fn, MapOptions options);
   std::string_view op() const override { return "map"; }
   std::string display_name() const override;
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   Function fn;

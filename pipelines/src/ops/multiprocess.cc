@@ -15,6 +15,8 @@
 #include "mp/shared_semaphores.h"
 #include "ops/common.h"
 #include "pipeprof/pipelines/serialization.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -292,12 +294,11 @@ class MultiprocessIterator final : public Iterator {
 
 }  // namespace
 
-nlohmann::json MultiprocessNode::to_json() const {
+nlohmann::json MultiprocessNode::params() const {
   if (!producer.serializable) {
     throw SpecError("multiprocess: a C++ producer pipeline has no spec and cannot be written");
   }
-  return {{"op", "multiprocess"},
-          {"producers", options.producers},
+  return {{"producers", options.producers},
           {"queue_capacity", options.queue_capacity},
           {"deterministic", options.deterministic},
           {"pipeline", producer.args}};
@@ -307,16 +308,51 @@ std::unique_ptr<Iterator> MultiprocessNode::make_iterator(const IteratorContext&
   return std::make_unique<MultiprocessIterator>(ctx, *this);
 }
 
+std::vector<FieldSpec> process_source_fields() {
+  return {{.name = "pipeline", .type = FieldType::kPipeline, .required = true,
+           .doc = "what each producer runs; \"$element\" is the producer's index"},
+          {.name = "producers", .type = FieldType::kTunable, .fallback = 8, .min = 1,
+           .max = kMaxProducers,
+           .knob = KnobRule{.kind = KnobKind::kProducers, .online = false, .start = 8}},
+          {.name = "queue_capacity", .type = FieldType::kTunable, .fallback = 16, .min = 1,
+           .max = kMaxQueueCapacity,
+           .knob = KnobRule{.kind = KnobKind::kQueueCapacity, .online = false, .start = 16}},
+          {.name = "deterministic", .type = FieldType::kBoolean, .fallback = false}};
+}
+
+sim::NodePtr simulate_process_source(const sim::SimStage& s) {
+  throw sim::Unsupported(fmt::format(
+      "{}: the producers' transport (fork, copies, queue) has no timing model",
+      s.json().value("op", std::string())));
+}
+
+const OpRegistration& multiprocess_registration() {
+  static const OpRegistration kOp{
+      .name = "multiprocess",
+      .kind = OpKind::kSource,
+      .summary = "producer processes sending their elements over sockets",
+      .fields = process_source_fields(),
+      .build = [](const StageReader& s, const Dataset*) {
+        return multiprocess(s.pipeline("pipeline"),
+                            {.producers = s.tunable_or_start("producers"),
+                             .queue_capacity = s.tunable_or_start("queue_capacity"),
+                             .deterministic = s.boolean("deterministic")});
+      },
+      .simulate = simulate_process_source};
+  return kOp;
+}
+
 }  // namespace ops
 
 Dataset multiprocess(DatasetFn producer, MultiprocessOptions options) {
   if (!producer.fn) throw std::invalid_argument("multiprocess: empty producer function");
-  if (options.producers < 1 || options.producers > 1024)
+  if (options.producers < 1 || options.producers > ops::kMaxProducers)
+    throw std::invalid_argument(fmt::format("multiprocess: producers must be in [1, {}], got {}",
+                                            ops::kMaxProducers, options.producers));
+  if (options.queue_capacity < 1 || options.queue_capacity > ops::kMaxQueueCapacity)
     throw std::invalid_argument(
-        fmt::format("multiprocess: producers must be in [1, 1024], got {}", options.producers));
-  if (options.queue_capacity < 1 || options.queue_capacity > (int64_t{1} << 20))
-    throw std::invalid_argument(fmt::format(
-        "multiprocess: queue_capacity must be in [1, 1048576], got {}", options.queue_capacity));
+        fmt::format("multiprocess: queue_capacity must be in [1, {}], got {}",
+                    ops::kMaxQueueCapacity, options.queue_capacity));
   return Dataset(std::make_shared<ops::MultiprocessNode>(std::move(producer), options));
 }
 

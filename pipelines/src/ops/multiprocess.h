@@ -14,15 +14,26 @@
 #pragma once
 
 #include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines::ops {
+
+// Bounds of the process sources' parameters: they catch typos before they exhaust processes or
+// memory.
+inline constexpr int64_t kMaxProducers = 1024;
+inline constexpr int64_t kMaxQueueCapacity = int64_t{1} << 20;
+inline constexpr int64_t kMaxStoreMb = int64_t{1} << 20;
+
+// The fields multiprocess and shared_store share (registrations), and their simulation rule.
+std::vector<FieldSpec> process_source_fields();
+sim::NodePtr simulate_process_source(const sim::SimStage& s);
 
 class MultiprocessNode final : public DatasetNode {
  public:
   MultiprocessNode(DatasetFn producer_fn, MultiprocessOptions opts)
       : producer(std::move(producer_fn)), options(opts) {}
   std::string_view op() const override { return "multiprocess"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   DatasetFn producer;

@@ -9,6 +9,8 @@
 
 #include "ops/common.h"
 #include "pipeprof/pipelines/sleep.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -139,12 +141,34 @@ PrefetchNode::PrefetchNode(Dataset input, int64_t buffer_size_)
   }
 }
 
-nlohmann::json PrefetchNode::to_json() const {
-  return {{"op", "prefetch"}, {"buffer_size", tunable_json(buffer_size)}};
+nlohmann::json PrefetchNode::params() const {
+  return {{"buffer_size", tunable_json(buffer_size)}};
 }
 
 std::unique_ptr<Iterator> PrefetchNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<PrefetchIterator>(ctx, *this);
+}
+
+const OpRegistration& prefetch_registration() {
+  static const OpRegistration kOp{
+      .name = "prefetch",
+      .kind = OpKind::kTransform,
+      .summary = "a background thread pulls the input ahead into a bounded buffer",
+      .fields = {{.name = "buffer_size", .type = FieldType::kTunable, .fallback = "autotune",
+                  .min = 1, .max = kMaxPrefetchBuffer,
+                  .knob = KnobRule{.kind = KnobKind::kBufferSize,
+                                   .start = kDefaultAutotuneBuffer}}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->prefetch(s.tunable("buffer_size"));
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const sim::NodePtr input = s.input();
+        const double capacity = s.capacity("buffer_size");
+        return std::make_shared<sim::FnNode>([input, capacity] {
+          return std::make_unique<sim::PrefetchIterator>(input->iterate(), capacity);
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

@@ -7,11 +7,13 @@
 
 namespace pipeprof::pipelines::ops {
 
+inline constexpr int64_t kMaxPrefetchBuffer = int64_t{1} << 24;  // catches typos
+
 class PrefetchNode final : public DatasetNode {
  public:
   PrefetchNode(Dataset input, int64_t buffer_size);
   std::string_view op() const override { return "prefetch"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   int64_t buffer_size;

@@ -9,7 +9,7 @@ class RangeNode final : public DatasetNode {
  public:
   RangeNode(int64_t start, int64_t stop, int64_t step);
   std::string_view op() const override { return "range"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   int64_t start, stop, step;

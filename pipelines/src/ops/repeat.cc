@@ -1,6 +1,8 @@
 #include "ops/repeat.h"
 
 #include <stdexcept>
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -45,6 +47,50 @@ RepeatNode::RepeatNode(Dataset input, int64_t count_)
 
 std::unique_ptr<Iterator> RepeatNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<RepeatIterator>(ctx, *this);
+}
+
+const OpRegistration& repeat_registration() {
+  static const OpRegistration kOp{
+      .name = "repeat",
+      .kind = OpKind::kTransform,
+      .summary = "the input count times (-1: forever); a pass that yields nothing ends it",
+      .fields = {{.name = "count", .type = FieldType::kInteger, .fallback = -1, .min = -1}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->repeat(s.integer("count"));
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const int64_t count = s.integer("count");
+        if (count < 0) throw sim::Unsupported("an endless repeat has no finite time");
+        struct State {
+          int64_t pass = 0;
+          bool produced = false;
+          std::unique_ptr<sim::SimIterator> it;
+        };
+        const sim::NodePtr input = s.input();
+        return std::make_shared<sim::FnNode>([input, count] {
+          auto state = std::make_shared<State>();
+          return std::make_unique<sim::LambdaIterator>(
+              [input, count, state](sim::Time t) -> sim::Pull {
+                while (state->pass < count) {
+                  if (!state->it) {
+                    state->it = input->iterate();
+                    state->produced = false;
+                  }
+                  sim::Pull p = state->it->next(t);
+                  t = p.at;
+                  if (p.elem) {
+                    state->produced = true;
+                    return p;
+                  }
+                  state->it.reset();
+                  ++state->pass;
+                  if (!state->produced) break;  // as the real repeat
+                }
+                return {std::nullopt, t};
+              });
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

@@ -10,7 +10,7 @@ class RepeatNode final : public DatasetNode {
  public:
   RepeatNode(Dataset input, int64_t count);
   std::string_view op() const override { return "repeat"; }
-  nlohmann::json to_json() const override { return {{"op", "repeat"}, {"count", count}}; }
+  nlohmann::json params() const override { return {{"count", count}}; }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   int64_t count;

@@ -1,7 +1,11 @@
 #include "ops/shard.h"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -42,6 +46,36 @@ ShardNode::ShardNode(Dataset input, int64_t num_shards_, int64_t index_)
 
 std::unique_ptr<Iterator> ShardNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<ShardIterator>(ctx, *this);
+}
+
+const OpRegistration& shard_registration() {
+  static const OpRegistration kOp{
+      .name = "shard",
+      .kind = OpKind::kTransform,
+      .summary = "every num_shards-th element, starting at index",
+      .fields = {{.name = "num_shards", .type = FieldType::kInteger, .required = true, .min = 1},
+                 {.name = "index", .type = FieldType::kInteger, .required = true, .min = 0,
+                  .doc = "below num_shards"}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        const int64_t num_shards = s.integer("num_shards");
+        const int64_t index = s.integer("index");
+        if (index >= num_shards) s.fail("index", fmt::format("an integer <= {}", num_shards - 1), index);
+        return input->shard(num_shards, index);
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const int64_t shards = s.integer("num_shards"), index = s.integer("index");
+        return sim::counting_stage(s.input(), [shards, index] {
+          return [shards, index, pos = int64_t{0}](sim::SimIterator& in,
+                                                   sim::Time t) mutable -> sim::Pull {
+            while (true) {
+              sim::Pull p = in.next(t);
+              t = p.at;
+              if (!p.elem || pos++ % shards == index) return p;
+            }
+          };
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

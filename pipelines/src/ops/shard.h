@@ -10,8 +10,8 @@ class ShardNode final : public DatasetNode {
  public:
   ShardNode(Dataset input, int64_t num_shards, int64_t index);
   std::string_view op() const override { return "shard"; }
-  nlohmann::json to_json() const override {
-    return {{"op", "shard"}, {"num_shards", num_shards}, {"index", index}};
+  nlohmann::json params() const override {
+    return {{"num_shards", num_shards}, {"index", index}};
   }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 

@@ -11,12 +11,15 @@
 #include <thread>
 
 #include "mp/channel.h"
+#include "ops/multiprocess.h"
 #include "mp/object_store.h"
 #include "mp/process_group.h"
 #include "mp/producer.h"
 #include "mp/producer_poll.h"
 #include "ops/common.h"
 #include "pipeprof/pipelines/serialization.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -370,12 +373,11 @@ class SharedStoreIterator final : public Iterator {
 
 }  // namespace
 
-nlohmann::json SharedStoreNode::to_json() const {
+nlohmann::json SharedStoreNode::params() const {
   if (!producer.serializable) {
     throw SpecError("shared_store: a C++ producer pipeline has no spec and cannot be written");
   }
-  return {{"op", "shared_store"},
-          {"producers", options.producers},
+  return {{"producers", options.producers},
           {"queue_capacity", options.queue_capacity},
           {"store_mb", options.store_mb},
           {"deterministic", options.deterministic},
@@ -386,19 +388,50 @@ std::unique_ptr<Iterator> SharedStoreNode::make_iterator(const IteratorContext& 
   return std::make_unique<SharedStoreIterator>(ctx, *this);
 }
 
+namespace {
+
+// The process sources' fields and the store's capacity.
+std::vector<FieldSpec> shared_store_fields() {
+  std::vector<FieldSpec> fields = process_source_fields();
+  FieldSpec store_mb{.name = "store_mb", .type = FieldType::kInteger, .fallback = 2048, .min = 1,
+                     .max = kMaxStoreMb, .doc = "capacity of the shared-memory store, MiB"};
+  fields.insert(fields.end() - 1, std::move(store_mb));
+  return fields;
+}
+
+}  // namespace
+
+const OpRegistration& shared_store_registration() {
+  static const OpRegistration kOp{
+      .name = "shared_store",
+      .kind = OpKind::kSource,
+      .summary = "producer processes writing into a shared-memory object store (zero copy)",
+      .fields = shared_store_fields(),
+      .build = [](const StageReader& s, const Dataset*) {
+        return shared_store(s.pipeline("pipeline"),
+                            {.producers = s.tunable_or_start("producers"),
+                             .queue_capacity = s.tunable_or_start("queue_capacity"),
+                             .store_mb = s.integer("store_mb"),
+                             .deterministic = s.boolean("deterministic")});
+      },
+      .simulate = simulate_process_source};
+  return kOp;
+}
+
 }  // namespace ops
 
 Dataset shared_store(DatasetFn producer, SharedStoreOptions options) {
   if (!producer.fn) throw std::invalid_argument("shared_store: empty producer function");
-  if (options.producers < 1 || options.producers > 1024)
+  if (options.producers < 1 || options.producers > ops::kMaxProducers)
+    throw std::invalid_argument(fmt::format("shared_store: producers must be in [1, {}], got {}",
+                                            ops::kMaxProducers, options.producers));
+  if (options.queue_capacity < 1 || options.queue_capacity > ops::kMaxQueueCapacity)
     throw std::invalid_argument(
-        fmt::format("shared_store: producers must be in [1, 1024], got {}", options.producers));
-  if (options.queue_capacity < 1 || options.queue_capacity > (int64_t{1} << 20))
-    throw std::invalid_argument(fmt::format(
-        "shared_store: queue_capacity must be in [1, 1048576], got {}", options.queue_capacity));
-  if (options.store_mb < 1 || options.store_mb > (int64_t{1} << 20))
-    throw std::invalid_argument(
-        fmt::format("shared_store: store_mb must be in [1, 1048576], got {}", options.store_mb));
+        fmt::format("shared_store: queue_capacity must be in [1, {}], got {}",
+                    ops::kMaxQueueCapacity, options.queue_capacity));
+  if (options.store_mb < 1 || options.store_mb > ops::kMaxStoreMb)
+    throw std::invalid_argument(fmt::format("shared_store: store_mb must be in [1, {}], got {}",
+                                            ops::kMaxStoreMb, options.store_mb));
   return Dataset(std::make_shared<ops::SharedStoreNode>(std::move(producer), options));
 }
 

@@ -30,7 +30,7 @@ class SharedStoreNode final : public DatasetNode {
   SharedStoreNode(DatasetFn producer_fn, SharedStoreOptions opts)
       : producer(std::move(producer_fn)), options(opts) {}
   std::string_view op() const override { return "shared_store"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   DatasetFn producer;

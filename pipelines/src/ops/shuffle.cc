@@ -2,6 +2,8 @@
 
 #include <random>
 #include <stdexcept>
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -67,9 +69,8 @@ ShuffleNode::ShuffleNode(Dataset input, int64_t buffer_size_, ShuffleOptions opt
   if (buffer_size < 1) throw std::invalid_argument("shuffle: buffer_size must be positive");
 }
 
-nlohmann::json ShuffleNode::to_json() const {
-  nlohmann::json out{{"op", "shuffle"},
-                     {"buffer_size", buffer_size},
+nlohmann::json ShuffleNode::params() const {
+  nlohmann::json out{{"buffer_size", buffer_size},
                      {"reshuffle_each_iteration", options.reshuffle_each_iteration}};
   if (options.seed) out["seed"] = *options.seed;
   return out;
@@ -80,6 +81,54 @@ std::unique_ptr<Iterator> ShuffleNode::make_iterator(const IteratorContext& ctx)
   const uint64_t seed =
       splitmix64(base_seed ^ splitmix64(options.reshuffle_each_iteration ? iteration : 0));
   return std::make_unique<ShuffleIterator>(ctx, *this, seed);
+}
+
+const OpRegistration& shuffle_registration() {
+  static const OpRegistration kOp{
+      .name = "shuffle",
+      .kind = OpKind::kTransform,
+      .summary = "a uniformly random pick from a buffer of buffer_size elements",
+      .fields = {{.name = "buffer_size", .type = FieldType::kInteger, .required = true, .min = 1,
+                  .max = kMaxShuffleBuffer},
+                 {.name = "seed", .type = FieldType::kInteger, .min = 0,
+                  .doc = "absent: a new order on every run"},
+                 {.name = "reshuffle_each_iteration", .type = FieldType::kBoolean,
+                  .fallback = true}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        ShuffleOptions options{.seed = std::nullopt,
+                               .reshuffle_each_iteration = s.boolean("reshuffle_each_iteration")};
+        if (auto seed = s.optional_integer("seed")) options.seed = static_cast<uint64_t>(*seed);
+        return input->shuffle(s.integer("buffer_size"), options);
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        // The order changes but not the timing: the first pull fills the buffer, every later pull
+        // takes one more element. Values are no longer tracked (they are permuted).
+        const int64_t buffer = s.integer("buffer_size");
+        return sim::counting_stage(s.input(), [buffer] {
+          return [buffer, held = int64_t{0}, filled = false, ended = false](
+                     sim::SimIterator& in, sim::Time t) mutable -> sim::Pull {
+            auto pull = [&] {
+              sim::Pull p = in.next(t);
+              t = p.at;
+              if (p.elem) {
+                ++held;
+              } else {
+                ended = true;
+              }
+            };
+            if (!filled) {
+              filled = true;
+              while (!ended && held < buffer)
+                pull();
+            }
+            if (held == 0) return {std::nullopt, t};
+            --held;
+            if (!ended) pull();
+            return {sim::Elem{}, t};
+          };
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

@@ -11,11 +11,13 @@
 
 namespace pipeprof::pipelines::ops {
 
+inline constexpr int64_t kMaxShuffleBuffer = int64_t{1} << 24;  // catches typos
+
 class ShuffleNode final : public DatasetNode {
  public:
   ShuffleNode(Dataset input, int64_t buffer_size, ShuffleOptions options);
   std::string_view op() const override { return "shuffle"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   int64_t buffer_size;

@@ -1,6 +1,8 @@
 #include "ops/skip.h"
 
 #include <stdexcept>
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -38,6 +40,30 @@ SkipNode::SkipNode(Dataset input, int64_t count_) : DatasetNode(std::move(input)
 
 std::unique_ptr<Iterator> SkipNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<SkipIterator>(ctx, *this);
+}
+
+const OpRegistration& skip_registration() {
+  static const OpRegistration kOp{
+      .name = "skip",
+      .kind = OpKind::kTransform,
+      .summary = "all but the first count elements (-1: all skipped)",
+      .fields = {{.name = "count", .type = FieldType::kInteger, .required = true, .min = -1}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->skip(s.integer("count"));
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const int64_t count = s.integer("count");
+        return sim::counting_stage(s.input(), [count] {
+          return [count, pos = int64_t{0}](sim::SimIterator& in, sim::Time t) mutable -> sim::Pull {
+            while (true) {
+              sim::Pull p = in.next(t);
+              t = p.at;
+              if (!p.elem || (count >= 0 && pos++ >= count)) return p;
+            }
+          };
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

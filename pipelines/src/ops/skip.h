@@ -9,7 +9,7 @@ class SkipNode final : public DatasetNode {
  public:
   SkipNode(Dataset input, int64_t count);
   std::string_view op() const override { return "skip"; }
-  nlohmann::json to_json() const override { return {{"op", "skip"}, {"count", count}}; }
+  nlohmann::json params() const override { return {{"count", count}}; }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   int64_t count;

@@ -1,6 +1,8 @@
 #include "ops/take.h"
 
 #include <stdexcept>
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -34,6 +36,28 @@ TakeNode::TakeNode(Dataset input, int64_t count_) : DatasetNode(std::move(input)
 
 std::unique_ptr<Iterator> TakeNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<TakeIterator>(ctx, *this);
+}
+
+const OpRegistration& take_registration() {
+  static const OpRegistration kOp{
+      .name = "take",
+      .kind = OpKind::kTransform,
+      .summary = "the first count elements (-1: all)",
+      .fields = {{.name = "count", .type = FieldType::kInteger, .required = true, .min = -1}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        return input->take(s.integer("count"));
+      },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        const int64_t count = s.integer("count");
+        return sim::counting_stage(s.input(), [count] {
+          return [count, pos = int64_t{0}](sim::SimIterator& in, sim::Time t) mutable -> sim::Pull {
+            if (count >= 0 && pos >= count) return {std::nullopt, t};
+            ++pos;
+            return in.next(t);
+          };
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

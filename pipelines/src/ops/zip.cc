@@ -1,6 +1,8 @@
 #include "ops/zip.h"
 
 #include <stdexcept>
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -42,15 +44,43 @@ ZipNode::ZipNode(std::vector<Dataset> zipped) : DatasetNode(std::move(zipped)) {
   if (inputs().empty()) throw std::invalid_argument("zip: needs at least one input");
 }
 
-nlohmann::json ZipNode::to_json() const {
+nlohmann::json ZipNode::params() const {
   nlohmann::json pipelines = nlohmann::json::array();
   for (const Dataset& d : inputs())
     pipelines.push_back(d.to_json());
-  return {{"op", "zip"}, {"inputs", std::move(pipelines)}};
+  return {{"inputs", std::move(pipelines)}};
 }
 
 std::unique_ptr<Iterator> ZipNode::make_iterator(const IteratorContext& ctx) const {
   return std::make_unique<ZipIterator>(ctx, *this);
+}
+
+const OpRegistration& zip_registration() {
+  static const OpRegistration kOp{
+      .name = "zip",
+      .kind = OpKind::kSource,
+      .summary = "tuples of the inputs' components; ends with the shortest input",
+      .fields = {{.name = "inputs", .type = FieldType::kPipelines, .required = true}},
+      .build = [](const StageReader& s, const Dataset*) { return zip(s.pipelines("inputs")); },
+      .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
+        std::vector<sim::NodePtr> inputs;
+        for (const auto& p : s.value("inputs"))
+          inputs.push_back(s.chain(p));
+        return std::make_shared<sim::FnNode>([inputs] {
+          auto its = std::make_shared<std::vector<std::unique_ptr<sim::SimIterator>>>();
+          for (const auto& n : inputs)
+            its->push_back(n->iterate());
+          return std::make_unique<sim::LambdaIterator>([its](sim::Time t) -> sim::Pull {
+            for (auto& it : *its) {
+              sim::Pull p = it->next(t);
+              t = p.at;
+              if (!p.elem) return {std::nullopt, t};
+            }
+            return {sim::Elem{}, t};
+          });
+        });
+      }};
+  return kOp;
 }
 
 }  // namespace ops

@@ -10,7 +10,7 @@ class ZipNode final : public DatasetNode {
  public:
   explicit ZipNode(std::vector<Dataset> inputs);
   std::string_view op() const override { return "zip"; }
-  nlohmann::json to_json() const override;
+  nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 };
 

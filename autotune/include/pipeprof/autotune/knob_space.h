@@ -1,7 +1,8 @@
 // The search space of a pipeline spec for offline tuning: every parameter written as "autotune"
-// (map and interleave "parallelism", prefetch "buffer_size", interleave "cycle_length", and the
-// "producers" and "queue_capacity" of multiprocess and shared_store stages), with the ordered
-// values a search may give it, and the spec with concrete values written in.
+// whose field is a knob in its operation's registration (pipelines/registry.h: map and interleave
+// "parallelism", prefetch "buffer_size", interleave "cycle_length", the "producers" and
+// "queue_capacity" of multiprocess and shared_store stages, ...), with the ordered values a search
+// may give it, and the spec with concrete values written in.
 #pragma once
 
 #include <cstdint>

@@ -37,6 +37,16 @@ inline constexpr int64_t kMaxBufferSize = 256;
 inline constexpr int64_t kDefaultAutotuneBuffer = 2;
 int64_t default_autotune_parallelism();
 
+// What the ideal-time simulator knows of a callable. Each registered function states it next to
+// its definition (functions.cc); the timing of a C++ callable is unknown.
+struct SimTiming {
+  bool known = false;                                // false: no latency known in advance
+  std::string unknown = "a C++ callable has no known latency";  // why, when not known
+  double latency_ms = 0;                             // per call (a generator: per element)
+  bool evaluate = false;  // cheap and deterministic: the simulator calls it for element values
+                          // (otherwise a map passes values through unchanged)
+};
+
 // A callable with a name. Built from the function registry (functions.h) it also carries the
 // registry arguments and can be written back to a spec; built from a C++ lambda it cannot.
 template <typename Signature>
@@ -45,6 +55,7 @@ struct Callable {
   nlohmann::json args;        // registry arguments, or the nested spec of a DatasetFn
   bool serializable = false;  // true when `name` + `args` rebuild `fn` through the registry
   std::function<Signature> fn;
+  SimTiming sim;              // how the ideal-time simulator models a call
 
   Callable() = default;
   template <typename F>
@@ -173,8 +184,11 @@ class DatasetNode {
   virtual std::string_view op() const = 0;
   // The stage's name in statistics, traces and errors, e.g. "map 'mapped_function'".
   virtual std::string display_name() const { return std::string(op()); }
-  // The stage's parameters as a spec entry {"op": ..., ...}, without its main input.
-  virtual nlohmann::json to_json() const = 0;
+  // The stage's parameters by field name (defaults included), without its main input.
+  virtual nlohmann::json params() const = 0;
+  // The spec entry {"op": ..., ...}: params() written through the operation's registration
+  // (registry.h), which leaves out values equal to their defaults.
+  nlohmann::json to_json() const;
   virtual std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const = 0;
 
   const std::vector<Dataset>& inputs() const { return inputs_; }

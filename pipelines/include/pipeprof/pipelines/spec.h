@@ -11,7 +11,8 @@
 //   }
 //
 // The first stage is a source (range, from_tensors, from_tensor_slices, from_vector, generator,
-// artificial, zip); the others transform it in order. Nested pipelines ({"stages": [...]}) appear
+// artificial, zip, multiprocess, shared_store); the others transform it in order. Each operation's
+// fields, their types, bounds and defaults are those of its registration (registry.h). Nested pipelines ({"stages": [...]}) appear
 // in zip's "inputs" and interleave's "pipeline". Inside interleave's pipeline, "$element" stands
 // for the outer element: as a number parameter it is component 0's value ("$element[k]": component
 // k), as from_tensors' value it is the whole element. Unknown keys are errors, so typos are caught.

@@ -1,9 +1,8 @@
-// The timeline model the ideal-time simulator is built from (see simulator.h): iterators that
-// answer "asked for the next element at time t, when is it ready?", and the producers of the
-// asynchronous stages, whose pull times are computed lazily and in order.
+// The timeline model of the ideal-time simulator (autotune/simulator.h): iterators that answer
+// "asked for the next element at time t, when is it ready?", and the producers of the asynchronous
+// stages, whose pull times are computed lazily and in order. Each operation's simulation rule
+// (its registration, registry.h) builds its node from these pieces and a SimStage.
 #pragma once
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <functional>
@@ -12,9 +11,17 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
-namespace pipeprof::harness::sim {
+#include "pipeprof/pipelines/tensor.h"
+
+namespace pipeprof::pipelines {
+struct OpRegistration;
+}  // namespace pipeprof::pipelines
+
+namespace pipeprof::pipelines::sim {
 
 using Time = double;  // ms
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
@@ -143,23 +150,11 @@ class AheadPuller {
 
 // --- transformations ----------------------------------------------------------------------------
 
+// A map function's timing: its latency per call and what it makes of an element's value.
 struct MapFn {
   Time latency = 0;
   std::function<Elem(const Elem&)> value;
 };
-
-MapFn map_fn(const nlohmann::json& stage) {
-  const std::string fn = stage.at("fn").get<std::string>();
-  const nlohmann::json args = stage.value("args", nlohmann::json::object());
-  if (fn == "identity") return {0, [](const Elem& e) { return e; }};
-  if (fn == "increment") {
-    return {0, [](const Elem& e) { return e.value ? Elem{*e.value + 1} : e; }};
-  }
-  if (fn == "sleep_ms" || fn == "busy_ms") {
-    return {args.at("ms").get<double>(), [](const Elem& e) { return e; }};
-  }
-  throw Unsupported(fmt::format("map function '{}' has no known latency", fn));
-}
 
 class SeqMapIterator final : public SimIterator {
  public:
@@ -243,4 +238,85 @@ class CacheNode final : public SimNode {
   std::optional<std::vector<Elem>> complete_;
 };
 
-}  // namespace pipeprof::harness::sim
+
+// --- helpers for simulation rules ---------------------------------------------------------------
+
+// An element as the simulator tracks it: component 0's value when it holds a single number.
+Elem to_elem(const Element& element);
+// A scalar element holding `value` (int64 when it is integral), to call a registered callable on.
+Element to_element(double value);
+// The value a cheap, deterministic callable (SimTiming::evaluate) makes of `e`: the real callable
+// called on it. An element without a tracked value stays without one.
+template <typename Callable>
+Elem evaluate(const Callable& fn, const Elem& e) {
+  if (!e.value) return Elem{};
+  return to_elem(fn.fn(to_element(*e.value)));
+}
+
+// The value of `e`, or Unsupported naming `who` when the simulator does not track it.
+inline double value_or_throw(const Elem& e, const char* who) {
+  if (!e.value)
+    throw Unsupported(std::string(who) + " depends on element values the simulator does not track");
+  return *e.value;
+}
+
+// A pass-through stage that decides per element: `make` returns, per epoch, the function that
+// answers one request from the input iterator.
+inline NodePtr counting_stage(NodePtr input,
+                              std::function<std::function<Pull(SimIterator&, Time)>()> make) {
+  return std::make_shared<FnNode>([input, make] {
+    auto it = std::shared_ptr<SimIterator>(input->iterate());
+    auto step = make();
+    return std::make_unique<LambdaIterator>([it, step](Time t) { return step(*it, t); });
+  });
+}
+
+// What the simulator is asked for: the ideal (knobs at their starting values) or the bound (knobs
+// at their best: unbounded parallelism and buffers).
+struct SimContext {
+  bool bound = false;
+  int64_t autotune_parallelism = 2;  // what a parallelism knob starts at
+};
+
+// One stage of a spec as a simulation rule sees it: its fields with the registration's defaults,
+// its input node (transformations), and nested pipelines built on request. The spec has been
+// validated by the spec reader before it is simulated.
+class SimStage {
+ public:
+  using ChainBuilder = std::function<NodePtr(const nlohmann::json& pipeline)>;
+  SimStage(const OpRegistration& op, const nlohmann::json& stage, NodePtr input,
+           const SimContext& context, ChainBuilder chain)
+      : op_(op), stage_(stage), input_(std::move(input)), context_(context),
+        chain_(std::move(chain)) {}
+
+  const nlohmann::json& json() const { return stage_; }
+  const NodePtr& input() const { return input_; }
+  const SimContext& context() const { return context_; }
+
+  // The field's value as written, else its registered default (null when it has none).
+  const nlohmann::json& value(std::string_view key) const;
+  bool has(std::string_view key) const { return stage_.contains(std::string(key)); }
+  int64_t integer(std::string_view key) const;
+  double number(std::string_view key) const;
+  bool boolean(std::string_view key) const;
+  std::string string(std::string_view key) const;
+  bool is_autotune(std::string_view key) const;
+  // A tunable field as a count of workers or buffer slots: its value; "autotune" is its knob's
+  // starting value, or kUnbounded for the bound.
+  double capacity(std::string_view key) const;
+  // A tunable field's value, or kAutotune (-1).
+  int64_t tunable(std::string_view key) const;
+  // A nested pipeline ({"stages": [...]}) as a node. The builder stays valid for the whole
+  // simulation (nested pipelines of an interleave are built as its inputs open).
+  NodePtr chain(const nlohmann::json& pipeline) const { return chain_(pipeline); }
+  const ChainBuilder& chain_builder() const { return chain_; }
+
+ private:
+  const OpRegistration& op_;
+  const nlohmann::json& stage_;
+  NodePtr input_;
+  const SimContext& context_;
+  ChainBuilder chain_;
+};
+
+}  // namespace pipeprof::pipelines::sim

@@ -14,6 +14,9 @@
 //   ideal: knobs (kAutotune) at their documented starting values, other values as written;
 //   bound: knobs at their best (unbounded parallelism and buffers).
 //
+// Each operation's rule is part of its registration (pipelines/registry.h) and each registered
+// function states its timing next to its definition (pipelines/functions.cc); this file runs them.
+//
 // Unsupported: latencies that are not known in advance (fill_random, a C++ callable), parallel
 // interleave with fewer workers than cycle_length, non-deterministic parallel stages, and stages
 // whose timing depends on values a shuffle has permuted. Those give `supported = false` and a
@@ -24,7 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace pipeprof::harness {
+namespace pipeprof::autotune {
 
 struct SimOptions {
   double step_ms = 0;                // the consumer's step per element
@@ -44,4 +47,4 @@ struct SimResult {
 // pipelines::parse_spec.
 SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options);
 
-}  // namespace pipeprof::harness
+}  // namespace pipeprof::autotune

@@ -1,0 +1,25 @@
+// Every operation of the registry (registry.h), one line each: the order is the order of listings
+// and error messages. Each name has `const OpRegistration& <name>_registration()` in its files.
+#pragma once
+
+#define PIPEPROF_FOR_EACH_OP(X) \
+  X(range)                      \
+  X(from_tensors)               \
+  X(from_tensor_slices)         \
+  X(from_vector)                \
+  X(generator)                  \
+  X(artificial)                 \
+  X(zip)                        \
+  X(multiprocess)               \
+  X(shared_store)               \
+  X(map)                        \
+  X(interleave)                 \
+  X(prefetch)                   \
+  X(batch)                      \
+  X(cache)                      \
+  X(shuffle)                    \
+  X(repeat)                     \
+  X(take)                       \
+  X(skip)                       \
+  X(filter)                     \
+  X(shard)
