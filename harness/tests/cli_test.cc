@@ -20,8 +20,11 @@
 #include <vector>
 
 #include "pipeprof/harness/step.h"
+#include "pipeprof_testing/temp_dir.h"
 
 namespace {
+
+using pipeprof::testing_support::TempDir;
 
 struct CliResult {
   int code;
@@ -59,12 +62,6 @@ pid_t spawn_quiet(const std::vector<std::string>& args) {
     _exit(127);
   }
   return pid;
-}
-
-std::filesystem::path write_temp(const std::string& name, const std::string& text) {
-  auto path = std::filesystem::temp_directory_path() / ("pipeprof_cli_test_" + name);
-  std::ofstream(path) << text;
-  return path;
 }
 
 TEST(Cli, HelpListsCommandsAndExitsZero) {
@@ -107,7 +104,8 @@ TEST(Inspect, FullFormatHasDtypeAndShape) {
 }
 
 TEST(Inspect, InvalidParallelismNamesFilePathAndValue) {
-  auto path = write_temp("bad_parallelism.json", R"({"stages": [
+  const TempDir tmp;
+  auto path = tmp.write("bad_parallelism.json", R"({"stages": [
       {"op": "range", "stop": 10}, {"op": "map", "fn": "identity"},
       {"op": "map", "fn": "increment", "parallelism": -3}]})");
   CliResult r = run("inspect " + path.string());
@@ -126,7 +124,8 @@ TEST(Inspect, MissingFileIsBadInput) {
 }
 
 TEST(Inspect, TruncatedJsonNamesByteOffset) {
-  auto path = write_temp("truncated.json", R"({"stages": [{"op": "range", "st)");
+  const TempDir tmp;
+  auto path = tmp.write("truncated.json", R"({"stages": [{"op": "range", "st)");
   CliResult r = run("inspect " + path.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("invalid JSON at byte"), std::string::npos) << r.out;
@@ -163,8 +162,8 @@ TEST(Run, ProducersNeedAProcessStage) {
 }
 
 TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
-  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producers.json";
-  std::filesystem::remove(path);
+  const TempDir tmp;
+  const auto path = tmp / "result.json";
   CliResult r = run("run " + spec("tiny_multiprocess.json") +
                     " --producers 2 --queue-capacity 3 --repetitions 1 "
                     "--json " + path.string());
@@ -178,8 +177,8 @@ TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
 }
 
 TEST(Run, ProducerSpansAreMergedAsOneProcessLaneEach) {
-  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producer_trace.json";
-  std::filesystem::remove(path);
+  const TempDir tmp;
+  const auto path = tmp / "trace.json";
   CliResult r = run("run " + spec("tiny_multiprocess.json") + " --producers 3 --repetitions 1 " +
                     "--trace " + path.string());
   ASSERT_EQ(r.code, 0) << r.out;
@@ -215,7 +214,8 @@ TEST(Run, CtrlCDuringProcessSourcesLeavesNoProcessOrSharedMemory) {
     return n;
   };
   const size_t shm_before = shm_entries();
-  const auto slow = write_temp("slow_store.json", R"({
+  const TempDir tmp;
+  const auto slow = tmp.write("slow_store.json", R"({
     "stages": [{"op": "shared_store", "producers": 3, "queue_capacity": 4, "store_mb": 16,
                 "pipeline": {"stages": [{"op": "generator", "fn": "random_tensors",
                   "args": {"count": 1000, "shapes": [[1024]], "delay_ms": 20}}]}}],
@@ -249,8 +249,8 @@ TEST(Run, CudaStepWithoutGpuExitsTwo) {
 }
 
 TEST(Run, WritesJsonWithEveryRepetition) {
-  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_run.json";
-  std::filesystem::remove(path);
+  const TempDir tmp;
+  const auto path = tmp / "result.json";
   CliResult r = run("run map_vectorized --repetitions 3 --json " + path.string());
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream in(path);
@@ -261,8 +261,8 @@ TEST(Run, WritesJsonWithEveryRepetition) {
 }
 
 TEST(Suite, QuickRunWritesResultsAndReport) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite";
-  std::filesystem::remove_all(dir);
+  const TempDir tmp;
+  const auto dir = tmp / "out";
   CliResult r = run("suite --quick --only naive,map_scalar --out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("[ 1/2] naive"), std::string::npos) << r.out;  // progress
@@ -278,13 +278,14 @@ TEST(Suite, QuickRunWritesResultsAndReport) {
 
 TEST(Suite, CudaStepWithoutGpuIsBadInput) {
   if (pipeprof::harness::cuda_step_available()) GTEST_SKIP() << "a GPU is usable here";
-  CliResult r = run("suite --quick --only naive --step cuda:10 --out /tmp/pipeprof_cli_suite_cuda");
+  const TempDir tmp;
+  CliResult r = run("suite --quick --only naive --step cuda:10 --out " + (tmp / "out").string());
   EXPECT_EQ(r.code, 2) << r.out;
 }
 
 TEST(Suite, UnwritableOutputIsAFailure) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_unwritable";
-  std::filesystem::remove_all(dir);
+  const TempDir tmp;
+  const auto dir = tmp.path();
   std::filesystem::create_directories(dir / "results.json");  // a folder where the file must go
   CliResult r = run("suite --quick --only map_vectorized --out " + dir.string());
   EXPECT_EQ(r.code, 1) << r.out;
@@ -292,8 +293,8 @@ TEST(Suite, UnwritableOutputIsAFailure) {
 }
 
 TEST(Suite, CtrlCStopsCleanlyAndWritesWhatWasMeasured) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_interrupted";
-  std::filesystem::remove_all(dir);
+  const TempDir tmp;
+  const auto dir = tmp / "out";
   const pid_t pid = spawn_quiet({"suite", "--repetitions", "3", "--out", dir.string()});
   ASSERT_GE(pid, 0);
   // Interrupted once the first experiment is done (its trace is written at once): on a loaded

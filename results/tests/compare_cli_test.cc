@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeprof_testing/temp_dir.h"
 #include "schema_check.h"
 
 namespace {
@@ -36,14 +37,6 @@ CliResult run(const std::string& args) {
 
 class CompareCli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    // One folder per test: CTest runs the tests of this file in parallel processes.
-    dir_ = fs::temp_directory_path() /
-           (std::string("pipeprof_compare_cli_") +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   // A pipeprof results file with one experiment per (id, wall times) and ideal 100 ms.
   std::string results(const std::string& name,
                       const std::vector<std::pair<std::string, std::vector<double>>>& experiments) {
@@ -61,7 +54,9 @@ class CompareCli : public ::testing::Test {
     std::ofstream(path) << text;
     return path.string();
   }
-  fs::path dir_;
+  // One folder per test: CTest runs the tests of this file in parallel processes.
+  pipeprof::testing_support::TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
 };
 
 TEST_F(CompareCli, UnchangedRunExitsZero) {
