@@ -86,6 +86,14 @@ TEST_F(TuneCommand, RejectsBadInput) {
   EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--strategy", "annealing"}),
             harness::kExitBadInput);
   EXPECT_EQ(cli({"tune", (dir_ / "missing.json").string()}), harness::kExitBadInput);
+  EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--budget", "2", "--step", "warp:3"}),
+            harness::kExitBadInput);
+}
+
+TEST_F(TuneCommand, AnOutputThatCannotBeWrittenIsAFailure) {
+  EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--budget", "1", "--out",
+                 (dir_ / "no_such_dir" / "tuned.json").string()}),
+            harness::kExitFailed);
 }
 
 }  // namespace

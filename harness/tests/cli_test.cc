@@ -1,4 +1,6 @@
 // Runs the real `pipeprof` binary: exit codes, messages and output as a user sees them.
+#include "pipeprof/harness/cli.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -6,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -20,6 +24,9 @@
 #include <vector>
 
 #include "pipeprof/harness/step.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/results/results_file.h"
+#include "pipeprof/trace/chrome_json.h"
 #include "pipeprof_testing/temp_dir.h"
 
 namespace {
@@ -42,6 +49,17 @@ CliResult run(const std::string& args) {
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+// Points pipeprof at another experiment catalog while it lives (children inherit the environment).
+class CatalogOverride {
+ public:
+  explicit CatalogOverride(const std::filesystem::path& dir) {
+    setenv("PIPEPROF_EXPERIMENTS", dir.c_str(), 1);
+  }
+  ~CatalogOverride() { unsetenv("PIPEPROF_EXPERIMENTS"); }
+  CatalogOverride(const CatalogOverride&) = delete;
+  CatalogOverride& operator=(const CatalogOverride&) = delete;
+};
 
 std::string spec(const std::string& name) {
   return std::string(PIPEPROF_SPEC_DIR) + "/" + name;
@@ -79,6 +97,46 @@ TEST(Cli, VersionPrintsVersion) {
   CliResult r = run("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("pipeprof 0."), std::string::npos) << r.out;
+}
+
+// exit_status_of is the one place where errors become exit codes.
+TEST(ExitStatus, EachErrorTypeHasItsCode) {
+  using pipeprof::harness::exit_status_of;
+  auto code = [](auto error) { return exit_status_of(std::make_exception_ptr(error)).code; };
+  EXPECT_EQ(code(pipeprof::harness::InputError("x")), 2);
+  EXPECT_EQ(code(pipeprof::pipelines::SpecError("x")), 2);
+  EXPECT_EQ(code(pipeprof::harness::StepError("x")), 2);
+  EXPECT_EQ(code(pipeprof::trace::TraceFormatError("t.json", 3, "x")), 2);
+  EXPECT_EQ(code(pipeprof::results::ResultsError("x")), 2);
+  EXPECT_EQ(code(std::invalid_argument("x")), 2);
+  EXPECT_EQ(code(CLI::ValidationError("--x", "not a number")), 2);
+  EXPECT_EQ(code(CLI::CallForHelp()), 0);
+  try {
+    const auto parsed = nlohmann::json::parse("{");
+    ADD_FAILURE() << "parsed: " << parsed.dump();
+  } catch (...) {
+    EXPECT_EQ(exit_status_of(std::current_exception()).code, 2);
+  }
+
+  EXPECT_EQ(code(pipeprof::harness::RunFailure("x")), 1);
+  const auto failed = exit_status_of(
+      std::make_exception_ptr(pipeprof::pipelines::PipelineError("map 'f'", "boom")));
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_EQ(failed.message, "the pipeline failed: map 'f': boom");
+  EXPECT_EQ(code(std::bad_alloc()), 1);
+  EXPECT_EQ(code(std::runtime_error("out.json: cannot be written")), 1);
+  EXPECT_EQ(code(42), 1);
+
+  using pipeprof::harness::Outcome;
+  EXPECT_EQ(pipeprof::harness::exit_code_of(Outcome::kOk), 0);
+  EXPECT_EQ(pipeprof::harness::exit_code_of(Outcome::kFailed), 1);
+  EXPECT_EQ(pipeprof::harness::exit_code_of(Outcome::kInterrupted), 130);
+}
+
+TEST(Cli, HelpListsTheExitCodes) {
+  CliResult r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("2 bad usage or bad input"), std::string::npos) << r.out;
 }
 
 TEST(Inspect, InterleaveCycleAndBlockLengthsMatchTfData) {
@@ -143,6 +201,38 @@ TEST(List, ShowsTheCatalog) {
   EXPECT_NE(r.out.find("map_vectorized"), std::string::npos) << r.out;
 }
 
+TEST(List, MissingOrBrokenCatalogIsBadInput) {
+  const TempDir tmp;
+  {
+    const CatalogOverride catalog(tmp / "none");
+    CliResult r = run("list");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("catalog folder does not exist"), std::string::npos) << r.out;
+  }
+  tmp.write("broken.json", R"({"stages": [{"op": "range", "stop": )");
+  const CatalogOverride catalog(tmp.path());
+  for (const char* command : {"list", "suite --quick --no-trace --out "}) {
+    const std::string out = std::string(command).ends_with("--out ") ? (tmp / "out").string() : "";
+    CliResult r = run(command + out);
+    EXPECT_EQ(r.code, 2) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find("broken.json: invalid JSON at byte"), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
+}
+
+TEST(Analyze, MissingOrMalformedTraceIsBadInput) {
+  const TempDir tmp;
+  CliResult r = run("analyze " + (tmp / "missing.json").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("missing.json: no such file"), std::string::npos) << r.out;
+  const auto bad = tmp.write("bad.json", R"({"traceEvents": [{"ph": "X", "ts": )");
+  r = run("analyze " + bad.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.json: byte "), std::string::npos) << r.out;
+  r = run("analyze " + tmp.path().string());  // a folder
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
 TEST(Run, UnknownExperimentIsBadInput) {
   CliResult r = run("run no_such_thing");
   EXPECT_EQ(r.code, 2);
@@ -159,6 +249,25 @@ TEST(Run, ProducersNeedAProcessStage) {
   CliResult r = run("run naive --producers 2 --repetitions 1");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("need a multiprocess or shared_store stage"), std::string::npos) << r.out;
+}
+
+TEST(Run, MalformedSpecIsBadInput) {
+  const TempDir tmp;
+  const auto broken = tmp.write("broken.json", R"({"stages": [{"op": "range", "stop": 3})");
+  CliResult r = run("run " + broken.string() + " --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("broken.json: invalid JSON at byte"), std::string::npos) << r.out;
+  r = run("run " + (tmp / "missing.json").string() + " --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("missing.json: no such file"), std::string::npos) << r.out;
+}
+
+TEST(Run, UnwritableJsonIsAFailure) {
+  const TempDir tmp;
+  const auto path = tmp / "no_such_dir" / "result.json";
+  CliResult r = run("run map_vectorized --epochs 1 --repetitions 1 --json " + path.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("result.json: cannot be written"), std::string::npos) << r.out;
 }
 
 TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
@@ -281,6 +390,36 @@ TEST(Suite, CudaStepWithoutGpuIsBadInput) {
   const TempDir tmp;
   CliResult r = run("suite --quick --only naive --step cuda:10 --out " + (tmp / "out").string());
   EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out")) << "nothing is run or written on bad input";
+}
+
+TEST(Suite, UnknownIdInOnlyIsBadInput) {
+  const TempDir tmp;
+  CliResult r = run("suite --quick --only naive,no_such,nor_this --out " + (tmp / "out").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no experiment \"no_such\", \"nor_this\" in the catalog"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out")) << "nothing is run or written on bad input";
+}
+
+// An experiment that fails on bad input (here its own cuda step, with no GPU) does not stop the
+// others, and the suite exits 2 once it has written what it measured.
+TEST(Suite, AnExperimentWithBadInputExitsTwoAfterTheOthers) {
+  if (pipeprof::harness::cuda_step_available()) GTEST_SKIP() << "a GPU is usable here";
+  const TempDir tmp;
+  tmp.write("fine.json", R"({"stages": [{"op": "range", "stop": 3}],
+                            "experiment": {"step": "none"}})");
+  tmp.write("gpu.json", R"({"stages": [{"op": "range", "stop": 3}],
+                           "experiment": {"step": "cuda:10"}})");
+  const CatalogOverride catalog(tmp.path());
+  CliResult r = run("suite --quick --no-trace --out " + (tmp / "out").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("1 of 2 experiment(s) failed on bad input"), std::string::npos) << r.out;
+  std::ifstream in(tmp / "out" / "results.json");
+  ASSERT_TRUE(in.good()) << r.out;
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["experiments"].size(), 1u);
+  EXPECT_EQ(j["experiments"][0]["id"], "fine");
 }
 
 TEST(Suite, UnwritableOutputIsAFailure) {

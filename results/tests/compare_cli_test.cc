@@ -155,6 +155,24 @@ TEST_F(CompareCli, ReportWritesMarkdownAndCharts) {
   EXPECT_NE(r.out.find("nothing.json: cannot be read"), std::string::npos) << r.out;
 }
 
+TEST_F(CompareCli, ReportExitsTwoOnBadInputAndOneWhenItCannotWrite) {
+  const auto broken = write("broken.json", "{\"schema_version\": 2, \"experiments\": [");
+  CliResult r = run("report " + broken);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("broken.json: not valid JSON"), std::string::npos) << r.out;
+
+  const auto gbench = write("gbench.json", R"({"context": {}, "benchmarks": []})");
+  r = run("report " + gbench);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("gbench.json: Google Benchmark JSON"), std::string::npos) << r.out;
+
+  const auto good = results("good.json", {{"naive", {110}}});
+  write("file", "");  // --out names a file: no folder can be made there
+  r = run("report " + good + " --out " + (dir_ / "file").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot be written"), std::string::npos) << r.out;
+}
+
 TEST_F(CompareCli, SuiteResultsHaveEveryKeyTheSchemaRequires) {
   const fs::path out = dir_ / "suite";
   const CliResult r = run("suite --quick --only naive,map_vectorized --out " + out.string());
