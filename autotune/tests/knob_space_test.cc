@@ -39,7 +39,11 @@ TEST(KnobSpace, AppliedSpecsParse) {
   EXPECT_EQ(spec["stages"][1]["cycle_length"], 4);  // tied to the interleave's parallelism
   EXPECT_EQ(spec["stages"][1]["pipeline"]["stages"][1]["parallelism"], 2);
   EXPECT_EQ(spec["stages"][3]["buffer_size"], 2);
-  EXPECT_NO_THROW(pipelines::parse_spec(spec));
+  // The pipeline built from it runs with the applied values.
+  const std::string as_run = pipelines::parse_spec(spec).dataset.to_json().dump();
+  EXPECT_NE(as_run.find("\"cycle_length\":4"), std::string::npos) << as_run;
+  EXPECT_NE(as_run.find("\"parallelism\":4"), std::string::npos) << as_run;
+  EXPECT_EQ(as_run.find("autotune"), std::string::npos) << as_run;
   EXPECT_TRUE(discover_knobs(spec).empty());
 }
 
@@ -62,7 +66,8 @@ TEST(KnobSpace, ProcessSourcesHaveProducerAndQueueKnobs) {
   const auto applied = apply_assignment(spec, knobs, {{"/stages/0/producers", 3}});
   EXPECT_EQ(applied["stages"][0]["producers"], 3);
   EXPECT_EQ(applied["stages"][0]["queue_capacity"], 16);
-  EXPECT_NO_THROW(pipelines::parse_spec(applied));
+  const std::string applied_run = pipelines::parse_spec(applied).dataset.to_json().dump();
+  EXPECT_NE(applied_run.find("\"producers\":3"), std::string::npos) << applied_run;
   // Unapplied, the spec still runs: the defaults stand in for the knobs.
   const pipelines::Spec parsed = pipelines::parse_spec(spec);
   const std::string as_run = parsed.dataset.to_json().dump();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -142,14 +144,39 @@ TEST(OnlineTuner, StopJoinsPromptly) {
   tuner.stop();  // twice is fine
 }
 
+// The threads of this process, as the kernel lists them.
+size_t thread_count() {
+  size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task");
+       it != std::filesystem::directory_iterator(); ++it)
+    ++n;
+  return n;
+}
+
 TEST(OnlineTuner, DestructionJoins) {
   const auto ds = pipelines::range(10).prefetch(kAutotune);
-  auto it = ds.iterate();
-  {
-    OnlineTuner tuner(it->model());
-    tuner.start();
-  }
-  SUCCEED();
+  auto it = ds.iterate();  // never pulled: no worker thread of its own
+  const size_t before = thread_count();
+  // A 5 s period: the thread ticks once at start and then waits. A destructor that waited for the
+  // next tick instead of waking the thread would take seconds; one that left the thread running
+  // would leave it in the process's thread list.
+  std::optional<OnlineTuner> tuner;
+  tuner.emplace(it->model(), TunerOptions{.initial_period = 5s, .max_period = 10s});
+  tuner->start();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (tuner->ticks() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_GT(tuner->ticks(), 0) << "the tuner's thread never ran";
+  EXPECT_EQ(thread_count(), before + 1);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  tuner.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "destruction waited for the period";
+  // A joined thread leaves the kernel's list a moment after join() returns.
+  const auto gone_by = std::chrono::steady_clock::now() + 1s;
+  while (thread_count() != before && std::chrono::steady_clock::now() < gone_by)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(thread_count(), before) << "the tuner's thread outlived the tuner";
 }
 
 TEST(OnlineTuner, FinalValuesWarmStartAnotherIterator) {

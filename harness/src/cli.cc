@@ -2,11 +2,61 @@
 
 #include <iostream>
 #include <map>
+#include <new>
+#include <nlohmann/json.hpp>
 
 #include "commands/commands.h"
+#include "pipeprof/harness/step.h"
 #include "pipeprof/harness/version.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/results/results_file.h"
+#include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::harness {
+
+ExitStatus exit_status_of(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const CLI::ParseError& e) {  // --help and --version are "errors" with code 0
+    return {e.get_exit_code() == 0 ? kExitOk : kExitBadInput, e.what()};
+  } catch (const InputError& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const pipelines::SpecError& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const StepError& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const trace::TraceFormatError& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const results::ResultsError& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const std::invalid_argument& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const nlohmann::json::exception& e) {
+    return {kExitBadInput, e.what()};
+  } catch (const RunFailure& e) {
+    return {kExitFailed, e.what()};
+  } catch (const pipelines::PipelineError& e) {
+    return {kExitFailed, std::string("the pipeline failed: ") + e.what()};
+  } catch (const std::bad_alloc&) {
+    return {kExitFailed, "out of memory (is a size in the spec too large?)"};
+  } catch (const std::exception& e) {
+    return {kExitFailed, e.what()};
+  } catch (...) {
+    return {kExitFailed, "unknown error"};
+  }
+}
+
+int exit_code_of(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kOk:
+      return kExitOk;
+    case Outcome::kFailed:
+      return kExitFailed;
+    case Outcome::kInterrupted:
+      return kExitInterrupted;
+  }
+  return kExitFailed;
+}
 
 int run_cli(int argc, char** argv) {
   CLI::App app{
@@ -17,6 +67,10 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("pipeprof ") + kVersion);
   app.require_subcommand(1);
   app.fallthrough(false);
+  app.footer(
+      "Exit status: 0 ok, 1 a failed run or check (a regression, a pipeline that failed, an output "
+      "that cannot be written), 2 bad usage or bad input (a malformed or missing file, an unknown "
+      "experiment, a bad option value), 130 interrupted by Ctrl-C.");
 
   std::map<const CLI::App*, CommandRunner> runners;
   auto add = [&](CommandRunner runner) {
@@ -34,20 +88,19 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitBadInput;
+    app.exit(e);  // prints the message, or the help or version asked for
+    return exit_status_of(std::current_exception()).code;
   }
   for (const auto& [cmd, runner] : runners) {
     if (!cmd->parsed()) continue;
     try {
-      return runner();
-    } catch (const std::bad_alloc&) {
-      std::cerr << "pipeprof " << cmd->get_name()
-                << ": out of memory (is a size in the spec too large?)\n";
-    } catch (const std::exception& e) {
-      std::cerr << "pipeprof " << cmd->get_name() << ": " << e.what() << "\n";
+      return exit_code_of(runner());
+    } catch (...) {
+      std::cout.flush();  // what the command printed comes before the error
+      const ExitStatus status = exit_status_of(std::current_exception());
+      std::cerr << "pipeprof " << cmd->get_name() << ": " << status.message << "\n";
+      return status.code;
     }
-    return kExitFailed;
   }
   std::cerr << app.help();
   return kExitBadInput;

@@ -5,17 +5,12 @@
 
 #include "pipeprof/harness/experiment.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof_testing/temp_dir.h"
 
 namespace pipeprof::harness {
 namespace {
 
-std::filesystem::path write_spec(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / "pipeprof_catalog_test";
-  std::filesystem::create_directories(dir);
-  auto path = dir / name;
-  std::ofstream(path) << text;
-  return path;
-}
+using testing_support::TempDir;
 
 TEST(Catalog, HasEveryPartAExperimentInOrder) {
   const auto catalog = load_catalog();
@@ -69,10 +64,11 @@ TEST(Catalog, UnknownIdListsTheKnownOnes) {
 }
 
 TEST(Catalog, ExperimentBlockIsValidated) {
-  auto bad_step = write_spec("bad_step.json", R"({"stages": [{"op": "range", "stop": 3}],
+  const TempDir tmp;
+  auto bad_step = tmp.write("bad_step.json", R"({"stages": [{"op": "range", "stop": 3}],
       "experiment": {"step": "warp:3"}})");
   EXPECT_THROW(load_experiment(bad_step), pipelines::SpecError);
-  auto bad_epochs = write_spec("bad_epochs.json", R"({"stages": [{"op": "range", "stop": 3}],
+  auto bad_epochs = tmp.write("bad_epochs.json", R"({"stages": [{"op": "range", "stop": 3}],
       "experiment": {"epochs": 0}})");
   try {
     load_experiment(bad_epochs);
@@ -82,13 +78,14 @@ TEST(Catalog, ExperimentBlockIsValidated) {
               std::string::npos)
         << e.what();
   }
-  auto unknown = write_spec("unknown.json", R"({"stages": [{"op": "range", "stop": 3}],
+  auto unknown = tmp.write("unknown.json", R"({"stages": [{"op": "range", "stop": 3}],
       "experiment": {"epoch": 2}})");
   EXPECT_THROW(load_experiment(unknown), pipelines::SpecError);
 }
 
 TEST(Catalog, PlainSpecGetsDefaults) {
-  auto plain = write_spec("plain.json", R"({"stages": [{"op": "range", "stop": 3}]})");
+  const TempDir tmp;
+  auto plain = tmp.write("plain.json", R"({"stages": [{"op": "range", "stop": 3}]})");
   const Experiment x = load_experiment(plain);
   EXPECT_EQ(x.id, "plain");
   EXPECT_EQ(x.step, "sleep:10");

@@ -1,4 +1,6 @@
 // Runs the real `pipeprof` binary: exit codes, messages and output as a user sees them.
+#include "pipeprof/harness/cli.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -6,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -20,8 +24,14 @@
 #include <vector>
 
 #include "pipeprof/harness/step.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/results/results_file.h"
+#include "pipeprof/trace/chrome_json.h"
+#include "pipeprof_testing/temp_dir.h"
 
 namespace {
+
+using pipeprof::testing_support::TempDir;
 
 struct CliResult {
   int code;
@@ -39,6 +49,17 @@ CliResult run(const std::string& args) {
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+// Points pipeprof at another experiment catalog while it lives (children inherit the environment).
+class CatalogOverride {
+ public:
+  explicit CatalogOverride(const std::filesystem::path& dir) {
+    setenv("PIPEPROF_EXPERIMENTS", dir.c_str(), 1);
+  }
+  ~CatalogOverride() { unsetenv("PIPEPROF_EXPERIMENTS"); }
+  CatalogOverride(const CatalogOverride&) = delete;
+  CatalogOverride& operator=(const CatalogOverride&) = delete;
+};
 
 std::string spec(const std::string& name) {
   return std::string(PIPEPROF_SPEC_DIR) + "/" + name;
@@ -61,12 +82,6 @@ pid_t spawn_quiet(const std::vector<std::string>& args) {
   return pid;
 }
 
-std::filesystem::path write_temp(const std::string& name, const std::string& text) {
-  auto path = std::filesystem::temp_directory_path() / ("pipeprof_cli_test_" + name);
-  std::ofstream(path) << text;
-  return path;
-}
-
 TEST(Cli, HelpListsCommandsAndExitsZero) {
   CliResult r = run("--help");
   EXPECT_EQ(r.code, 0);
@@ -82,6 +97,46 @@ TEST(Cli, VersionPrintsVersion) {
   CliResult r = run("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("pipeprof 0."), std::string::npos) << r.out;
+}
+
+// exit_status_of is the one place where errors become exit codes.
+TEST(ExitStatus, EachErrorTypeHasItsCode) {
+  using pipeprof::harness::exit_status_of;
+  auto code = [](auto error) { return exit_status_of(std::make_exception_ptr(error)).code; };
+  EXPECT_EQ(code(pipeprof::harness::InputError("x")), 2);
+  EXPECT_EQ(code(pipeprof::pipelines::SpecError("x")), 2);
+  EXPECT_EQ(code(pipeprof::harness::StepError("x")), 2);
+  EXPECT_EQ(code(pipeprof::trace::TraceFormatError("t.json", 3, "x")), 2);
+  EXPECT_EQ(code(pipeprof::results::ResultsError("x")), 2);
+  EXPECT_EQ(code(std::invalid_argument("x")), 2);
+  EXPECT_EQ(code(CLI::ValidationError("--x", "not a number")), 2);
+  EXPECT_EQ(code(CLI::CallForHelp()), 0);
+  try {
+    const auto parsed = nlohmann::json::parse("{");
+    ADD_FAILURE() << "parsed: " << parsed.dump();
+  } catch (...) {
+    EXPECT_EQ(exit_status_of(std::current_exception()).code, 2);
+  }
+
+  EXPECT_EQ(code(pipeprof::harness::RunFailure("x")), 1);
+  const auto failed = exit_status_of(
+      std::make_exception_ptr(pipeprof::pipelines::PipelineError("map 'f'", "boom")));
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_EQ(failed.message, "the pipeline failed: map 'f': boom");
+  EXPECT_EQ(code(std::bad_alloc()), 1);
+  EXPECT_EQ(code(std::runtime_error("out.json: cannot be written")), 1);
+  EXPECT_EQ(code(42), 1);
+
+  using pipeprof::harness::Outcome;
+  EXPECT_EQ(pipeprof::harness::exit_code_of(Outcome::kOk), 0);
+  EXPECT_EQ(pipeprof::harness::exit_code_of(Outcome::kFailed), 1);
+  EXPECT_EQ(pipeprof::harness::exit_code_of(Outcome::kInterrupted), 130);
+}
+
+TEST(Cli, HelpListsTheExitCodes) {
+  CliResult r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("2 bad usage or bad input"), std::string::npos) << r.out;
 }
 
 TEST(Inspect, InterleaveCycleAndBlockLengthsMatchTfData) {
@@ -107,7 +162,8 @@ TEST(Inspect, FullFormatHasDtypeAndShape) {
 }
 
 TEST(Inspect, InvalidParallelismNamesFilePathAndValue) {
-  auto path = write_temp("bad_parallelism.json", R"({"stages": [
+  const TempDir tmp;
+  auto path = tmp.write("bad_parallelism.json", R"({"stages": [
       {"op": "range", "stop": 10}, {"op": "map", "fn": "identity"},
       {"op": "map", "fn": "increment", "parallelism": -3}]})");
   CliResult r = run("inspect " + path.string());
@@ -126,7 +182,8 @@ TEST(Inspect, MissingFileIsBadInput) {
 }
 
 TEST(Inspect, TruncatedJsonNamesByteOffset) {
-  auto path = write_temp("truncated.json", R"({"stages": [{"op": "range", "st)");
+  const TempDir tmp;
+  auto path = tmp.write("truncated.json", R"({"stages": [{"op": "range", "st)");
   CliResult r = run("inspect " + path.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("invalid JSON at byte"), std::string::npos) << r.out;
@@ -142,6 +199,38 @@ TEST(List, ShowsTheCatalog) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("interleave_parallel_3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("map_vectorized"), std::string::npos) << r.out;
+}
+
+TEST(List, MissingOrBrokenCatalogIsBadInput) {
+  const TempDir tmp;
+  {
+    const CatalogOverride catalog(tmp / "none");
+    CliResult r = run("list");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("catalog folder does not exist"), std::string::npos) << r.out;
+  }
+  tmp.write("broken.json", R"({"stages": [{"op": "range", "stop": )");
+  const CatalogOverride catalog(tmp.path());
+  for (const char* command : {"list", "suite --quick --no-trace --out "}) {
+    const std::string out = std::string(command).ends_with("--out ") ? (tmp / "out").string() : "";
+    CliResult r = run(command + out);
+    EXPECT_EQ(r.code, 2) << command << "\n" << r.out;
+    EXPECT_NE(r.out.find("broken.json: invalid JSON at byte"), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
+}
+
+TEST(Analyze, MissingOrMalformedTraceIsBadInput) {
+  const TempDir tmp;
+  CliResult r = run("analyze " + (tmp / "missing.json").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("missing.json: no such file"), std::string::npos) << r.out;
+  const auto bad = tmp.write("bad.json", R"({"traceEvents": [{"ph": "X", "ts": )");
+  r = run("analyze " + bad.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.json: byte "), std::string::npos) << r.out;
+  r = run("analyze " + tmp.path().string());  // a folder
+  EXPECT_EQ(r.code, 2) << r.out;
 }
 
 TEST(Run, UnknownExperimentIsBadInput) {
@@ -162,9 +251,28 @@ TEST(Run, ProducersNeedAProcessStage) {
   EXPECT_NE(r.out.find("need a multiprocess or shared_store stage"), std::string::npos) << r.out;
 }
 
+TEST(Run, MalformedSpecIsBadInput) {
+  const TempDir tmp;
+  const auto broken = tmp.write("broken.json", R"({"stages": [{"op": "range", "stop": 3})");
+  CliResult r = run("run " + broken.string() + " --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("broken.json: invalid JSON at byte"), std::string::npos) << r.out;
+  r = run("run " + (tmp / "missing.json").string() + " --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("missing.json: no such file"), std::string::npos) << r.out;
+}
+
+TEST(Run, UnwritableJsonIsAFailure) {
+  const TempDir tmp;
+  const auto path = tmp / "no_such_dir" / "result.json";
+  CliResult r = run("run map_vectorized --epochs 1 --repetitions 1 --json " + path.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("result.json: cannot be written"), std::string::npos) << r.out;
+}
+
 TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
-  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producers.json";
-  std::filesystem::remove(path);
+  const TempDir tmp;
+  const auto path = tmp / "result.json";
   CliResult r = run("run " + spec("tiny_multiprocess.json") +
                     " --producers 2 --queue-capacity 3 --repetitions 1 "
                     "--json " + path.string());
@@ -178,8 +286,8 @@ TEST(Run, ProducersAndQueueCapacityOverrideTheSpec) {
 }
 
 TEST(Run, ProducerSpansAreMergedAsOneProcessLaneEach) {
-  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_producer_trace.json";
-  std::filesystem::remove(path);
+  const TempDir tmp;
+  const auto path = tmp / "trace.json";
   CliResult r = run("run " + spec("tiny_multiprocess.json") + " --producers 3 --repetitions 1 " +
                     "--trace " + path.string());
   ASSERT_EQ(r.code, 0) << r.out;
@@ -215,7 +323,8 @@ TEST(Run, CtrlCDuringProcessSourcesLeavesNoProcessOrSharedMemory) {
     return n;
   };
   const size_t shm_before = shm_entries();
-  const auto slow = write_temp("slow_store.json", R"({
+  const TempDir tmp;
+  const auto slow = tmp.write("slow_store.json", R"({
     "stages": [{"op": "shared_store", "producers": 3, "queue_capacity": 4, "store_mb": 16,
                 "pipeline": {"stages": [{"op": "generator", "fn": "random_tensors",
                   "args": {"count": 1000, "shapes": [[1024]], "delay_ms": 20}}]}}],
@@ -249,8 +358,8 @@ TEST(Run, CudaStepWithoutGpuExitsTwo) {
 }
 
 TEST(Run, WritesJsonWithEveryRepetition) {
-  const auto path = std::filesystem::temp_directory_path() / "pipeprof_cli_run.json";
-  std::filesystem::remove(path);
+  const TempDir tmp;
+  const auto path = tmp / "result.json";
   CliResult r = run("run map_vectorized --repetitions 3 --json " + path.string());
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream in(path);
@@ -261,8 +370,8 @@ TEST(Run, WritesJsonWithEveryRepetition) {
 }
 
 TEST(Suite, QuickRunWritesResultsAndReport) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite";
-  std::filesystem::remove_all(dir);
+  const TempDir tmp;
+  const auto dir = tmp / "out";
   CliResult r = run("suite --quick --only naive,map_scalar --out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("[ 1/2] naive"), std::string::npos) << r.out;  // progress
@@ -278,13 +387,44 @@ TEST(Suite, QuickRunWritesResultsAndReport) {
 
 TEST(Suite, CudaStepWithoutGpuIsBadInput) {
   if (pipeprof::harness::cuda_step_available()) GTEST_SKIP() << "a GPU is usable here";
-  CliResult r = run("suite --quick --only naive --step cuda:10 --out /tmp/pipeprof_cli_suite_cuda");
+  const TempDir tmp;
+  CliResult r = run("suite --quick --only naive --step cuda:10 --out " + (tmp / "out").string());
   EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out")) << "nothing is run or written on bad input";
+}
+
+TEST(Suite, UnknownIdInOnlyIsBadInput) {
+  const TempDir tmp;
+  CliResult r = run("suite --quick --only naive,no_such,nor_this --out " + (tmp / "out").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no experiment \"no_such\", \"nor_this\" in the catalog"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "out")) << "nothing is run or written on bad input";
+}
+
+// An experiment that fails on bad input (here its own cuda step, with no GPU) does not stop the
+// others, and the suite exits 2 once it has written what it measured.
+TEST(Suite, AnExperimentWithBadInputExitsTwoAfterTheOthers) {
+  if (pipeprof::harness::cuda_step_available()) GTEST_SKIP() << "a GPU is usable here";
+  const TempDir tmp;
+  tmp.write("fine.json", R"({"stages": [{"op": "range", "stop": 3}],
+                            "experiment": {"step": "none"}})");
+  tmp.write("gpu.json", R"({"stages": [{"op": "range", "stop": 3}],
+                           "experiment": {"step": "cuda:10"}})");
+  const CatalogOverride catalog(tmp.path());
+  CliResult r = run("suite --quick --no-trace --out " + (tmp / "out").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("1 of 2 experiment(s) failed on bad input"), std::string::npos) << r.out;
+  std::ifstream in(tmp / "out" / "results.json");
+  ASSERT_TRUE(in.good()) << r.out;
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["experiments"].size(), 1u);
+  EXPECT_EQ(j["experiments"][0]["id"], "fine");
 }
 
 TEST(Suite, UnwritableOutputIsAFailure) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_unwritable";
-  std::filesystem::remove_all(dir);
+  const TempDir tmp;
+  const auto dir = tmp.path();
   std::filesystem::create_directories(dir / "results.json");  // a folder where the file must go
   CliResult r = run("suite --quick --only map_vectorized --out " + dir.string());
   EXPECT_EQ(r.code, 1) << r.out;
@@ -292,8 +432,8 @@ TEST(Suite, UnwritableOutputIsAFailure) {
 }
 
 TEST(Suite, CtrlCStopsCleanlyAndWritesWhatWasMeasured) {
-  const auto dir = std::filesystem::temp_directory_path() / "pipeprof_cli_suite_interrupted";
-  std::filesystem::remove_all(dir);
+  const TempDir tmp;
+  const auto dir = tmp / "out";
   const pid_t pid = spawn_quiet({"suite", "--repetitions", "3", "--out", dir.string()});
   ASSERT_GE(pid, 0);
   // Interrupted once the first experiment is done (its trace is written at once): on a loaded

@@ -5,16 +5,19 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pipeprof_testing/temp_dir.h"
+
 namespace pipeprof::harness {
 namespace {
 
+using testing_support::TempDir;
+
 Experiment small_experiment() {
-  auto path = std::filesystem::temp_directory_path() / "pipeprof_runner_small.json";
-  std::ofstream(path) << R"({"name": "small", "stages": [
+  const TempDir tmp;
+  return load_experiment(tmp.write("small.json", R"({"name": "small", "stages": [
       {"op": "artificial", "open_ms": 2, "read_ms": 1, "num_samples": 4},
       {"op": "prefetch", "buffer_size": 2}],
-      "experiment": {"step": "sleep:1", "epochs": 2}})";
-  return load_experiment(path);
+      "experiment": {"step": "sleep:1", "epochs": 2}})"));
 }
 
 TEST(WaitStats, QuantilesOfKnownValues) {
@@ -54,10 +57,10 @@ TEST(Runner, KeepsEveryRepetitionAndComparesWithTheIdeal) {
 }
 
 TEST(Runner, EveryRepetitionStartsWithAColdCache) {
-  auto path = std::filesystem::temp_directory_path() / "pipeprof_runner_cache.json";
-  std::ofstream(path) << R"({"name": "cached", "stages": [
+  const TempDir tmp;
+  const auto path = tmp.write("cached.json", R"({"name": "cached", "stages": [
       {"op": "artificial", "open_ms": 5, "read_ms": 5, "num_samples": 2}, {"op": "cache"}],
-      "experiment": {"step": "none", "epochs": 2}})";
+      "experiment": {"step": "none", "epochs": 2}})");
   const ExperimentResult r = run_experiment(load_experiment(path), {.repetitions = 3});
   ASSERT_EQ(r.repetitions.size(), 3u);
   // The first epoch of each repetition reads (15 ms); a warm cache would make it ~0.

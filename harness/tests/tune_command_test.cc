@@ -9,6 +9,7 @@
 #include "pipeprof/autotune/knob_space.h"
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/spec.h"
+#include "pipeprof_testing/temp_dir.h"
 
 namespace pipeprof::autotune {
 namespace {
@@ -25,20 +26,11 @@ int cli(std::vector<std::string> args) {
 
 class TuneCommand : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() /
-        ("pipeprof_tune_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path write(const std::string& name, const nlohmann::json& j) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p) << j.dump(2);
-    return p;
+    return tmp_.write(name, j.dump(2));
   }
-  fs::path dir_;
+  testing_support::TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
 };
 
 const nlohmann::json kSpec = nlohmann::json::parse(R"({
@@ -94,6 +86,14 @@ TEST_F(TuneCommand, RejectsBadInput) {
   EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--strategy", "annealing"}),
             harness::kExitBadInput);
   EXPECT_EQ(cli({"tune", (dir_ / "missing.json").string()}), harness::kExitBadInput);
+  EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--budget", "2", "--step", "warp:3"}),
+            harness::kExitBadInput);
+}
+
+TEST_F(TuneCommand, AnOutputThatCannotBeWrittenIsAFailure) {
+  EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--budget", "1", "--out",
+                 (dir_ / "no_such_dir" / "tuned.json").string()}),
+            harness::kExitFailed);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeprof_testing/temp_dir.h"
 #include "schema_check.h"
 
 namespace {
@@ -36,14 +37,6 @@ CliResult run(const std::string& args) {
 
 class CompareCli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    // One folder per test: CTest runs the tests of this file in parallel processes.
-    dir_ = fs::temp_directory_path() /
-           (std::string("pipeprof_compare_cli_") +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   // A pipeprof results file with one experiment per (id, wall times) and ideal 100 ms.
   std::string results(const std::string& name,
                       const std::vector<std::pair<std::string, std::vector<double>>>& experiments) {
@@ -61,7 +54,9 @@ class CompareCli : public ::testing::Test {
     std::ofstream(path) << text;
     return path.string();
   }
-  fs::path dir_;
+  // One folder per test: CTest runs the tests of this file in parallel processes.
+  pipeprof::testing_support::TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
 };
 
 TEST_F(CompareCli, UnchangedRunExitsZero) {
@@ -158,6 +153,24 @@ TEST_F(CompareCli, ReportWritesMarkdownAndCharts) {
   r = run("report " + (dir_ / "nothing.json").string());
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("nothing.json: cannot be read"), std::string::npos) << r.out;
+}
+
+TEST_F(CompareCli, ReportExitsTwoOnBadInputAndOneWhenItCannotWrite) {
+  const auto broken = write("broken.json", "{\"schema_version\": 2, \"experiments\": [");
+  CliResult r = run("report " + broken);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("broken.json: not valid JSON"), std::string::npos) << r.out;
+
+  const auto gbench = write("gbench.json", R"({"context": {}, "benchmarks": []})");
+  r = run("report " + gbench);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("gbench.json: Google Benchmark JSON"), std::string::npos) << r.out;
+
+  const auto good = results("good.json", {{"naive", {110}}});
+  write("file", "");  // --out names a file: no folder can be made there
+  r = run("report " + good + " --out " + (dir_ / "file").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot be written"), std::string::npos) << r.out;
 }
 
 TEST_F(CompareCli, SuiteResultsHaveEveryKeyTheSchemaRequires) {

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pipeprof_testing/temp_dir.h"
+
 namespace pipeprof::results {
 namespace {
 
@@ -14,8 +16,8 @@ void write(const std::filesystem::path& path, const std::string& text) {
 }
 
 TEST(Environment, ReadsAFakeSystemTree) {
-  const auto root = std::filesystem::temp_directory_path() / "pipeprof_env_test";
-  std::filesystem::remove_all(root);
+  const testing_support::TempDir tmp;
+  const auto& root = tmp.path();
   write(root / "proc/cpuinfo",
         "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Example CPU @ 3.00GHz\n");
   write(root / "proc/meminfo", "MemTotal:       16318404 kB\nMemFree:         1000 kB\n");
@@ -33,7 +35,6 @@ TEST(Environment, ReadsAFakeSystemTree) {
   EXPECT_FALSE(env.compiler.empty());
   EXPECT_FALSE(env.build_type.empty());
   EXPECT_FALSE(env.git_commit.empty());
-  std::filesystem::remove_all(root);
 }
 
 TEST(Environment, AMissingTreeGivesUnknownsNotErrors) {

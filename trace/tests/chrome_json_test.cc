@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "pipeprof_testing/temp_dir.h"
+
 namespace pipeprof::trace {
 namespace {
 
@@ -336,10 +338,8 @@ TEST(ChromeJson, FlowsChainThroughStepsInTimeOrder) {
 }
 
 TEST(ChromeJson, SaveIsAtomicAndLoadNamesMissingFiles) {
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("pipeprof_trace_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-  std::filesystem::create_directories(dir);
+  const testing_support::TempDir tmp;
+  const auto& dir = tmp.path();
   const auto path = dir / "t.json";
   const Trace in = sample_trace();
   save_chrome_json(in, path);
@@ -361,7 +361,6 @@ TEST(ChromeJson, SaveIsAtomicAndLoadNamesMissingFiles) {
   } catch (const TraceFormatError& e) {
     EXPECT_EQ(e.source(), (dir / "bad.json").string());
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -8,18 +8,12 @@
 
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/viewer/synthetic_trace.h"
+#include "pipeprof_testing/temp_dir.h"
 
 namespace pipeprof::viewer {
 namespace {
 
-std::filesystem::path temp_file(const std::string& name, const std::string& text) {
-  const auto path =
-      std::filesystem::temp_directory_path() /
-      ("pipeprof_viewer_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "_" + name);
-  std::ofstream(path) << text;
-  return path;
-}
+using testing_support::TempDir;
 
 TEST(Document, IndexesEveryLaneAndCounter) {
   const auto doc = make_document(make_synthetic_trace(5000), "synthetic");
@@ -38,11 +32,11 @@ TEST(Document, IndexesEveryLaneAndCounter) {
 }
 
 TEST(Document, LoadsAChromeJsonFile) {
-  const auto path = temp_file("ok.json", R"({"traceEvents": [
+  const TempDir tmp;
+  const auto path = tmp.write("ok.json", R"({"traceEvents": [
     {"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": 10, "dur": 5},
     {"ph": "X", "name": "b", "pid": 1, "tid": 2, "ts": 11, "dur": 1}]})");
   const LoadResult r = load_document(path);
-  std::filesystem::remove(path);
   ASSERT_TRUE(r.document) << r.error;
   EXPECT_TRUE(r.error.empty());
   EXPECT_EQ(r.document->trace.span_count(), 2u);
@@ -51,9 +45,9 @@ TEST(Document, LoadsAChromeJsonFile) {
 }
 
 TEST(Document, AMalformedFileIsAnErrorNamingTheFileAndOffset) {
-  const auto path = temp_file("bad.json", R"({"traceEvents": [{"ph": "X", "name": )");
+  const TempDir tmp;
+  const auto path = tmp.write("bad.json", R"({"traceEvents": [{"ph": "X", "name": )");
   const LoadResult r = load_document(path);
-  std::filesystem::remove(path);
   EXPECT_FALSE(r.document);
   EXPECT_NE(r.error.find("bad.json"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("byte"), std::string::npos) << r.error;

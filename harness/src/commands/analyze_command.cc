@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "commands/commands.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/trace/analysis.h"
 #include "pipeprof/trace/chrome_json.h"
 
@@ -16,24 +15,15 @@ struct AnalyzeCommandOptions {
   bool json = false;
 };
 
-int analyze_command(const AnalyzeCommandOptions& o) {
-  trace::Trace t;
-  try {
-    t = trace::load_chrome_json(o.path);
-  } catch (const trace::TraceFormatError& e) {
-    std::cerr << "pipeprof analyze: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const std::runtime_error& e) {  // missing or unreadable file
-    std::cerr << "pipeprof analyze: " << e.what() << "\n";
-    return kExitBadInput;
-  }
+Outcome analyze_command(const AnalyzeCommandOptions& o) {
+  const trace::Trace t = read_input([&] { return trace::load_chrome_json(o.path); });
   const trace::Analysis a = trace::analyze(t);
   if (o.json) {
     std::cout << trace::to_json(a).dump(2) << "\n";
   } else {
     std::cout << trace::format_text(a);
   }
-  return kExitOk;
+  return Outcome::kOk;
 }
 
 }  // namespace
@@ -46,6 +36,7 @@ CommandRunner add_analyze_command(CLI::App& app) {
                   "Trace file (pipeprof, PyTorch profiler / Kineto, Perfetto JSON)")
       ->required();
   cmd->add_flag("--json", o->json, "Print the analysis as JSON");
+  cmd->footer("Exit status: 0 analysed, 2 bad usage or a missing or malformed trace.");
   return [o] { return analyze_command(*o); };
 }
 

@@ -1,13 +1,17 @@
 // Subcommand registration. Each command adds itself to the app and returns the function that runs
-// it once parsing succeeded (returning the exit code).
+// it once parsing succeeded. That function returns how the command ended or throws; run_cli
+// (cli.cc) turns either into the exit code, and prints the message of what was thrown.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <new>
+
+#include "pipeprof/harness/cli.h"
 
 namespace pipeprof::harness {
 
-using CommandRunner = std::function<int()>;
+using CommandRunner = std::function<Outcome()>;
 
 CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_compare_command(CLI::App& app);
@@ -17,5 +21,20 @@ CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_suite_command(CLI::App& app);
 CommandRunner add_tune_command(CLI::App& app);
+
+// Returns read(), which loads something a command reads before it runs (a spec, a trace, a results
+// file, the catalog). Whatever it throws, except running out of memory, is rethrown as an
+// InputError with the same message: input that cannot be read is bad input (exit 2), whichever
+// library read it and however it reports a missing file.
+template <typename Read>
+auto read_input(Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(e.what());
+  }
+}
 
 }  // namespace pipeprof::harness

@@ -6,7 +6,6 @@
 #include <iostream>
 
 #include "commands/commands.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/results/compare.h"
 #include "pipeprof/results/results_file.h"
 
@@ -21,26 +20,19 @@ struct CompareCommandOptions {
   bool json = false;
 };
 
-int compare_command(const CompareCommandOptions& o) {
-  results::ResultsFile base, now;
+Outcome compare_command(const CompareCommandOptions& o) {
   results::CompareOptions options{.alpha = o.alpha};
-  try {
-    options.threshold = results::parse_threshold(o.threshold);
-    base = results::load_results(o.base);
-    now = results::load_results(o.now);
-    const bool both_ours =
-        base.format == results::Format::kPipeprof && now.format == results::Format::kPipeprof;
-    options.metric = o.metric == "auto"
-                         ? (both_ours ? results::Metric::kEfficiency : results::Metric::kTime)
-                         : results::parse_metric(o.metric);
-    if (options.metric == results::Metric::kEfficiency && !both_ours) {
-      const std::string& gbench = base.format == results::Format::kGoogleBenchmark ? o.base : o.now;
-      throw std::invalid_argument(gbench +
-                                  ": Google Benchmark JSON has no efficiency; use --metric time");
-    }
-  } catch (const std::exception& e) {  // ResultsError, invalid_argument
-    std::cerr << "pipeprof compare: " << e.what() << "\n";
-    return kExitBadInput;
+  options.threshold = results::parse_threshold(o.threshold);
+  const results::ResultsFile base = read_input([&] { return results::load_results(o.base); });
+  const results::ResultsFile now = read_input([&] { return results::load_results(o.now); });
+  const bool both_ours =
+      base.format == results::Format::kPipeprof && now.format == results::Format::kPipeprof;
+  options.metric = o.metric == "auto"
+                       ? (both_ours ? results::Metric::kEfficiency : results::Metric::kTime)
+                       : results::parse_metric(o.metric);
+  if (options.metric == results::Metric::kEfficiency && !both_ours) {
+    const std::string& gbench = base.format == results::Format::kGoogleBenchmark ? o.base : o.now;
+    throw InputError(gbench + ": Google Benchmark JSON has no efficiency; use --metric time");
   }
   for (const auto* file : {&base, &now}) {
     const auto it = file->doc.find("interrupted");
@@ -51,9 +43,7 @@ int compare_command(const CompareCommandOptions& o) {
   }
   const results::Comparison c = results::compare(base.entries, now.entries, options);
   if (c.matched() == 0) {
-    std::cerr << "pipeprof compare: " << o.base << " and " << o.now
-              << " have no experiment or benchmark name in common\n";
-    return kExitBadInput;
+    throw InputError(o.base + " and " + o.now + " have no experiment or benchmark name in common");
   }
   if (o.json) {
     nlohmann::json j = results::to_json(c);
@@ -63,7 +53,7 @@ int compare_command(const CompareCommandOptions& o) {
   } else {
     std::cout << results::format_table(c);
   }
-  return c.has_regression() ? kExitFailed : kExitOk;
+  return c.has_regression() ? Outcome::kFailed : Outcome::kOk;
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "commands/commands.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/spec.h"
 
@@ -37,15 +36,8 @@ void print_stats(const pipelines::Model& model) {
   }
 }
 
-int inspect(const InspectOptions& options) {
-  std::optional<pipelines::Spec> loaded;
-  try {
-    loaded = pipelines::load_spec(options.spec);
-  } catch (const pipelines::SpecError& e) {
-    std::cerr << "pipeprof inspect: " << e.what() << "\n";
-    return kExitBadInput;
-  }
-  const pipelines::Spec& spec = *loaded;
+Outcome inspect(const InspectOptions& options) {
+  const pipelines::Spec spec = read_input([&] { return pipelines::load_spec(options.spec); });
   const bool full = options.format == "full";
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     auto it = spec.dataset.iterate();
@@ -64,10 +56,8 @@ int inspect(const InspectOptions& options) {
         }
       }
     } catch (const pipelines::PipelineError& e) {
-      std::cout.flush();
-      std::cerr << fmt::format("pipeprof inspect: {}: epoch {}, element {}: {}\n", options.spec,
-                               epoch, index, e.what());
-      return kExitFailed;
+      throw RunFailure(
+          fmt::format("{}: epoch {}, element {}: {}", options.spec, epoch, index, e.what()));
     }
     std::cout.flush();
     if (options.stats) {
@@ -77,7 +67,7 @@ int inspect(const InspectOptions& options) {
       print_stats(*model);
     }
   }
-  return kExitOk;
+  return Outcome::kOk;
 }
 
 }  // namespace

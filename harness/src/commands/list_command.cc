@@ -4,9 +4,7 @@
 #include <iostream>
 
 #include "commands/commands.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/harness/experiment.h"
-#include "pipeprof/pipelines/errors.h"
 
 namespace pipeprof::harness {
 
@@ -14,16 +12,11 @@ CommandRunner add_list_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("list", "List the experiment catalog, one line each");
   (void)cmd;
   return [] {
-    try {
-      for (const auto& x : load_catalog()) {
-        std::cout << fmt::format("{:<24} {:<9} {:>2} epochs  {}\n", x.id, x.step, x.epochs,
-                                 x.description);
-      }
-    } catch (const pipelines::SpecError& e) {
-      std::cerr << "pipeprof list: " << e.what() << "\n";
-      return kExitBadInput;
+    for (const auto& x : read_input([] { return load_catalog(); })) {
+      std::cout << fmt::format("{:<24} {:<9} {:>2} epochs  {}\n", x.id, x.step, x.epochs,
+                               x.description);
     }
-    return kExitOk;
+    return Outcome::kOk;
   };
 }
 

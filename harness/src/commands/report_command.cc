@@ -8,7 +8,6 @@
 #include <iostream>
 
 #include "commands/commands.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/results/report.h"
 #include "pipeprof/results/results_file.h"
 
@@ -20,31 +19,20 @@ struct ReportCommandOptions {
   std::string out;
 };
 
-int report_command(const ReportCommandOptions& o) {
+Outcome report_command(const ReportCommandOptions& o) {
   const std::filesystem::path path(o.results);
-  results::Report report;
-  try {
-    const results::ResultsFile file = results::load_results(path);
-    if (file.format != results::Format::kPipeprof) {
-      throw results::ResultsError(o.results +
-                                  ": Google Benchmark JSON; report reads pipeprof results files");
-    }
-    report = results::render_report(file.doc, path.parent_path(), o.results);
-  } catch (const results::ResultsError& e) {
-    std::cerr << "pipeprof report: " << e.what() << "\n";
-    return kExitBadInput;
+  const results::ResultsFile file = read_input([&] { return results::load_results(path); });
+  if (file.format != results::Format::kPipeprof) {
+    throw InputError(o.results + ": Google Benchmark JSON; report reads pipeprof results files");
   }
+  const results::Report report =
+      read_input([&] { return results::render_report(file.doc, path.parent_path(), o.results); });
   std::filesystem::path out = o.out.empty() ? path.parent_path() : std::filesystem::path(o.out);
   if (out.empty()) out = ".";
-  try {
-    results::write_report(report, out);
-  } catch (const std::exception& e) {
-    std::cerr << "pipeprof report: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  results::write_report(report, out);  // throws std::runtime_error naming what cannot be written
   std::cerr << fmt::format("wrote {} and {} chart(s)\n", (out / "report.md").string(),
                            report.files.size());
-  return kExitOk;
+  return Outcome::kOk;
 }
 
 }  // namespace

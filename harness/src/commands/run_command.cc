@@ -2,17 +2,16 @@
 //              [--trace trace.json] [--producers N] [--queue-capacity N]
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
 #include "commands/table.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/harness/runner.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/spec.h"
+#include "pipeprof/results/report.h"
 #include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::harness {
@@ -64,58 +63,36 @@ void override_process_sources(Experiment& x, int64_t producers, int64_t queue_ca
   x.documented_ideal_ms.reset();
 }
 
-int run_command(const RunCommandOptions& o) {
+Outcome run_command(const RunCommandOptions& o) {
   InterruptGuard guard;
-  ExperimentResult result;
-  try {
-    Experiment x = find_experiment(o.target);
-    override_process_sources(x, o.producers, o.queue_capacity);
-    RunOptions options{.step = o.step,
-                       .epochs = o.epochs,
-                       .repetitions = o.repetitions,
-                       .stop = &InterruptGuard::flag(),
-                       .trace = !o.trace.empty()};
-    options.on_repetition = [&](int i, const Repetition& rep) {
-      std::cerr << fmt::format("  repetition {}/{}: {:.2f} ms, wait mean {:.3f} ms{}\n", i + 1,
-                               o.repetitions, rep.wall_ms, rep.wait.mean_ms,
-                               rep.interrupted ? " (interrupted)" : "");
-    };
-    std::cerr << fmt::format("{}: {} ({} x {} epochs)\n", x.id, x.description, o.repetitions,
-                             o.epochs > 0 ? o.epochs : x.epochs);
-    result = run_experiment(x, options);
-  } catch (const pipelines::SpecError& e) {
-    std::cerr << "pipeprof run: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const StepError& e) {
-    std::cerr << "pipeprof run: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const pipelines::PipelineError& e) {
-    std::cerr << "pipeprof run: the pipeline failed: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  Experiment x = read_input([&] { return find_experiment(o.target); });
+  override_process_sources(x, o.producers, o.queue_capacity);
+  RunOptions options{.step = o.step,
+                     .epochs = o.epochs,
+                     .repetitions = o.repetitions,
+                     .stop = &InterruptGuard::flag(),
+                     .trace = !o.trace.empty()};
+  options.on_repetition = [&](int i, const Repetition& rep) {
+    std::cerr << fmt::format("  repetition {}/{}: {:.2f} ms, wait mean {:.3f} ms{}\n", i + 1,
+                             o.repetitions, rep.wall_ms, rep.wait.mean_ms,
+                             rep.interrupted ? " (interrupted)" : "");
+  };
+  std::cerr << fmt::format("{}: {} ({} x {} epochs)\n", x.id, x.description, o.repetitions,
+                           o.epochs > 0 ? o.epochs : x.epochs);
+  const ExperimentResult result = run_experiment(x, options);
   print_table(std::cout, {result});
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    out << to_json(result).dump(2) << "\n";
-    if (!out) {
-      std::cerr << "pipeprof run: " << o.json << ": cannot be written\n";
-      return kExitFailed;
-    }
+    results::write_text_file(o.json, to_json(result).dump(2) + "\n");
     std::cerr << "wrote " << o.json << "\n";
   }
   if (!o.trace.empty() && result.trace) {
-    try {
-      trace::save_chrome_json(*result.trace, o.trace);
-    } catch (const std::exception& e) {
-      std::cerr << "pipeprof run: " << e.what() << "\n";
-      return kExitFailed;
-    }
+    trace::save_chrome_json(*result.trace, o.trace);
     std::cerr << fmt::format(
         "wrote {} ({} spans of a traced run before the measured ones; open it in Perfetto UI or "
         "pipeprof-viewer, or run `pipeprof analyze {}`)\n",
         o.trace, result.trace->span_count(), o.trace);
   }
-  return result.interrupted ? kExitInterrupted : kExitOk;
+  return result.interrupted ? Outcome::kInterrupted : Outcome::kOk;
 }
 
 }  // namespace
@@ -143,6 +120,9 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");
   cmd->add_option("--trace", o->trace,
                   "Record one extra, unmeasured run's timeline and write it as Chrome-trace JSON");
+  cmd->footer(
+      "Exit status: 0 ok, 1 the pipeline failed or an output cannot be written, 2 bad usage or bad "
+      "input (an unknown experiment, an invalid spec or step), 130 interrupted by Ctrl-C.");
   return [o] { return run_command(*o); };
 }
 

@@ -4,6 +4,7 @@
 // into DIR. Ctrl-C stops after the current element and writes what was measured so far.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,12 +12,10 @@
 #include "commands/commands.h"
 #include "commands/interrupt.h"
 #include "commands/table.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/harness/machine.h"
 #include "pipeprof/harness/runner.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/harness/version.h"
-#include "pipeprof/pipelines/errors.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/report.h"
@@ -64,31 +63,38 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
   results::write_report(results::render_report(doc, dir, (dir / "results.json").string()), dir);
 }
 
-int suite(const SuiteOptions& o) {
+// The catalog's experiments named by --only (all of them without it); an id that is not in the
+// catalog is bad input.
+std::vector<Experiment> select_experiments(std::vector<Experiment> catalog,
+                                           const std::vector<std::string>& only) {
+  if (only.empty()) return catalog;
+  std::string unknown;
+  for (const std::string& id : only) {
+    if (std::none_of(catalog.begin(), catalog.end(), [&](const auto& x) { return x.id == id; }))
+      unknown += (unknown.empty() ? "\"" : ", \"") + id + "\"";
+  }
+  if (!unknown.empty()) {
+    throw InputError("--only: no experiment " + unknown + " in the catalog (see `pipeprof list`)");
+  }
+  std::vector<Experiment> selected;
+  for (auto& x : catalog) {
+    if (std::find(only.begin(), only.end(), x.id) != only.end()) selected.push_back(std::move(x));
+  }
+  return selected;
+}
+
+Outcome suite(const SuiteOptions& o) {
   InterruptGuard guard;
-  std::vector<Experiment> catalog;
-  try {
-    if (!o.step.empty()) (void)make_step(o.step);  // usable here (cuda needs a GPU), once
-    for (auto& x : load_catalog()) {
-      if (o.only.empty() || std::find(o.only.begin(), o.only.end(), x.id) != o.only.end()) {
-        catalog.push_back(std::move(x));
-      }
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "pipeprof suite: " << e.what() << "\n";
-    return kExitBadInput;
-  }
-  if (catalog.empty()) {
-    std::cerr << "pipeprof suite: no experiment matches --only\n";
-    return kExitBadInput;
-  }
+  if (!o.step.empty()) (void)make_step(o.step);  // usable here (cuda needs a GPU), once
+  const std::vector<Experiment> catalog =
+      select_experiments(read_input([] { return load_catalog(); }), o.only);
   const int repetitions = o.quick ? 1 : o.repetitions;
   const std::string started_utc = results::utc_now();
   const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
   print_overshoot(std::cerr, overshoot);
 
   std::vector<ExperimentResult> results;
-  bool failed = false;
+  int failed = 0, failed_on_input = 0;
   for (size_t i = 0; i < catalog.size() && !InterruptGuard::flag(); ++i) {
     const Experiment& x = catalog[i];
     std::cerr << fmt::format("[{:>2}/{}] {:<24} ", i + 1, catalog.size(), x.id) << std::flush;
@@ -108,23 +114,25 @@ int suite(const SuiteOptions& o) {
         r.trace.reset();
       }
       std::cerr << " " << summary_line(results.back()) << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << " failed: " << e.what() << "\n";
-      failed = true;
+    } catch (...) {  // the others still run; the exit status says what went wrong
+      const ExitStatus status = exit_status_of(std::current_exception());
+      std::cerr << " failed: " << status.message << "\n";
+      ++failed;
+      if (status.code == kExitBadInput) ++failed_on_input;
     }
   }
   const bool interrupted = InterruptGuard::flag();
   std::cout << "\n";
   print_table(std::cout, results);
-  try {
-    write_outputs(o.out, results, overshoot, interrupted, repetitions, started_utc);
-  } catch (const std::exception& e) {
-    std::cerr << "pipeprof suite: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  // Throws std::runtime_error naming what cannot be written.
+  write_outputs(o.out, results, overshoot, interrupted, repetitions, started_utc);
   std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
-  if (interrupted) return kExitInterrupted;
-  return failed ? kExitFailed : kExitOk;
+  if (interrupted) return Outcome::kInterrupted;
+  if (failed_on_input > 0) {
+    throw InputError(fmt::format("{} of {} experiment(s) failed on bad input (see above)",
+                                 failed_on_input, catalog.size()));
+  }
+  return failed > 0 ? Outcome::kFailed : Outcome::kOk;
 }
 
 }  // namespace
@@ -146,6 +154,10 @@ CommandRunner add_suite_command(CLI::App& app) {
   cmd->add_flag("--no-trace", o->no_trace,
                 "Do not record traces (by default one extra, unmeasured run of each experiment is "
                 "traced into OUT/traces/<id>.json)");
+  cmd->footer(
+      "Exit status: 0 ok, 1 an experiment failed or an output cannot be written, 2 bad usage or "
+      "bad input (an unknown id in --only, an unusable --step, an invalid catalog spec), 130 "
+      "interrupted by Ctrl-C (what was measured is written).");
   return [o] { return suite(*o); };
 }
 

@@ -7,18 +7,15 @@
 // with the best values (loadable by `pipeprof run`) and the log of every trial.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
-#include <optional>
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
 #include "pipeprof/autotune/knob_space.h"
 #include "pipeprof/autotune/offline_tuner.h"
-#include "pipeprof/harness/cli.h"
 #include "pipeprof/harness/runner.h"
 #include "pipeprof/harness/step.h"
-#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/results/report.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -37,39 +34,22 @@ struct TuneCommandOptions {
   std::string log;
 };
 
-bool write_json(const std::string& file, const nlohmann::json& json) {
-  std::ofstream out(file);
-  out << json.dump(2) << "\n";
-  if (!out) {
-    std::cerr << "pipeprof tune: " << file << ": cannot be written\n";
-    return false;
-  }
+void write_json(const std::string& file, const nlohmann::json& json) {
+  results::write_text_file(file, json.dump(2) + "\n");  // throws naming the file
   std::cerr << "wrote " << file << "\n";
-  return true;
 }
 
-int tune_command(const TuneCommandOptions& o) {
+Outcome tune_command(const TuneCommandOptions& o) {
   InterruptGuard guard;
   autotune::OfflineOptions options;
-  std::optional<Experiment> loaded;
-  try {
-    options.strategy = autotune::parse_strategy(o.strategy);
-    options.objective = autotune::parse_objective(o.objective);
-    loaded = find_experiment(o.target);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "pipeprof tune: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const pipelines::SpecError& e) {
-    std::cerr << "pipeprof tune: " << e.what() << "\n";
-    return kExitBadInput;
-  }
-  const Experiment& x = *loaded;
-  const auto knobs =
-      autotune::discover_knobs(x.spec.document, {.max_parallelism = o.max_parallelism});
+  options.strategy = autotune::parse_strategy(o.strategy);
+  options.objective = autotune::parse_objective(o.objective);
+  const Experiment x = read_input([&] { return find_experiment(o.target); });
+  const auto knobs = read_input([&] {
+    return autotune::discover_knobs(x.spec.document, {.max_parallelism = o.max_parallelism});
+  });
   if (knobs.empty()) {
-    std::cerr << "pipeprof tune: " << o.target
-              << ": no parameter is \"autotune\"; nothing to tune\n";
-    return kExitBadInput;
+    throw InputError(o.target + ": no parameter is \"autotune\"; nothing to tune");
   }
   options.budget = o.budget;
   options.repeats = o.repeats;
@@ -109,38 +89,24 @@ int tune_command(const TuneCommandOptions& o) {
 
   std::cerr << fmt::format("{}: tuning {} knob(s) with {} search, objective {}, {} trials\n", x.id,
                            knobs.size(), o.strategy, o.objective, o.budget);
-  autotune::OfflineResult result;
-  try {
-    result = autotune::tune_offline(knobs, trial, options);
-  } catch (const StepError& e) {
-    std::cerr << "pipeprof tune: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const pipelines::SpecError& e) {
-    std::cerr << "pipeprof tune: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const pipelines::PipelineError& e) {
-    std::cerr << "pipeprof tune: the pipeline failed: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  const autotune::OfflineResult result = autotune::tune_offline(knobs, trial, options);
   std::cout << fmt::format("best ({} {:.2f} ms): {}\n", o.objective, result.best_value,
                            autotune::to_string(result.best, knobs));
 
-  bool written = true;
   if (!o.out.empty()) {
     nlohmann::json tuned = autotune::apply_assignment(x.spec.document, knobs, result.best);
     tuned["description"] = fmt::format("{} (tuned offline: {} search, {} trials, {} {:.2f} ms)",
                                        x.spec.document.value("description", x.id), o.strategy,
                                        result.trials.size(), o.objective, result.best_value);
-    written = write_json(o.out, tuned) && written;
+    write_json(o.out, tuned);
   }
   if (!o.log.empty()) {
     nlohmann::json log = autotune::to_json(result, knobs, options);
     log["experiment"] = x.id;
     log["interrupted"] = interrupted;
-    written = write_json(o.log, log) && written;
+    write_json(o.log, log);
   }
-  if (interrupted) return kExitInterrupted;
-  return written ? kExitOk : kExitFailed;
+  return interrupted ? Outcome::kInterrupted : Outcome::kOk;
 }
 
 }  // namespace
@@ -169,6 +135,10 @@ CommandRunner add_tune_command(CLI::App& app) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--out", o->out, "Write the tuned spec (loadable by `pipeprof run`) here");
   cmd->add_option("--log", o->log, "Write every trial as JSON here");
+  cmd->footer(
+      "Exit status: 0 tuned, 1 a trial's pipeline failed or an output cannot be written, 2 bad "
+      "usage or bad input (an unknown experiment, an invalid spec or step, no \"autotune\" "
+      "parameter), 130 interrupted by Ctrl-C (the best so far is written).");
   return [o] { return tune_command(*o); };
 }
 
