@@ -80,6 +80,7 @@ int run_cli(int argc, char** argv) {
   add(add_list_command(app));
   add(add_run_command(app));
   add(add_inspect_command(app));
+  add(add_ops_command(app));
   add(add_analyze_command(app));
   add(add_tune_command(app));
   add(add_report_command(app));

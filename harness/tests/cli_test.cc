@@ -93,6 +93,26 @@ TEST(Cli, NoCommandIsBadUsage) {
   EXPECT_EQ(r.code, 2) << r.out;
 }
 
+TEST(Cli, OpsListsEveryOperationFromTheRegistry) {
+  CliResult r = run("ops");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* op : {"range", "map", "interleave", "prefetch", "shared_store", "filter"})
+    EXPECT_NE(r.out.find(std::string(op) + " ("), std::string::npos) << op << "\n" << r.out;
+  EXPECT_NE(r.out.find("knob: parallelism, online and offline"), std::string::npos) << r.out;
+
+  CliResult one = run("ops shuffle --json");
+  ASSERT_EQ(one.code, 0) << one.out;
+  const auto j = nlohmann::json::parse(one.out.substr(one.out.find('[')));
+  ASSERT_EQ(j.size(), 1U);
+  EXPECT_EQ(j[0]["op"], "shuffle");
+  EXPECT_EQ(j[0]["fields"][0]["name"], "buffer_size");
+  EXPECT_EQ(j[0]["fields"][0]["required"], true);
+
+  CliResult bad = run("ops no_such_op");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("unknown operation \"no_such_op\""), std::string::npos) << bad.out;
+}
+
 TEST(Cli, VersionPrintsVersion) {
   CliResult r = run("--version");
   EXPECT_EQ(r.code, 0);

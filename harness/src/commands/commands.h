@@ -17,6 +17,7 @@ CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_compare_command(CLI::App& app);
 CommandRunner add_inspect_command(CLI::App& app);
 CommandRunner add_list_command(CLI::App& app);
+CommandRunner add_ops_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_suite_command(CLI::App& app);
