@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "ops/common.h"
+#include "ops/handoff.h"
 #include "ops/map.h"
 #include "pipeprof/pipelines/sleep.h"
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ops/common.h"
+#include "ops/handoff.h"
 #include "pipeprof/pipelines/sleep.h"
 
 namespace pipeprof::pipelines {
