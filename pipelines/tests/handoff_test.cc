@@ -141,7 +141,8 @@ TEST(Handoff, ReadyConditionReturnsAtOnceWithoutCountingABlock) {
   Handoff h(cancel);
   std::unique_lock<std::mutex> lock(h.mutex());
   int scopes = 0;
-  EXPECT_TRUE(h.wait(lock, h.consumer(), [] { return true; }, [&] { return ++scopes; }));
+  EXPECT_TRUE(h.wait(
+      lock, h.consumer(), [] { return true; }, [&] { return ++scopes; }));
   EXPECT_EQ(scopes, 0);
   EXPECT_FALSE(h.signal(h.consumer())) << "nobody waits: nobody to wake";
 }
@@ -181,8 +182,7 @@ TEST(Handoff, ProducersAndConsumerMoveEveryElementInOrderWithinTheCapacity) {
     std::thread p1(produce), p2(produce);
     {
       std::unique_lock<std::mutex> lock(h.mutex());
-      while (h.wait(lock, h.consumer(), [&] { return q.ready() || q.drained(); }) &&
-             !q.drained()) {
+      while (h.wait(lock, h.consumer(), [&] { return q.ready() || q.drained(); }) && !q.drained()) {
         got.push_back(int_of(q.take()));
         h.signal(h.producers()).notify(lock);
       }
@@ -209,9 +209,8 @@ TEST(Handoff, StopWakesEveryBlockedThreadAndLaterWaitsEndAtOnce) {
     std::thread c([&] { waiter(h.consumer()); });
     std::thread p1([&] { waiter(h.producers()); });
     std::thread p2([&] { waiter(h.producers()); });
-    ASSERT_TRUE(eventually(h.mutex(), [&] {
-      return h.consumer().blocked() == 1 && h.producers().blocked() == 2;
-    }));
+    ASSERT_TRUE(eventually(
+        h.mutex(), [&] { return h.consumer().blocked() == 1 && h.producers().blocked() == 2; }));
     h.stop();
     c.join();
     p1.join();
@@ -273,9 +272,8 @@ TEST(Handoff, SignalWakesOneThreadOfOneSideOnly) {
       std::unique_lock<std::mutex> lock(h.mutex());
       h.wait(lock, h.consumer(), [&] { return go_consumer; });
     });
-    ASSERT_TRUE(eventually(h.mutex(), [&] {
-      return h.producers().blocked() == 3 && h.consumer().blocked() == 1;
-    }));
+    ASSERT_TRUE(eventually(
+        h.mutex(), [&] { return h.producers().blocked() == 3 && h.consumer().blocked() == 1; }));
     int checks_before = 0;
     {
       std::unique_lock<std::mutex> lock(h.mutex());
@@ -320,7 +318,8 @@ TEST(Handoff, FollowedKnobWakesAWaitOnTheCapacity) {
         q.fill(ticket, value(0));
       }
     });
-    ASSERT_TRUE(eventually(h.mutex(), [&] { return q.size() == 1 && h.producers().blocked() == 1; }));
+    ASSERT_TRUE(
+        eventually(h.mutex(), [&] { return q.size() == 1 && h.producers().blocked() == 1; }));
     knob.set(3);  // wakes the blocked producer through the subscription, with no signal
     EXPECT_TRUE(eventually(h.mutex(), [&] { return q.size() == 3; }));
     h.stop();
@@ -350,8 +349,8 @@ TEST(Handoff, TimeIsCountedBlockedOnlyWhenTheThreadWaits) {
   run_with_deadline(30s, [&] {
     std::thread c([&] {
       std::unique_lock<std::mutex> lock(h.mutex());
-      EXPECT_TRUE(h.wait(lock, h.consumer(), [&] { return go; },
-                         [&] { return Counting(live, made); }));
+      EXPECT_TRUE(h.wait(
+          lock, h.consumer(), [&] { return go; }, [&] { return Counting(live, made); }));
       EXPECT_EQ(live.load(), 0) << "the scope ends with the wait";
     });
     ASSERT_TRUE(eventually(h.mutex(), [&] { return h.consumer().blocked() == 1; }));

@@ -130,9 +130,9 @@ class Handoff {
   void follow(Knob& knob);
   void unfollow(Knob& knob);
 
-  // With `lock` (on mutex()) held: waits until `ready()` holds, evaluated under the lock; true then,
-  // false if stopped first. A thread of `side` polls first when no other one does, then blocks.
-  // `on_block()` is called once if the thread has to wait and its result (a scope, e.g. an
+  // With `lock` (on mutex()) held: waits until `ready()` holds, evaluated under the lock; true
+  // then, false if stopped first. A thread of `side` polls first when no other one does, then
+  // blocks. `on_block()` is called once if the thread has to wait and its result (a scope, e.g. an
   // Iterator::BlockedScope that counts the time as blocked) lives until the wait ends.
   template <typename Ready, typename OnBlock>
   bool wait(std::unique_lock<std::mutex>& lock, Side& side, Ready&& ready, OnBlock&& on_block);

@@ -171,8 +171,8 @@ class ParallelInterleaveIterator final : public Iterator {
   // blocked worker is woken.
   Handoff::Wake wake_worker() {
     if (pick_slot() == nullptr) return {};
-    const int64_t awake_idle = static_cast<int64_t>(workers_.size()) -
-                               handoff_.producers().blocked() - active_;
+    const int64_t awake_idle =
+        static_cast<int64_t>(workers_.size()) - handoff_.producers().blocked() - active_;
     return handoff_.signal(handoff_.producers(), awake_idle <= 0);
   }
 

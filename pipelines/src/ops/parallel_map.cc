@@ -125,7 +125,6 @@ class ParallelMapIterator final : public Iterator {
     }
   }
 
-
   const MapNode& node_;
   std::unique_ptr<Iterator> input_;
   Knob* knob_ = nullptr;

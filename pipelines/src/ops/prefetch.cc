@@ -58,7 +58,8 @@ class PrefetchIterator final : public Iterator {
     const trace::NameId fill = trace_phase("fill");
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(handoff_.mutex());
-    while (handoff_.wait(lock, handoff_.producers(), [&] { return queue_.can_begin(capacity()); })) {
+    while (
+        handoff_.wait(lock, handoff_.producers(), [&] { return queue_.can_begin(capacity()); })) {
       stats().buffer_capacity.store(capacity(), std::memory_order_relaxed);
       const HandoffQueue::Ticket ticket = queue_.begin();
       lock.unlock();
