@@ -81,43 +81,4 @@ void add_callable_json(nlohmann::json& out, std::string_view key, const C& calla
   if (!callable.args.is_null() && !callable.args.empty()) out["args"] = callable.args;
 }
 
-// How long a consumer polls for a hand-off before it blocks. A futex wake-up costs several
-// microseconds on a VM (more under load); when the other side is running, polling this long
-// catches most hand-offs, and it is negligible next to any real wait.
-inline constexpr int64_t kHandoffSpinNs = 20 * trace::kNsPerUs;
-
-// Polls `ready` (which must only read atomics) for up to `max_ns`; true once it holds. It never
-// yields: on a loaded machine sched_yield can cost a whole time slice.
-template <typename Ready>
-bool spin_until(Ready&& ready, int64_t max_ns = kHandoffSpinNs) {
-  const int64_t until = trace::now_ns() + max_ns;
-  for (uint32_t i = 1;; ++i) {
-    if (ready()) return true;
-    if ((i & 15) == 0 && trace::now_ns() >= until) return false;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-}
-
-// A polling budget that adapts to how hand-offs go at one call site: doubled (up to
-// kHandoffSpinNs) after a poll that caught its hand-off, halved (down to kMinSpinNs) after one that
-// did not. When the other side is not running (more threads than free cores), polling only burns
-// the core it needs, and the budget shrinks to almost nothing.
-class AdaptiveSpin {
- public:
-  static constexpr int64_t kMinSpinNs = 250;
-
-  template <typename Ready>
-  bool poll(Ready&& ready) {
-    const bool ok = spin_until(std::forward<Ready>(ready), budget_ns_);
-    budget_ns_ =
-        ok ? std::min(budget_ns_ * 2, kHandoffSpinNs) : std::max(budget_ns_ / 2, kMinSpinNs);
-    return ok;
-  }
-
- private:
-  int64_t budget_ns_ = kHandoffSpinNs;
-};
-
 }  // namespace pipeprof::pipelines::ops

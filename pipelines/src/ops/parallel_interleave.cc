@@ -1,15 +1,18 @@
 // Parallel interleave. The consumer runs the sequential cycle algorithm over slots, but every open
-// slot is pulled ahead by workers into its own buffer (at most max(2, block_length) elements), so
-// the consumer mostly takes elements that are already there. All cycle_length slots are opened on
-// the first pull. A slot is pulled by one worker at a time, which keeps each input's order; the
-// workers serve slots in cycle order starting from the one the consumer needs next. At most
-// `parallelism` pulls run at once (read on every decision, so a knob change takes effect at once).
-#include <condition_variable>
-#include <deque>
+// slot is pulled ahead by workers into its own hand-off queue (at most max(2, block_length)
+// elements), so the consumer mostly takes elements that are already there. All cycle_length slots
+// are opened on the first pull. A slot is pulled by one worker at a time (the queue's turn), which
+// keeps each input's order; the workers serve slots in cycle order starting from the one the
+// consumer needs next. At most `parallelism` pulls run at once (read on every decision, so a knob
+// change takes effect at once). Nobody is woken for a change it cannot use: the consumer only when
+// what it waits for arrives (its slot has an element or is drained, or, non-deterministic, any slot
+// has one), a worker only when a pull can start and no worker that is awake will take it.
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "ops/common.h"
+#include "ops/handoff.h"
 #include "ops/interleave.h"
 #include "pipeprof/pipelines/sleep.h"
 
@@ -22,28 +25,25 @@ class ParallelInterleaveIterator final : public Iterator {
       : Iterator(ctx, &node),
         node_(node),
         input_(node.inputs()[0].node().make_iterator(input_context())),
+        handoff_(cancellation()),
         slots_(static_cast<size_t>(node.cycle_length)),
         slot_capacity_(std::max<int64_t>(2, node.options.block_length)) {
     if (node.options.parallelism == kAutotune) {
       knob_ = &this->node()->knob("parallelism", 1, node.cycle_length, node.cycle_length);
-      knob_->subscribe(&mu_, &cv_);
+      handoff_.follow(*knob_);
     }
   }
 
   ~ParallelInterleaveIterator() override {
-    if (knob_ != nullptr) knob_->unsubscribe(&mu_, &cv_);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    if (knob_ != nullptr) handoff_.unfollow(*knob_);
+    handoff_.stop();
     for (auto& t : workers_)
       t.join();
   }
 
  protected:
   std::optional<Element> next_impl() override {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(handoff_.mutex());
     // Workers first, so each slot is pulled ahead as soon as it is open, while later slots open.
     spawn_workers();
     if (!started_) {
@@ -53,37 +53,41 @@ class ParallelInterleaveIterator final : public Iterator {
     }
     while (!input_done_ || open_ > 0) {
       Slot& slot = slots_[cycle_];
-      if (slot.input.iterator) {
-        if (!slot.buffer.empty()) {
-          Result r = std::move(slot.buffer.front());
-          slot.buffer.pop_front();
-          --buffered_;
-          set_buffered(buffered_);
-          if (++block_ == node_.options.block_length) advance();
-          lock.unlock();
-          cv_.notify_all();
-          return r.take();
-        }
-        if (slot.ended && !slot.busy) {
-          // Tear the finished pipeline down outside the lock: its destructors join threads.
-          OpenInput finished = std::move(slot.input);
-          slot = Slot{};
-          lock.unlock();
-          finished.close();
-          lock.lock();
-          --open_;
+      if (!slot.input.iterator) {
+        if (!input_done_) {
+          open_slot(lock, cycle_);
+        } else {
           advance();
-          continue;
         }
-        if (!node_.options.deterministic && switch_to_ready_slot()) continue;
-        BlockedScope blocked(*this);
-        cv_.wait(lock);
-        spawn_workers();
-      } else if (!input_done_) {
-        open_slot(lock, cycle_);
-      } else {
-        advance();
+        continue;
       }
+      if (slot.queue.ready()) {
+        Result r = slot.queue.take();
+        --buffered_;
+        set_buffered(buffered_);
+        if (++block_ == node_.options.block_length) advance();
+        const Handoff::Wake wake = wake_worker();  // the slot has room again
+        lock.unlock();
+        wake.notify();
+        return r.take();
+      }
+      if (slot.queue.drained()) {
+        // Tear the finished pipeline down outside the lock: its destructors join threads.
+        OpenInput finished = std::move(slot.input);
+        slot = Slot{};
+        lock.unlock();
+        finished.close();
+        lock.lock();
+        --open_;
+        advance();
+        continue;
+      }
+      if (!node_.options.deterministic && switch_to_ready_slot()) continue;
+      const bool ready = handoff_.wait(
+          lock, handoff_.consumer(), [&] { return consumer_can_progress(); },
+          [&] { return BlockedScope(*this); });
+      if (!ready) return std::nullopt;  // cancelled
+      spawn_workers();
     }
     return std::nullopt;
   }
@@ -91,9 +95,7 @@ class ParallelInterleaveIterator final : public Iterator {
  private:
   struct Slot {
     OpenInput input;
-    std::deque<Result> buffer;
-    bool busy = false;   // a worker is pulling it
-    bool ended = false;  // its pipeline reached its end
+    HandoffQueue queue;  // closed when the input reached its end
   };
 
   int64_t parallelism() const { return knob_ ? knob_->value() : node_.options.parallelism; }
@@ -107,13 +109,22 @@ class ParallelInterleaveIterator final : public Iterator {
   bool switch_to_ready_slot() {
     for (size_t k = 1; k < slots_.size(); ++k) {
       const size_t i = (cycle_ + k) % slots_.size();
-      if (!slots_[i].buffer.empty()) {
+      if (slots_[i].queue.ready()) {
         cycle_ = i;
         block_ = 0;
         return true;
       }
     }
     return false;
+  }
+
+  // With the lock held, while the consumer waits on the open slot at cycle_: whether its loop
+  // would do something else now. That slot's queue is empty (so an element anywhere is in another
+  // slot), or holds only the slot a worker is pulling.
+  bool consumer_can_progress() const {
+    const HandoffQueue& q = slots_[cycle_].queue;
+    return q.ready() || q.drained() || (!node_.options.deterministic && buffered_ > 0) ||
+           static_cast<int64_t>(workers_.size()) < parallelism();
   }
 
   // Pulls the next input element and opens its pipeline in slot `i`; the lock is released while
@@ -136,7 +147,7 @@ class ParallelInterleaveIterator final : public Iterator {
     }
     slots_[i].input = std::move(opened);
     ++open_;
-    cv_.notify_all();
+    wake_worker().notify(lock);
   }
 
   void spawn_workers() {
@@ -150,46 +161,52 @@ class ParallelInterleaveIterator final : public Iterator {
     if (active_ >= parallelism()) return nullptr;
     for (size_t k = 0; k < slots_.size(); ++k) {
       Slot& s = slots_[(cycle_ + k) % slots_.size()];
-      if (s.input.iterator && !s.busy && !s.ended &&
-          static_cast<int64_t>(s.buffer.size()) < slot_capacity_) {
-        return &s;
-      }
+      if (s.input.iterator && s.queue.can_begin(slot_capacity_)) return &s;
     }
     return nullptr;
+  }
+
+  // With the lock held, after a pull became possible: a worker that is awake and not pulling (it
+  // polls, has just been started, or is about to look for work) takes it; if there is none, one
+  // blocked worker is woken.
+  Handoff::Wake wake_worker() {
+    if (pick_slot() == nullptr) return {};
+    const int64_t awake_idle =
+        static_cast<int64_t>(workers_.size()) - handoff_.producers().blocked() - active_;
+    return handoff_.signal(handoff_.producers(), awake_idle <= 0);
   }
 
   void work(int64_t index) {
     prepare_worker_thread(stage_name(), index);
     CancellationScope cancel_scope(&cancellation());
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      Slot* slot = nullptr;
-      cv_.wait(lock, [&] { return stop_ || (slot = pick_slot()) != nullptr; });
-      if (stop_) return;
-      slot->busy = true;
+    std::unique_lock<std::mutex> lock(handoff_.mutex());
+    Slot* slot = nullptr;
+    while (handoff_.wait(lock, handoff_.producers(), [&] { return (slot = pick_slot()); })) {
+      const HandoffQueue::Ticket ticket = slot->queue.begin();
       ++active_;
       Iterator* it = slot->input.iterator.get();
+      const Handoff::Wake next_pull = wake_worker();  // another slot may be waiting as well
       lock.unlock();
+      next_pull.notify();
       Result r = capture(stage_name(), [&] { return it->next(); });
       lock.lock();
       --active_;
-      slot->busy = false;
       if (r.end()) {
-        slot->ended = true;
+        slot->queue.end(ticket);
       } else {
-        slot->buffer.push_back(std::move(r));
+        slot->queue.fill(ticket, std::move(r));
         ++buffered_;
         set_buffered(buffered_);
       }
-      cv_.notify_all();
+      if (consumer_can_progress()) handoff_.signal(handoff_.consumer()).notify(lock);
     }
   }
 
   const InterleaveNode& node_;
   std::unique_ptr<Iterator> input_;
   Knob* knob_ = nullptr;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Handoff handoff_;
+  // Guarded by handoff_.mutex():
   std::vector<Slot> slots_;
   const int64_t slot_capacity_;
   size_t cycle_ = 0;
@@ -199,7 +216,6 @@ class ParallelInterleaveIterator final : public Iterator {
   int64_t buffered_ = 0;
   bool started_ = false;
   bool input_done_ = false;
-  bool stop_ = false;
   std::vector<std::thread> workers_;
 };
 
