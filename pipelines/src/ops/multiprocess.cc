@@ -308,16 +308,19 @@ std::unique_ptr<Iterator> MultiprocessNode::make_iterator(const IteratorContext&
   return std::make_unique<MultiprocessIterator>(ctx, *this);
 }
 
-std::vector<FieldSpec> process_source_fields() {
-  return {{.name = "pipeline", .type = FieldType::kPipeline, .required = true,
-           .doc = "what each producer runs; \"$element\" is the producer's index"},
-          {.name = "producers", .type = FieldType::kTunable, .fallback = 8, .min = 1,
-           .max = kMaxProducers,
-           .knob = KnobRule{.kind = KnobKind::kProducers, .online = false, .start = 8}},
-          {.name = "queue_capacity", .type = FieldType::kTunable, .fallback = 16, .min = 1,
-           .max = kMaxQueueCapacity,
-           .knob = KnobRule{.kind = KnobKind::kQueueCapacity, .online = false, .start = 16}},
-          {.name = "deterministic", .type = FieldType::kBoolean, .fallback = false}};
+std::vector<FieldSpec> process_source_fields(std::optional<FieldSpec> extra) {
+  FieldSpec pipeline{.name = "pipeline", .type = FieldType::kPipeline, .required = true,
+                     .doc = "what each producer runs; \"$element\" is the producer's index"};
+  FieldSpec producers{.name = "producers", .type = FieldType::kTunable, .fallback = 8, .min = 1,
+                      .max = kMaxProducers,
+                      .knob = KnobRule{.kind = KnobKind::kProducers, .online = false, .start = 8}};
+  FieldSpec queue_capacity{
+      .name = "queue_capacity", .type = FieldType::kTunable, .fallback = 16, .min = 1,
+      .max = kMaxQueueCapacity,
+      .knob = KnobRule{.kind = KnobKind::kQueueCapacity, .online = false, .start = 16}};
+  FieldSpec deterministic{.name = "deterministic", .type = FieldType::kBoolean, .fallback = false};
+  if (!extra) return {pipeline, producers, queue_capacity, deterministic};
+  return {pipeline, producers, queue_capacity, *extra, deterministic};
 }
 
 sim::NodePtr simulate_process_source(const sim::SimStage& s) {
@@ -331,7 +334,7 @@ const OpRegistration& multiprocess_registration() {
       .name = "multiprocess",
       .kind = OpKind::kSource,
       .summary = "producer processes sending their elements over sockets",
-      .fields = process_source_fields(),
+      .fields = process_source_fields(std::nullopt),
       .build = [](const StageReader& s, const Dataset*) {
         return multiprocess(s.pipeline("pipeline"),
                             {.producers = s.tunable_or_start("producers"),

@@ -388,25 +388,14 @@ std::unique_ptr<Iterator> SharedStoreNode::make_iterator(const IteratorContext& 
   return std::make_unique<SharedStoreIterator>(ctx, *this);
 }
 
-namespace {
-
-// The process sources' fields and the store's capacity.
-std::vector<FieldSpec> shared_store_fields() {
-  std::vector<FieldSpec> fields = process_source_fields();
-  FieldSpec store_mb{.name = "store_mb", .type = FieldType::kInteger, .fallback = 2048, .min = 1,
-                     .max = kMaxStoreMb, .doc = "capacity of the shared-memory store, MiB"};
-  fields.insert(fields.end() - 1, std::move(store_mb));
-  return fields;
-}
-
-}  // namespace
-
 const OpRegistration& shared_store_registration() {
   static const OpRegistration kOp{
       .name = "shared_store",
       .kind = OpKind::kSource,
       .summary = "producer processes writing into a shared-memory object store (zero copy)",
-      .fields = shared_store_fields(),
+      .fields = process_source_fields(
+          FieldSpec{.name = "store_mb", .type = FieldType::kInteger, .fallback = 2048, .min = 1,
+                    .max = kMaxStoreMb, .doc = "capacity of the shared-memory store, MiB"}),
       .build = [](const StageReader& s, const Dataset*) {
         return shared_store(s.pipeline("pipeline"),
                             {.producers = s.tunable_or_start("producers"),
