@@ -34,7 +34,8 @@ function(pipeprof_add_library module)
   set_target_properties(pipeprof_${module} PROPERTIES OUTPUT_NAME pipeprof_${module})
 endfunction()
 
-# pipeprof_add_test(<name> SOURCES ... DEPS ... [LABELS ...]): a GoogleTest binary registered with CTest.
+# pipeprof_add_test(<name> SOURCES ... DEPS ... [LABELS ...]): a GoogleTest binary registered with CTest
+# (label `unit` unless given).
 function(pipeprof_add_test name)
   if(NOT PIPEPROF_BUILD_TESTS)
     return()
@@ -53,4 +54,12 @@ function(pipeprof_add_test name)
                                              ${PROJECT_SOURCE_DIR}/cmake/testing)
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                        DISCOVERY_TIMEOUT 60)
+  # pipeprof_<label>_tests builds every test binary with that label (scripts/sanitize.sh builds
+  # pipeprof_unit_tests).
+  foreach(label IN LISTS ARG_LABELS)
+    if(NOT TARGET pipeprof_${label}_tests)
+      add_custom_target(pipeprof_${label}_tests)
+    endif()
+    add_dependencies(pipeprof_${label}_tests ${name})
+  endforeach()
 endfunction()
