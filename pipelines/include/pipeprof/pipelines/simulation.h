@@ -213,30 +213,6 @@ class LambdaIterator final : public SimIterator {
   std::function<Pull(Time)> fn_;
 };
 
-// The cache keeps its elements across epochs: after a complete pass, later passes replay them at
-// no cost and never touch the input.
-class CacheNode final : public SimNode {
- public:
-  explicit CacheNode(NodePtr input) : input_(std::move(input)) {}
-  std::unique_ptr<SimIterator> iterate() override {
-    if (complete_) return std::make_unique<ListIterator>(*complete_, 0, 0);
-    auto input = std::shared_ptr<SimIterator>(input_->iterate());
-    auto pending = std::make_shared<std::vector<Elem>>();
-    return std::make_unique<LambdaIterator>([this, input, pending](Time t) {
-      Pull p = input->next(t);
-      if (p.elem) {
-        pending->push_back(*p.elem);
-      } else if (!complete_) {
-        complete_ = *pending;
-      }
-      return p;
-    });
-  }
-
- private:
-  NodePtr input_;
-  std::optional<std::vector<Elem>> complete_;
-};
 
 
 // --- helpers for simulation rules ---------------------------------------------------------------
