@@ -1,6 +1,7 @@
 #include "pipeprof/autotune/online_tuner.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <thread>
@@ -47,7 +48,10 @@ void OnlineTuner::start() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = false;
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), kThreadName);  // how top, gdb and /proc name it
+    run();
+  });
 }
 
 void OnlineTuner::stop() {

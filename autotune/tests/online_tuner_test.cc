@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -144,19 +146,23 @@ TEST(OnlineTuner, StopJoinsPromptly) {
   tuner.stop();  // twice is fine
 }
 
-// The threads of this process, as the kernel lists them.
-size_t thread_count() {
+// The threads of this process named `name`, as the kernel lists them (a sanitizer's own threads
+// come and go, so the test counts the tuner's thread by its name).
+size_t threads_named(const std::string& name) {
   size_t n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/task");
-       it != std::filesystem::directory_iterator(); ++it)
-    ++n;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    if (std::getline(comm, got) && got == name) ++n;
+  }
   return n;
 }
 
 TEST(OnlineTuner, DestructionJoins) {
   const auto ds = pipelines::range(10).prefetch(kAutotune);
   auto it = ds.iterate();  // never pulled: no worker thread of its own
-  const size_t before = thread_count();
+  const std::string name = OnlineTuner::kThreadName;
+  const size_t before = threads_named(name);
   // A 5 s period: the thread ticks once at start and then waits. A destructor that waited for the
   // next tick instead of waking the thread would take seconds; one that left the thread running
   // would leave it in the process's thread list.
@@ -167,16 +173,16 @@ TEST(OnlineTuner, DestructionJoins) {
   while (tuner->ticks() == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
   ASSERT_GT(tuner->ticks(), 0) << "the tuner's thread never ran";
-  EXPECT_EQ(thread_count(), before + 1);
+  EXPECT_EQ(threads_named(name), before + 1);
 
   const auto t0 = std::chrono::steady_clock::now();
   tuner.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "destruction waited for the period";
   // A joined thread leaves the kernel's list a moment after join() returns.
   const auto gone_by = std::chrono::steady_clock::now() + 1s;
-  while (thread_count() != before && std::chrono::steady_clock::now() < gone_by)
+  while (threads_named(name) != before && std::chrono::steady_clock::now() < gone_by)
     std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(thread_count(), before) << "the tuner's thread outlived the tuner";
+  EXPECT_EQ(threads_named(name), before) << "the tuner's thread outlived the tuner";
 }
 
 TEST(OnlineTuner, FinalValuesWarmStartAnotherIterator) {

@@ -80,6 +80,9 @@ struct KnobChange {
 
 class OnlineTuner {
  public:
+  // The name of the tuner's thread (at most 15 characters, the kernel's limit).
+  static constexpr const char* kThreadName = "pipeprof-tuner";
+
   explicit OnlineTuner(pipelines::Model& model, TunerOptions options = {});
   ~OnlineTuner();  // stops and joins the thread
   OnlineTuner(const OnlineTuner&) = delete;
