@@ -10,6 +10,7 @@
 
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/trace/clock.h"
+#include "pipeprof_testing/timing.h"
 
 namespace pipeprof::pipelines {
 namespace {
@@ -17,16 +18,20 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(PreciseSleep, MedianOvershootOfTwoMillisecondSleepsIsSmall) {
-  std::vector<int64_t> overshoot_ns;
-  for (int i = 0; i < 20; ++i) {
-    const int64_t start = trace::now_ns();
-    EXPECT_TRUE(precise_sleep_for(2 * trace::kNsPerMs));
-    const int64_t slept = trace::now_ns() - start;
-    EXPECT_GE(slept, 2 * trace::kNsPerMs) << "never early";
-    overshoot_ns.push_back(slept - 2 * trace::kNsPerMs);
-  }
-  std::nth_element(overshoot_ns.begin(), overshoot_ns.begin() + 10, overshoot_ns.end());
-  EXPECT_LT(overshoot_ns[10], trace::kNsPerMs / 2);
+  // Never early, every time; the median overshoot is a timing check, retried on a busy machine.
+  const int64_t bound = pipeprof::testing::kSanitized ? 2 * trace::kNsPerMs : trace::kNsPerMs / 2;
+  pipeprof::testing::retry_timing(3, [&] {
+    std::vector<int64_t> overshoot_ns;
+    for (int i = 0; i < 20; ++i) {
+      const int64_t start = trace::now_ns();
+      EXPECT_TRUE(precise_sleep_for(2 * trace::kNsPerMs));
+      const int64_t slept = trace::now_ns() - start;
+      EXPECT_GE(slept, 2 * trace::kNsPerMs) << "never early";
+      overshoot_ns.push_back(slept - 2 * trace::kNsPerMs);
+    }
+    std::nth_element(overshoot_ns.begin(), overshoot_ns.begin() + 10, overshoot_ns.end());
+    EXPECT_LT(overshoot_ns[10], bound);
+  });
 }
 
 TEST(PreciseSleep, ZeroAndNegativeDurationsReturnAtOnce) {
