@@ -64,14 +64,17 @@ TickCalibration& calibration() noexcept {
 }
 
 // Forces the calibration at start-up rather than inside the first timed call.
-[[maybe_unused]] const bool kCalibratedAtStart = (calibration(), true);
+[[maybe_unused]] const bool kCalibratedAtStart = (detail::ticks_slow(), true);
 
 }  // namespace
 
-int64_t ticks() noexcept {
+namespace detail {
+int64_t ticks_slow() noexcept {
   static TickCalibration& c = calibration();
+  tick_source.store(c.tsc ? 1 : 2, std::memory_order_relaxed);
   return c.tsc ? c.raw() : read_clock(CLOCK_MONOTONIC);
 }
+}  // namespace detail
 
 double ns_per_tick() noexcept {
   return calibration().ns_per_tick.load(std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include <bit>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -27,20 +28,8 @@ constinit Recorder Recorder::instance_;
 
 namespace {
 
-enum class Kind : uint32_t { kSpan, kInstant, kCounter, kFlowStart, kFlowEnd };
-
-// One recorded event, 48 bytes. For counters `arg0` holds the double's bits; for flows the id.
-struct Event {
-  int64_t start;
-  int64_t end;
-  NameId name;
-  NameId category;
-  Kind kind;
-  NameId arg0_key;
-  int64_t arg0;
-  NameId arg1_key;
-  int64_t arg1;
-};
+using Kind = detail::EventKind;
+using detail::Event;
 
 constexpr size_t kChunkEvents = 4096;
 constexpr size_t kMaxChunks = 1024;  // at most 4M events (192 MiB) per thread and recording
@@ -71,7 +60,6 @@ struct State {
   std::string process_name = "pipeprof";
   std::deque<std::string> names;
   std::unordered_map<std::string_view, NameId> name_index;
-  std::atomic<uint64_t> generation{1};
   std::atomic<int64_t> dropped_total{0};
 };
 
@@ -89,7 +77,10 @@ struct ThreadSlot {
     std::lock_guard lock(state().mu);
     state().buffers.push_back(buffer);
   }
-  ~ThreadSlot() { buffer->exited.store(true, std::memory_order_release); }
+  ~ThreadSlot() {
+    detail::cursor = detail::Cursor{};  // events after this go through the slow path
+    buffer->exited.store(true, std::memory_order_release);
+  }
 };
 
 ThreadBuffer& this_thread_buffer() {
@@ -97,9 +88,11 @@ ThreadBuffer& this_thread_buffer() {
   return *slot.buffer;
 }
 
-void append(const Event& e) {
+}  // namespace
+
+void detail::append_slow(const Event& e) noexcept {
   ThreadBuffer& b = this_thread_buffer();
-  const uint64_t gen = state().generation.load(std::memory_order_acquire);
+  const uint64_t gen = recording_generation.load(std::memory_order_acquire);
   size_t n = b.count.load(std::memory_order_relaxed);
   if (b.generation.load(std::memory_order_relaxed) != gen) {
     // First event of a new recording on this thread: start over. Collectors only read buffers of
@@ -108,10 +101,12 @@ void append(const Event& e) {
     b.generation.store(gen, std::memory_order_release);
     n = 0;
   }
+  Cursor& c = cursor;
   const size_t chunk = n / kChunkEvents;
   if (chunk >= kMaxChunks) {
     b.dropped.fetch_add(1, std::memory_order_relaxed);
     state().dropped_total.fetch_add(1, std::memory_order_relaxed);
+    c = Cursor{};  // every later event of this recording comes here and is dropped
     return;
   }
   Event* events = b.chunks[chunk].load(std::memory_order_relaxed);
@@ -121,7 +116,15 @@ void append(const Event& e) {
   }
   events[n % kChunkEvents] = e;
   b.count.store(n + 1, std::memory_order_release);
+  // The fast path continues in this chunk.
+  c.slot = events + n % kChunkEvents + 1;
+  c.slot_end = events + kChunkEvents;
+  c.count = &b.count;
+  c.n = n + 1;
+  c.generation = gen;
 }
+
+namespace {
 
 #if defined(PIPEPROF_HAVE_NVTX)
 nvtxDomainHandle_t nvtx_domain() {
@@ -270,7 +273,7 @@ void Recorder::set_thread_sort_index(int64_t index) {
 void Recorder::start() {
   State& st = state();
   std::lock_guard lock(st.mu);
-  st.generation.fetch_add(1, std::memory_order_acq_rel);
+  detail::recording_generation.fetch_add(1, std::memory_order_acq_rel);
   st.foreign.clear();
   st.dropped_total.store(0, std::memory_order_relaxed);
   // Buffers of threads that have ended hold only old events now: release them.
@@ -293,7 +296,7 @@ Trace Recorder::snapshot() {
   Trace t;
   t.metadata["format"] = "pipeprof";
   std::lock_guard lock(st.mu);
-  const uint64_t gen = st.generation.load(std::memory_order_acquire);
+  const uint64_t gen = detail::recording_generation.load(std::memory_order_acquire);
   const int64_t pid = ::getpid();
   const uint32_t proc = t.process(pid);
   t.processes[proc].name = st.process_name;
@@ -385,54 +388,63 @@ void Recorder::span(NameId name, NameId category, int64_t start_ticks, int64_t e
 void Recorder::span(NameId name, NameId category, int64_t start_ticks, int64_t end_ticks,
                     NameId arg0_key, int64_t arg0, NameId arg1_key, int64_t arg1) {
   if (!enabled()) return;
-  append({start_ticks, end_ticks, name, category, Kind::kSpan, arg0_key, arg0, arg1_key, arg1});
+  detail::append(
+      {start_ticks, end_ticks, name, category, Kind::kSpan, arg0_key, arg0, arg1_key, arg1});
 }
 
 void Recorder::instant(NameId name, NameId category) {
   if (!enabled()) return;
   const int64_t now = ticks();
-  append({now, now, name, category, Kind::kInstant, kNoArg, 0, kNoArg, 0});
+  detail::append({now, now, name, category, Kind::kInstant, kNoArg, 0, kNoArg, 0});
 }
 
 void Recorder::counter(NameId name, double value) {
   if (!enabled()) return;
   const int64_t now = ticks();
-  append(
+  detail::append(
       {now, now, name, kNoArg, Kind::kCounter, kNoArg, std::bit_cast<int64_t>(value), kNoArg, 0});
 }
 
 void Recorder::flow_start(NameId name, uint64_t id) {
   if (!enabled()) return;
   const int64_t now = ticks();
-  append({now, now, name, kNoArg, Kind::kFlowStart, kNoArg, static_cast<int64_t>(id), kNoArg, 0});
+  detail::append(
+      {now, now, name, kNoArg, Kind::kFlowStart, kNoArg, static_cast<int64_t>(id), kNoArg, 0});
 }
 
 void Recorder::flow_end(NameId name, uint64_t id) {
   if (!enabled()) return;
   const int64_t now = ticks();
-  append({now, now, name, kNoArg, Kind::kFlowEnd, kNoArg, static_cast<int64_t>(id), kNoArg, 0});
+  detail::append(
+      {now, now, name, kNoArg, Kind::kFlowEnd, kNoArg, static_cast<int64_t>(id), kNoArg, 0});
 }
 
-void ScopedSpan::begin() noexcept {
 #if defined(PIPEPROF_HAVE_NVTX)
+namespace {
+bool nvtx_tool_attached() {
+  const char* path = std::getenv("NVTX_INJECTION64_PATH");
+  return path != nullptr && path[0] != '\0';
+}
+}  // namespace
+const bool detail::nvtx_attached = nvtx_tool_attached();
+
+void detail::nvtx_push(NameId name) noexcept {
   nvtxEventAttributes_t attr{};
   attr.version = NVTX_VERSION;
   attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  const std::string_view n = Recorder::global().name(name_);
+  const std::string_view n = Recorder::global().name(name);
   attr.message.ascii = n.data();  // interned strings are stable and NUL-terminated
   nvtxDomainRangePushEx(nvtx_domain(), &attr);
-#endif
-  start_ = ticks();
 }
-
-void ScopedSpan::end() noexcept {
-  const int64_t end = ticks();
-#if defined(PIPEPROF_HAVE_NVTX)
+void detail::nvtx_pop() noexcept {
   nvtxDomainRangePop(nvtx_domain());
-#endif
-  Recorder::global().span(name_, category_, start_, end, arg_key_, arg_, Recorder::kNoArg, 0);
 }
+#else
+const bool detail::nvtx_attached = false;
+void detail::nvtx_push(NameId) noexcept {}
+void detail::nvtx_pop() noexcept {}
+#endif
 
 namespace category {
 NameId pipeline() {

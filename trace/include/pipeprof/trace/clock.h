@@ -3,6 +3,7 @@
 // a single time axis.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace pipeprof::trace {
@@ -21,8 +22,23 @@ int64_t process_cpu_ns() noexcept;
 // one (about 11 ns a read on a KVM guest, against 27 ns for clock_gettime), else now_ns(). Convert
 // differences with ticks_to_ns(); the rate is calibrated against CLOCK_MONOTONIC at start-up
 // (about 1 ms) and refined by recalibrate_ticks() over the process's lifetime.
-int64_t ticks() noexcept;
+// ticks() is inline below: one read of the counter on the hot path (a span takes two).
 double ns_per_tick() noexcept;
+
+namespace detail {
+// Where ticks come from: 0 not yet known (the calibration has not run), 1 the TSC, 2
+// CLOCK_MONOTONIC. Set once, by the first ticks_slow() (at start-up).
+inline constinit std::atomic<int> tick_source{0};
+int64_t ticks_slow() noexcept;
+}  // namespace detail
+
+inline int64_t ticks() noexcept {
+#if defined(__x86_64__)
+  if (detail::tick_source.load(std::memory_order_relaxed) == 1) [[likely]]
+    return static_cast<int64_t>(__builtin_ia32_rdtsc());
+#endif
+  return detail::ticks_slow();
+}
 inline int64_t ticks_to_ns(int64_t ticks) noexcept {
   return static_cast<int64_t>(static_cast<double>(ticks) * ns_per_tick());
 }
