@@ -2,9 +2,9 @@
 # pipeprof set-up: installs the Debian packages the build needs (only the missing ones, after one
 # apt-get update), configures and builds with the default preset, then runs the requested job.
 #
-#   scripts/setup.sh suite [pipeprof suite options]   build, then run the experiment suite
+#   scripts/setup.sh suite [pipeprof suite options]   build pipeprof and the viewer, then run the suite
 #   scripts/setup.sh test                             build, then run every test (ctest)
-#   scripts/setup.sh build                            build only
+#   scripts/setup.sh build                            build everything (tests and benchmarks too)
 #
 # Idempotent, and works from any current folder. Environment: PIPEPROF_BUILD_DIR (default
 # <repo>/build), PIPEPROF_JOBS (default: the number of cores).
@@ -58,8 +58,15 @@ build() {
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$BUILD_DIR/configure.log" 2>&1 \
     || { cat "$BUILD_DIR/configure.log"; die "cmake configure failed"; }
   grep -E "^-- (pipeprof|CUDA|Viewer)" "$BUILD_DIR/configure.log" || true
-  say "building with $JOBS jobs"
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  # The suite needs only the command line and the viewer; the tests and benchmarks (most of the
+  # targets) are built for the test and build jobs.
+  local targets=()
+  if [ "$JOB" = suite ]; then
+    targets=(--target pipeprof)
+    grep -qE "^-- Viewer \(.*\): ON" "$BUILD_DIR/configure.log" && targets+=(pipeprof-viewer)
+  fi
+  say "building ${targets[*]:-everything} with $JOBS jobs"
+  cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 }
 
 install_packages
