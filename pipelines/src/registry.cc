@@ -7,6 +7,7 @@
 #include "ops/all_ops.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/memory_limit.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -120,7 +121,9 @@ int64_t StageReader::integer(const std::string& key) const {
   const FieldSpec& f = spec(key, FieldType::kInteger);
   std::optional<int64_t> fallback;
   if (f.fallback.is_number_integer()) fallback = f.fallback.get<int64_t>();
-  return fields_.integer(key, fallback, f.min, f.max);
+  const int64_t value = fields_.integer(key, fallback, f.min, f.max);
+  check_memory(f, value);
+  return value;
 }
 
 std::optional<int64_t> StageReader::optional_integer(const std::string& key) const {
@@ -158,7 +161,17 @@ int64_t StageReader::tunable(const std::string& key) const {
   std::optional<int64_t> fallback;
   if (f.fallback.is_number_integer()) fallback = f.fallback.get<int64_t>();
   if (f.fallback == "autotune") fallback = kAutotune;
-  return fields_.tunable(key, fallback, f.min, f.max);
+  const int64_t value = fields_.tunable(key, fallback, f.min, f.max);
+  check_memory(f, value);
+  return value;
+}
+
+void StageReader::check_memory(const FieldSpec& f, int64_t value) const {
+  if (f.bytes_each <= 0 || value <= 0) return;
+  check_fits_in_memory(fields_.path(f.name),
+                       fmt::format("{} = {} (at least {} each)", f.name, value,
+                                   format_bytes(static_cast<double>(f.bytes_each))),
+                       value, f.bytes_each);
 }
 
 int64_t StageReader::tunable_or_start(const std::string& key) const {

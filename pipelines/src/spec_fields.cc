@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/memory_limit.h"
 
 namespace pipeprof::pipelines::spec_detail {
 namespace {
@@ -174,12 +175,21 @@ std::vector<Shape> Fields::shapes() const {
   auto read_shape = [&](const nlohmann::json& v, const std::string& key) {
     if (!v.is_array()) fail(key, "a shape (a list of non-negative integers)", v);
     Shape shape;
+    long double values = 1;
     for (const auto& d : v) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0 ||
+          (d.is_number_unsigned() && d.get<uint64_t>() > uint64_t{INT64_MAX})) {
         fail(key, "a shape (a list of non-negative integers)", v);
       }
       shape.push_back(d.get<int64_t>());
+      values *= static_cast<long double>(shape.back());
     }
+    // The tensors are float32: 4 bytes a value.
+    check_fits_in_memory(path(key), fmt::format("a float32 tensor of shape {}", v.dump()),
+                         values > static_cast<long double>(INT64_MAX / 4)
+                             ? INT64_MAX / 4
+                             : static_cast<int64_t>(values),
+                         4);
     return shape;
   };
   if (has("shape") == has("shapes")) {

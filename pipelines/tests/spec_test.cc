@@ -14,6 +14,7 @@
 
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/functions.h"
+#include "pipeprof/pipelines/memory_limit.h"
 #include "test_util.h"
 
 namespace pipeprof::pipelines {
@@ -151,6 +152,47 @@ INSTANTIATE_TEST_SUITE_P(
                   "spec.json: stages[1].args.shape: expected a shape (a list of non-negative "
                   "integers), got [2,-1]"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// Sizes from input that the machine cannot hold are spec errors naming the stage, the size asked
+// and the limit (the limit differs between machines: the message is checked in parts).
+TEST(Spec, SizesBeyondMemoryAreSpecErrors) {
+  const std::string limit = format_bytes(static_cast<double>(memory_limit().bytes));
+  struct Case {
+    const char* json;
+    const char* starts;
+    const char* asked;
+  };
+  const Case cases[] = {
+      {R"({"stages": [{"op": "range", "stop": 5},
+          {"op": "map", "fn": "fill_random", "args": {"shape": [1000000, 1000000]}}]})",
+       "spec.json: stages[1].args.shape: a float32 tensor of shape [1000000,1000000] needs ",
+       "3.6 TiB"},
+      {R"({"stages": [{"op": "generator", "fn": "random_tensors",
+          "args": {"count": 2, "shapes": [[3], [4000000000, 4000000000]]}}]})",
+       "spec.json: stages[0].args.shapes[1]: a float32 tensor of shape [4000000000,4000000000] "
+       "needs ",
+       "EiB"},
+      {R"({"stages": [{"op": "range", "stop": 5}, {"op": "batch", "batch_size": 1000000000000000}]})",
+       "spec.json: stages[1].batch_size: batch_size = 1000000000000000 (at least 64 B each) needs ",
+       "56.8 PiB"},
+      {R"({"stages": [{"op": "shared_store", "store_mb": 1048576,
+          "pipeline": {"stages": [{"op": "range", "stop": 1}]}}]})",
+       "spec.json: stages[0].store_mb: store_mb = 1048576 (at least 1.0 MiB each) needs ",
+       "1.0 TiB"},
+  };
+  for (const Case& c : cases) {
+    const std::string message = error_of(c.json);
+    EXPECT_EQ(message.rfind(c.starts, 0), 0U) << message;
+    EXPECT_NE(message.find(c.asked), std::string::npos) << message;
+    EXPECT_NE(message.find(", more than this machine can hold (" + limit + ", "), std::string::npos)
+        << message;
+  }
+  // Sizes that fit are accepted.
+  EXPECT_EQ(error_of(R"({"stages": [{"op": "range", "stop": 5},
+      {"op": "map", "fn": "fill_random", "args": {"shape": [64, 64]}},
+      {"op": "batch", "batch_size": 1000}]})"),
+            "");
+}
 
 TEST(Spec, SourceDefaultsToTheCallersLabel) {
   try {

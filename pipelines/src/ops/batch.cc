@@ -142,7 +142,8 @@ const OpRegistration& batch_registration() {
       .name = "batch",
       .kind = OpKind::kTransform,
       .summary = "batch_size consecutive elements stacked into one",
-      .fields = {{.name = "batch_size", .type = FieldType::kInteger, .required = true, .min = 1},
+      .fields = {{.name = "batch_size", .type = FieldType::kInteger, .required = true, .min = 1,
+                  .bytes_each = kMinElementBytes},
                  {.name = "drop_remainder", .type = FieldType::kBoolean, .fallback = false}},
       .build = [](const StageReader& s, const Dataset* input) {
         return input->batch(s.integer("batch_size"), s.boolean("drop_remainder"));

@@ -317,7 +317,8 @@ std::vector<FieldSpec> process_source_fields(std::optional<FieldSpec> extra) {
   FieldSpec queue_capacity{
       .name = "queue_capacity", .type = FieldType::kTunable, .fallback = 16, .min = 1,
       .max = kMaxQueueCapacity,
-      .knob = KnobRule{.kind = KnobKind::kQueueCapacity, .online = false, .start = 16}};
+      .knob = KnobRule{.kind = KnobKind::kQueueCapacity, .online = false, .start = 16},
+      .bytes_each = kMinElementBytes};
   FieldSpec deterministic{.name = "deterministic", .type = FieldType::kBoolean, .fallback = false};
   if (!extra) return {pipeline, producers, queue_capacity, deterministic};
   return {pipeline, producers, queue_capacity, *extra, deterministic};

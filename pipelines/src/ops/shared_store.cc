@@ -395,7 +395,7 @@ const OpRegistration& shared_store_registration() {
       .summary = "producer processes writing into a shared-memory object store (zero copy)",
       .fields = process_source_fields(
           FieldSpec{.name = "store_mb", .type = FieldType::kInteger, .fallback = 2048, .min = 1,
-                    .max = kMaxStoreMb, .doc = "capacity of the shared-memory store, MiB"}),
+                    .max = kMaxStoreMb, .bytes_each = int64_t{1} << 20, .doc = "capacity of the shared-memory store, MiB"}),
       .build = [](const StageReader& s, const Dataset*) {
         return shared_store(s.pipeline("pipeline"),
                             {.producers = s.tunable_or_start("producers"),

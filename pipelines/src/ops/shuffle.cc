@@ -89,7 +89,7 @@ const OpRegistration& shuffle_registration() {
       .kind = OpKind::kTransform,
       .summary = "a uniformly random pick from a buffer of buffer_size elements",
       .fields = {{.name = "buffer_size", .type = FieldType::kInteger, .required = true, .min = 1,
-                  .max = kMaxShuffleBuffer},
+                  .max = kMaxShuffleBuffer, .bytes_each = kMinElementBytes},
                  {.name = "seed", .type = FieldType::kInteger, .min = 0,
                   .doc = "absent: a new order on every run"},
                  {.name = "reshuffle_each_iteration", .type = FieldType::kBoolean,

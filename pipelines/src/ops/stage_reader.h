@@ -63,6 +63,8 @@ class StageReader {
 
  private:
   const FieldSpec& spec(const std::string& key, FieldType type) const;
+  // Fails when a size field (FieldSpec::bytes_each) asks for more than the machine can hold.
+  void check_memory(const FieldSpec& f, int64_t value) const;
 
   const OpRegistration& op_;
   const spec_detail::Fields& fields_;

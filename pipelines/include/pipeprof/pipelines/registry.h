@@ -64,6 +64,10 @@ struct KnobRule {
   std::string follows;
 };
 
+// A buffered element's least footprint (its component list and one tensor header), for the
+// memory check of element counts (FieldSpec::bytes_each).
+inline constexpr int64_t kMinElementBytes = 64;
+
 struct FieldSpec {
   std::string name;
   FieldType type = FieldType::kInteger;
@@ -74,6 +78,10 @@ struct FieldSpec {
   int64_t min = std::numeric_limits<int64_t>::min();
   int64_t max = std::numeric_limits<int64_t>::max();
   std::optional<KnobRule> knob;  // kTunable fields only
+  // A count of things held in memory at once (buffered elements, a batch, MiB of a store), each at
+  // least this many bytes: the reader checks the value times it against what the machine can
+  // hold (memory_limit.h). 0: not a size.
+  int64_t bytes_each = 0;
   std::string doc;
   // The writer spells a parameter out even at its default, so a written spec says what ran;
   // false leaves it out at its default (a default that means "off": map's sequential
