@@ -4,9 +4,11 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::autotune {
 namespace {
@@ -219,6 +221,30 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
       const pipelines::Knob* k = knob_of(s.key, "buffer_size");
       const bool full = s.buffer_capacity > 0 && s.buffered >= s.buffer_capacity;
       w.full = w.full || full;
+      // Before a stall: the producer fills the buffer between its gaps (it was full), but its
+      // longest pull (an open, a fetch) outlasts what the buffer holds at the consumer's pace, so
+      // the next gap will empty it. The buffer grows to cover that gap.
+      // The consumer's pace: its time per element since the start, less its waits for this stage.
+      const int64_t busy_ns = trace::now_ns() - start_ns_ - s.blocked_ns;
+      const double pace = s.elements > 1 && busy_ns > 0
+                              ? static_cast<double>(busy_ns) / static_cast<double>(s.elements)
+                              : 0;
+      if (k && s.buffer_size < k->max() && w.full && s.max_fill_ns > 0 && pace > 0) {
+        const auto need = std::min<int64_t>(
+            k->max(), static_cast<int64_t>(std::ceil(static_cast<double>(s.max_fill_ns) / pace)));
+        const double gap = static_cast<double>(s.max_fill_ns) -
+                           static_cast<double>(s.buffer_size) * pace;
+        if (need > s.buffer_size && gap > 0) {
+          Candidate c{&s, "buffer_size", need};
+          c.known = true;
+          c.gain_ns = gap;
+          c.reason = fmt::format(
+              "bursty producer: a pull took {:.3f} ms and the consumer takes an element every "
+              "{:.3f} ms, so {} buffered elements cover the gap before the consumer stalls",
+              to_ms(static_cast<double>(s.max_fill_ns)), to_ms(pace), need);
+          candidates.push_back(std::move(c));
+        }
+      }
       if (k && s.buffer_size < k->max() && w.full && waited > 0 && outputs > 0) {
         Candidate c{&s, "buffer_size", std::min(k->max(), s.buffer_size * 2)};
         c.known = true;
@@ -271,6 +297,13 @@ void OnlineTuner::apply(const StageModel& stage, const std::string& knob, int64_
   const int64_t old = k->value();
   const int64_t now = k->set(value);  // also records the "<stage>: <knob>" trace counter
   if (now == old) return;
+  // The decision and its reason, as an instant on the tuner's lane of the trace.
+  trace::Recorder& rec = trace::Recorder::global();
+  if (rec.enabled()) {
+    static const trace::NameId category = rec.intern("autotune");
+    rec.instant(rec.intern(fmt::format("{}: {} {} -> {} ({})", stage.name, knob, old, now, reason)),
+                category);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   changes_.push_back({static_cast<double>(trace::now_ns() - start_ns_) / 1e6, stage.key, stage.name,
                       knob, old, now, reason});

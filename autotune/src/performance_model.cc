@@ -54,6 +54,7 @@ PerformanceModel PerformanceModel::from(const pipelines::Model& model) {
     s.buffered = snap.buffered;
     s.buffer_capacity = snap.buffer_capacity;
     s.blocked_ns = snap.blocked_ns;
+    s.max_fill_ns = snap.max_fill_ns;
     if (s.parent.empty()) root_elements = s.elements;
     stages.push_back(std::move(s));
   }

@@ -11,6 +11,7 @@
 
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/functions.h"
+#include "pipeprof_testing/timing.h"
 
 namespace pipeprof::autotune {
 namespace {
@@ -67,23 +68,28 @@ TEST(OnlineTuner, RaisesAWaitingStageBeyondTheCores) {
 
 TEST(OnlineTuner, HoldsAComputingStageToTheCpuBudget) {
   // A map that spins 2 ms per element counts a whole core per worker: with a budget of one core
-  // it keeps its single worker, however saturated it is.
+  // it keeps its single worker, however saturated it is. The tuner reads the worker's CPU share,
+  // which other busy tests on the machine lower: retried before it fails.
   const auto ds = pipelines::range(150).map(pipelines::make_function("busy_ms", {{"ms", 2}}),
                                             {.parallelism = kAutotune});
-  std::vector<KnobChange> changes;
-  const int64_t p = run_tuned(
-      ds, {.cpu_budget = 1}, [](int64_t) { return false; }, &changes);
-  EXPECT_EQ(p, 1);
-  for (const auto& c : changes)
-    ADD_FAILURE() << c.old_value << " -> " << c.new_value << ": " << c.reason;
+  pipeprof::testing::retry_timing(3, [&] {
+    std::vector<KnobChange> changes;
+    const int64_t p = run_tuned(
+        ds, {.cpu_budget = 1}, [](int64_t) { return false; }, &changes);
+    EXPECT_EQ(p, 1);
+    for (const auto& c : changes)
+      ADD_FAILURE() << c.old_value << " -> " << c.new_value << ": " << c.reason;
+  });
 }
 
 TEST(OnlineTuner, AComputingStageMayUseTheWholeBudget) {
   const auto ds = pipelines::range(150).map(pipelines::make_function("busy_ms", {{"ms", 2}}),
                                             {.parallelism = kAutotune});
-  const int64_t p = run_tuned(ds, {.cpu_budget = 2}, [](int64_t) { return false; });
-  EXPECT_GE(p, 1);
-  EXPECT_LE(p, 2);
+  pipeprof::testing::retry_timing(3, [&] {
+    const int64_t p = run_tuned(ds, {.cpu_budget = 2}, [](int64_t) { return false; });
+    EXPECT_GE(p, 1);
+    EXPECT_LE(p, 2);
+  });
 }
 
 TEST(OnlineTuner, BacksOffWhenNothingChanges) {
@@ -183,6 +189,39 @@ TEST(OnlineTuner, DestructionJoins) {
   while (threads_named(name) != before && std::chrono::steady_clock::now() < gone_by)
     std::this_thread::sleep_for(1ms);
   EXPECT_EQ(threads_named(name), before) << "the tuner's thread outlived the tuner";
+}
+
+TEST(OnlineTuner, GrowsABurstyProducersBufferBeforeItsNextGap) {
+  // A 30 ms open every 10 quick reads behind prefetch, and a consumer that takes 8 ms per element:
+  // the buffer fills between opens, and the tuner sees the first open's 30 ms pull and grows the
+  // buffer (to 4 = ceil(30 / 8)) before the second open empties it.
+  const auto ds = pipelines::artificial({.open_ms = 30, .read_ms = 2, .num_samples = 10})
+                      .repeat(3)
+                      .prefetch(kAutotune);
+  pipeprof::testing::retry_timing(3, [&] {
+    auto it = ds.iterate();
+    pipelines::Knob* buffer = find_knob(it->model(), "buffer_size");
+    ASSERT_NE(buffer, nullptr);
+    buffer->set(1);
+    OnlineTuner tuner(it->model(), {.cpu_budget = 2});
+    tuner.start();
+    int64_t taken = 0, grown_at = -1;
+    while (auto e = it->next()) {
+      ++taken;
+      if (grown_at < 0 && buffer->value() > 1) grown_at = taken;
+      std::this_thread::sleep_for(8ms);
+    }
+    tuner.stop();
+    EXPECT_EQ(taken, 30);
+    ASSERT_GE(grown_at, 0) << "the buffer never grew";
+    EXPECT_LE(grown_at, 10) << "grown only after the second open";
+    const auto changes = tuner.changes();
+    ASSERT_FALSE(changes.empty());
+    EXPECT_EQ(changes.front().knob, "buffer_size");
+    EXPECT_NE(changes.front().reason.find("bursty producer: a pull took"), std::string::npos)
+        << changes.front().reason;
+    EXPECT_GE(buffer->value(), 4);
+  });
 }
 
 TEST(OnlineTuner, FinalValuesWarmStartAnotherIterator) {

@@ -93,6 +93,7 @@ NodeSnapshot Node::snapshot() const {
   s.buffered = stats_.buffered.load();
   s.buffer_capacity = stats_.buffer_capacity.load();
   s.bytes_copied = stats_.bytes_copied.load();
+  s.max_fill_ns = stats_.max_fill_ns.load();
   for (const Knob* k : knobs())
     s.knobs.emplace_back(k->name(), k->value());
   return s;

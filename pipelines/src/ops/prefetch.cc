@@ -65,10 +65,17 @@ class PrefetchIterator final : public Iterator {
       stats().buffer_capacity.store(capacity(), std::memory_order_relaxed);
       const HandoffQueue::Ticket ticket = queue_.begin();
       lock.unlock();
+      const int64_t fill_start = trace::ticks();
       Result r = capture(stage_name(), [&] {
         trace::ScopedSpan span(fill, trace::category::pipeline());
         return input_->next();
       });
+      const int64_t fill_ns = trace::ticks_to_ns(trace::ticks() - fill_start);
+      // Iterators of one node (inside an interleave) share its statistics.
+      int64_t longest = stats().max_fill_ns.load(std::memory_order_relaxed);
+      while (fill_ns > longest &&
+             !stats().max_fill_ns.compare_exchange_weak(longest, fill_ns, std::memory_order_relaxed)) {
+      }
       lock.lock();
       if (r.end()) {
         queue_.end(ticket);

@@ -35,6 +35,7 @@ struct StageModel {
   int64_t buffered = 0;
   int64_t buffer_capacity = 0;
   int64_t blocked_ns = 0;    // time consumers of this stage waited for it
+  int64_t max_fill_ns = 0;   // the longest single pull of its input by the stage's worker
   std::string worker_owner;  // key of the stage whose workers run this one ("": the consumer)
 
   bool known() const { return elements > 0 && latency_ns > 0; }

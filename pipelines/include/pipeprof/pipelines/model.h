@@ -70,6 +70,9 @@ struct NodeStats {
   std::atomic<int64_t> buffered_sum{0};     // sum of `buffered` seen at each next(), for the mean
   std::atomic<int64_t> active_workers{0};   // workers currently doing work
   std::atomic<int64_t> bytes_copied{0};     // payload bytes copied by a transport (multiprocess)
+  // The longest single pull of the input by the stage's own worker (prefetch's fill), so a tuner
+  // sees a bursty producer's gaps before they empty the buffer.
+  std::atomic<int64_t> max_fill_ns{0};
 };
 
 // A plain copy of a stage's statistics with derived figures.
@@ -89,6 +92,7 @@ struct NodeSnapshot {
   int64_t buffer_capacity = 0;
   double mean_buffered = 0;
   int64_t bytes_copied = 0;  // payload bytes the stage's transport copied (0 for most stages)
+  int64_t max_fill_ns = 0;   // the longest single pull of the input by the stage's worker
   std::vector<std::pair<std::string, int64_t>> knobs;  // name, current value
 };
 
