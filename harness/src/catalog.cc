@@ -49,10 +49,10 @@ Experiment load_experiment(const std::filesystem::path& file) {
     if (!e.is_object()) throw pipelines::SpecError(where + ": experiment: expected an object");
     for (const auto& [key, value] : e.items()) {
       if (key != "part" && key != "step" && key != "epochs" && key != "seed_ms" &&
-          key != "ideal_ms" && key != "note") {
+          key != "seed_wait_ms" && key != "ideal_ms" && key != "note") {
         throw pipelines::SpecError(
             fmt::format("{}: experiment: unknown key \"{}\" (expected part, step, epochs, seed_ms, "
-                        "ideal_ms, note)",
+                        "seed_wait_ms, ideal_ms, note)",
                         where, key));
       }
     }
@@ -78,6 +78,15 @@ Experiment load_experiment(const std::filesystem::path& file) {
     }
     x.seed_ms = optional_number(e, "seed_ms", where);
     x.documented_ideal_ms = optional_number(e, "ideal_ms", where);
+    x.seed_wait_ms = optional_number(e, "seed_wait_ms", where);
+    if (e.contains("part")) {
+      if (!e.at("part").is_string()) {
+        throw pipelines::SpecError(fmt::format("{}: experiment.part: expected a string such as "
+                                               "\"A\", got {}",
+                                               where, e.at("part").dump()));
+      }
+      x.part = e.at("part").get<std::string>();
+    }
   }
   return x;
 }

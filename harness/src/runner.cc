@@ -188,6 +188,17 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   r.spec = x.spec.dataset.to_json();
   r.seed_ms = x.seed_ms;
   r.documented_ideal_ms = x.documented_ideal_ms;
+  r.part = x.part;
+  r.seed_wait_ms = x.seed_wait_ms;
+  if (r.spec.contains("stages")) {
+    for (const auto& stage : r.spec["stages"]) {
+      const std::string op = stage.value("op", "");
+      if ((op == "multiprocess" || op == "shared_store") && stage.contains("producers") &&
+          stage["producers"].is_number_integer()) {
+        r.producers = stage["producers"].get<int64_t>();
+      }
+    }
+  }
   StepChoice choice = make_step(options.step.empty() ? x.step : options.step, x.step);
   r.step = choice.step->name();
   r.notice = choice.notice;
@@ -197,6 +208,7 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   if (r.epochs != x.epochs || (!options.step.empty() && options.step != x.step)) {
     r.seed_ms.reset();
     r.documented_ideal_ms.reset();
+    r.seed_wait_ms.reset();
   }
 
   // The traced run comes first and is not a measurement: recording costs a little per span, and a
@@ -276,6 +288,19 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   return r;
 }
 
+double bytes_copied_per_element(const ExperimentResult& r) {
+  double copied = 0;
+  for (const auto& s : r.stages)
+    if (s.elements > 0)
+      copied += static_cast<double>(s.bytes_copied) / static_cast<double>(s.elements);
+  return copied;
+}
+
+std::optional<double> copy_floor_ms_per_element(const ExperimentResult& r) {
+  if (r.memcpy_gb_per_s <= 0) return std::nullopt;
+  return bytes_copied_per_element(r) / (r.memcpy_gb_per_s * 1e9) * 1e3;
+}
+
 nlohmann::json to_json(const ExperimentResult& r) {
   auto opt = [](const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -334,16 +359,15 @@ nlohmann::json to_json(const ExperimentResult& r) {
   if (!r.trace_file.empty()) out["trace"] = r.trace_file;
   if (!r.ideal_basis.empty()) out["ideal_basis"] = r.ideal_basis;
   out["median_steady_wait_ms"] = r.median_steady_wait_ms;
+  if (!r.part.empty()) out["part"] = r.part;
+  if (r.seed_wait_ms) out["seed_wait_ms"] = *r.seed_wait_ms;
+  if (r.producers > 0) out["producers"] = r.producers;
   // A process-based transport's cost against its physical floor: the copies it made per element
   // at the machine's memcpy bandwidth.
   if (r.memcpy_gb_per_s > 0) {
-    double copied = 0;
-    for (const auto& s : r.stages)
-      if (s.elements > 0)
-        copied += static_cast<double>(s.bytes_copied) / static_cast<double>(s.elements);
     out["transport"] = {{"memcpy_gb_per_s", r.memcpy_gb_per_s},
-                        {"bytes_copied_per_element", copied},
-                        {"copy_floor_ms_per_element", copied / (r.memcpy_gb_per_s * 1e9) * 1e3}};
+                        {"bytes_copied_per_element", bytes_copied_per_element(r)},
+                        {"copy_floor_ms_per_element", *copy_floor_ms_per_element(r)}};
   }
   // Per input element: what the source produced, over all epochs.
   for (const auto& s : r.stages) {

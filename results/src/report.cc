@@ -97,6 +97,58 @@ std::string transport_line(const nlohmann::json& x) {
       num(opt_number(*it, "copy_floor_ms_per_element"), 3));
 }
 
+// Part B (the Ray article) publishes the mean wait per batch, not a total time.
+bool is_part_b(const nlohmann::json& x) {
+  return str(x, "part") == "B" || x.contains("seed_wait_ms");
+}
+
+// Part B on the article's metric: the mean and steady-state wait per batch beside the article's
+// figure, the transport's copy floor and how far above it the steady-state wait is; with its chart.
+template <typename Entries>
+std::string part_b_section(const nlohmann::json& experiments, const Entries& entries,
+                           Report& report) {
+  std::string md;
+  std::vector<ChartRow> chart;
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const auto& x = experiments[i];
+    if (!is_part_b(x) || x["repetitions"].empty()) continue;
+    if (md.empty()) {
+      md +=
+          "## Part B on the article's metric\n\nThe Ray article measures the mean time the "
+          "training loop waits for each batch. `steady` leaves out each epoch's first wait (the "
+          "producers' start); `copy floor` is the time the transport's copies of one element take "
+          "at the memcpy bandwidth measured in the same run.\n\n"
+          "| experiment | producers | mean wait ms | steady wait ms | article ms | x article | "
+          "copy floor ms | steady x floor |\n|---|--:|--:|--:|--:|--:|--:|--:|\n";
+    }
+    std::optional<double> mean;
+    if (auto w = x.find("median_wait"); w != x.end() && w->is_object())
+      mean = opt_number(*w, "mean_ms");
+    const auto steady = opt_number(x, "median_steady_wait_ms");
+    const auto article = opt_number(x, "seed_wait_ms");
+    std::optional<double> floor, vs_article, vs_floor;
+    if (auto t = x.find("transport"); t != x.end() && t->is_object())
+      floor = opt_number(*t, "copy_floor_ms_per_element");
+    if (mean && article && *article > 0) vs_article = *mean / *article;
+    if (steady && floor && *floor > 0) vs_floor = *steady / *floor;
+    const auto producers = opt_number(x, "producers");
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(entries[i].name),
+                      producers ? fmt::format("{:.0f}", *producers) : std::string("-"),
+                      num(mean, 2), num(steady, 2), num(article, 0), num(vs_article, 3),
+                      num(floor, 3), num(vs_floor, 2));
+    chart.push_back({entries[i].name, mean, steady, article});
+  }
+  if (md.empty()) return md;
+  md += "\n";
+  report.files.push_back(
+      {"summary-part-b.svg",
+       summary_chart_svg(chart, {.title = "Part B: wait per batch (ms)",
+                                 .series = {"mean wait (measured)", "steady-state wait",
+                                            "the article's mean wait"}})});
+  md += "![Part B: wait per batch, measured and the article's](summary-part-b.svg)\n\n";
+  return md;
+}
+
 std::string environment_section(const nlohmann::json& doc) {
   std::string md = "## Environment\n\n| | |\n|---|---|\n";
   auto row = [&md](const std::string& key, const std::string& value) {
@@ -176,16 +228,18 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
                       num(wall, 2), num(ideal, 1), num(opt_number(x, "bound_ms"), 1),
                       num(opt_number(x, "efficiency"), 3), num(seed, 2), num(seed_eff, 3),
                       x["repetitions"].size());
-    if (measured) chart.push_back({entries[i].name, wall, ideal, seed});
+    // Part B is compared on its own metric (the wait per batch), in its own chart below.
+    if (measured && !is_part_b(x)) chart.push_back({entries[i].name, wall, ideal, seed});
   }
   md += "\n";
   if (!chart.empty()) {
     report.files.push_back({"summary.svg", summary_chart_svg(chart)});
     md += "![Measured, ideal and seed times per experiment](summary.svg)\n\n";
   }
+  md += part_b_section(experiments, entries, report);
 
   md += "## Experiments\n\n";
-  std::set<std::string> used_names{"summary.svg", "report.md"};
+  std::set<std::string> used_names{"summary.svg", "summary-part-b.svg", "report.md"};
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& x = experiments[i];
     const Entry& e = entries[i];

@@ -20,13 +20,12 @@ constexpr int kGroupGap = 12;
 constexpr int kTop = 52;
 
 struct Series {
-  const char* label;
   const char* colour;
   std::optional<double> ChartRow::*value;
 };
-constexpr Series kSeries[] = {{"measured (median)", "#4e79a7", &ChartRow::measured_ms},
-                              {"ideal", "#59a14f", &ChartRow::ideal_ms},
-                              {"seed (tf.data)", "#f28e2b", &ChartRow::seed_ms}};
+constexpr Series kSeries[] = {{"#4e79a7", &ChartRow::measured_ms},
+                              {"#59a14f", &ChartRow::ideal_ms},
+                              {"#f28e2b", &ChartRow::seed_ms}};
 
 double row_max(const ChartRow& r) {
   double m = 0;
@@ -36,7 +35,8 @@ double row_max(const ChartRow& r) {
 }
 
 // One panel: its rows on one linear axis, drawn from y0; returns the SVG and the panel's height.
-std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int y0, bool titled) {
+std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int y0, bool titled,
+                                  const ChartText& text) {
   double max_ms = 0;
   for (const ChartRow* r : rows)
     max_ms = std::max(max_ms, row_max(*r));
@@ -72,7 +72,7 @@ std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int 
           "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} {:.2f} "
           "ms</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"s\">{:.1f}</text>\n",
           kLabelWidth, by, std::max(0.0, x_of(*v) - kLabelWidth), kBar - 1, kSeries[k].colour,
-          svg::escape(r.name), kSeries[k].label, *v, x_of(*v) + 3, by + kBar - 1, *v);
+          svg::escape(r.name), svg::escape(text.series[k]), *v, x_of(*v) + 3, by + kBar - 1, *v);
     }
   }
   return {out, plot_bottom + 20 - y0 + (titled ? 12 : 0)};
@@ -80,7 +80,7 @@ std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int 
 
 }  // namespace
 
-std::string summary_chart_svg(const std::vector<ChartRow>& rows) {
+std::string summary_chart_svg(const std::vector<ChartRow>& rows, const ChartText& text) {
   // Panels: rows sorted by their largest value join the current panel while that value is at
   // most 10 times the panel's smallest; each panel keeps the input order and has its own axis, so
   // that second-long experiments do not flatten the bars of the 100 ms ones.
@@ -105,7 +105,7 @@ std::string summary_chart_svg(const std::vector<ChartRow>& rows) {
     std::vector<const ChartRow*> panel_rows;
     for (size_t i = 0; i < rows.size(); ++i)
       if (panel_of[i] == p) panel_rows.push_back(&rows[i]);
-    auto [svg_text, height] = panel(panel_rows, y, panels > 0);
+    auto [svg_text, height] = panel(panel_rows, y, panels > 0, text);
     body += svg_text;
     y += height;
   }
@@ -117,14 +117,14 @@ std::string summary_chart_svg(const std::vector<ChartRow>& rows) {
       "<style>.l{{font-size:11px}}.s{{font-size:10px}}.t{{font-size:10px;text-anchor:middle}}"
       ".h{{font-size:13px;font-weight:bold}}.grid{{stroke:#ddd;stroke-width:1}}</style>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"4\" y=\"16\" class=\"h\">Measured vs ideal vs seed (ms)</text>\n",
-      kWidth, height);
+      "<text x=\"4\" y=\"16\" class=\"h\">{2}</text>\n",
+      kWidth, height, svg::escape(text.title));
   double lx = kLabelWidth;
-  for (const auto& s : kSeries) {
+  for (size_t k = 0; k < 3; ++k) {
     out += fmt::format(
         "<rect x=\"{0:.0f}\" y=\"24\" width=\"12\" height=\"10\" fill=\"{1}\"/>"
         "<text x=\"{2:.0f}\" y=\"33\" class=\"s\">{3}</text>\n",
-        lx, s.colour, lx + 16, s.label);
+        lx, kSeries[k].colour, lx + 16, svg::escape(text.series[k]));
     lx += 140;
   }
   out += body;

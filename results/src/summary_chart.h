@@ -15,6 +15,12 @@ struct ChartRow {
   std::optional<double> measured_ms, ideal_ms, seed_ms;
 };
 
-std::string summary_chart_svg(const std::vector<ChartRow>& rows);
+// The chart's title and the legend of its three series (measured, ideal, seed by default).
+struct ChartText {
+  std::string title = "Measured vs ideal vs seed (ms)";
+  std::string series[3] = {"measured (median)", "ideal", "seed (tf.data)"};
+};
+
+std::string summary_chart_svg(const std::vector<ChartRow>& rows, const ChartText& text = {});
 
 }  // namespace pipeprof::results

@@ -22,6 +22,9 @@ struct Experiment {
   int64_t epochs = 1;
   std::optional<double> seed_ms;              // the time the source document publishes
   std::optional<double> documented_ideal_ms;  // EXPERIMENTS.md's zero-overhead ideal
+  // The mean wait per batch the source document publishes (the Ray article's metric, part B).
+  std::optional<double> seed_wait_ms;
+  std::string part;  // EXPERIMENTS.md's part: "A", "B", ...
   std::filesystem::path file;
 };
 

@@ -77,11 +77,20 @@ struct ExperimentResult {
   // For pipelines with a process-based transport (multiprocess, shared_store): the memcpy
   // bandwidth measured in the same run, GB/s (0 when not measured).
   double memcpy_gb_per_s = 0;
+  // Part B (the Ray article): its metric is the mean wait per batch, published as seed_wait_ms.
+  std::string part;
+  std::optional<double> seed_wait_ms;
+  int64_t producers = 0;  // producer processes of a process source (0: none)
 };
 
 // Throws StepError for an unusable step.
 ExperimentResult run_experiment(const Experiment& experiment, const RunOptions& options);
 
 nlohmann::json to_json(const ExperimentResult& result);
+
+// A process-based transport's floor: the bytes its stages copied per element, and the time those
+// copies take at the memcpy bandwidth measured in the same run (nullopt when not measured).
+double bytes_copied_per_element(const ExperimentResult& result);
+std::optional<double> copy_floor_ms_per_element(const ExperimentResult& result);
 
 }  // namespace pipeprof::harness
