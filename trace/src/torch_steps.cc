@@ -23,7 +23,8 @@ constexpr std::string_view kOptimizerStep = "Optimizer.step#";
 // activities on a stream is the cost of starting the next one ("kernel wait").
 constexpr int64_t kConsecutiveKernelDelayNs = 30;
 // A step whose DataLoader wait exceeds this many times the median wait (and kBurstMinMs) is a
-// loader that restarts its workers, as a non-persistent multi-process DataLoader does per epoch.
+// burst: on the first step, a loader starting its workers (as a non-persistent multi-process
+// DataLoader does every epoch), later on, too few batches in flight.
 constexpr double kBurstFactor = 5.0;
 constexpr double kBurstMinMs = 10.0;
 
@@ -127,16 +128,19 @@ void suggest(TorchAnalysis& a, int64_t sync_copy_ns) {
         fmt::format("raise num_workers: the worker processes do not keep up, the loop still waits "
                     "{:.2f} ms per step for a batch ({:.1f}% of the step)",
                     a.mean_dataloader_ms, a.input_bound_pct));
-    if (worst_ms >= kBurstMinMs && worst_ms > kBurstFactor * median_wait_ms)
+    const bool burst = worst_ms >= kBurstMinMs && worst_ms > kBurstFactor * median_wait_ms;
+    if (burst && worst == 0)
       add("persistent_workers",
-          fmt::format("set persistent_workers=True: {} waits {:.2f} ms for data against a median "
-                      "of {:.2f} ms, the cost of starting the workers again",
+          fmt::format("set persistent_workers=True: the first step ({}) waits {:.2f} ms for data "
+                      "against a median of {:.2f} ms, as a loader does when it starts its workers "
+                      "for a new epoch",
                       a.steps[worst].name, worst_ms, median_wait_ms));
-    else if (median_wait_ms < 0.25 * a.mean_dataloader_ms)
+    else if (burst || median_wait_ms < 0.25 * a.mean_dataloader_ms)
       add("prefetch_factor",
-          fmt::format("raise prefetch_factor: the waits come in bursts (median {:.2f} ms, mean "
-                      "{:.2f} ms per step), so more batches in flight per worker would absorb them",
-                      median_wait_ms, a.mean_dataloader_ms));
+          fmt::format("raise prefetch_factor: the waits come in bursts ({} waits {:.2f} ms, the "
+                      "median step {:.2f} ms), so more batches in flight per worker would absorb "
+                      "them",
+                      a.steps[worst].name, worst_ms, median_wait_ms));
   }
   if (a.pageable_memcpy_ns > 0)
     add("pin_memory",

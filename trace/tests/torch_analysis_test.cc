@@ -4,6 +4,7 @@
 // whose every number is worked out by hand below.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -240,6 +241,39 @@ TEST(TorchAnalysis, NestedDataPipeSpansAreNotCountedTwice) {
   EXPECT_EQ(a.torch.iterator, "_SingleProcessDataLoaderIter");
   EXPECT_EQ(a.torch.dataloader_ns, 40 * kUs);
   EXPECT_NEAR(a.torch.input_bound_pct, 40.0, 1e-9);
+}
+
+// Four 100 ms steps of a multi-process loader; waits in ms per step.
+std::string bursty_trace(const std::array<int, 4>& wait_ms) {
+  std::string out = "[";
+  for (size_t i = 0; i < wait_ms.size(); ++i) {
+    const std::string at = std::to_string(i * 100'000);
+    if (i > 0) out += ",";
+    out += R"({"ph": "X", "name": "ProfilerStep#)" + std::to_string(i) +
+           R"(", "pid": 1, "tid": 1, "ts": )" + at + R"(, "dur": 100000},)";
+    out += R"({"ph": "X", "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "pid": 1, "tid": 1, "ts": )" +
+           at + R"(, "dur": )" + std::to_string(wait_ms[i] * 1000) + "}";
+  }
+  return out + "]";
+}
+
+TEST(TorchAnalysis, LongFirstWaitSuggestsPersistentWorkersLaterBurstsPrefetchFactor) {
+  const TorchAnalysis first = analyze(parse_chrome_json(bursty_trace({50, 1, 1, 1}))).torch;
+  EXPECT_TRUE(has_suggestion(first, "num_workers"));
+  EXPECT_TRUE(has_suggestion(first, "persistent_workers"));
+  EXPECT_FALSE(has_suggestion(first, "prefetch_factor"));
+  const TorchAnalysis later = analyze(parse_chrome_json(bursty_trace({1, 1, 50, 1}))).torch;
+  EXPECT_TRUE(has_suggestion(later, "prefetch_factor"));
+  EXPECT_FALSE(has_suggestion(later, "persistent_workers"));
+  for (const Suggestion& s : later.suggestions)
+    if (s.knob == "prefetch_factor") {
+      EXPECT_NE(s.text.find("ProfilerStep#2 waits 50.00 ms"), std::string::npos) << s.text;
+    }
+  // Steady waits: neither.
+  const TorchAnalysis steady = analyze(parse_chrome_json(bursty_trace({20, 20, 20, 20}))).torch;
+  EXPECT_TRUE(has_suggestion(steady, "num_workers"));
+  EXPECT_FALSE(has_suggestion(steady, "prefetch_factor"));
+  EXPECT_FALSE(has_suggestion(steady, "persistent_workers"));
 }
 
 // A folder of per-rank traces: rank 2 runs the slow single-process loader, the others fast ones.

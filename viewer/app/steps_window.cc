@@ -14,13 +14,19 @@ constexpr float kChartHeight = 150.0f;
 void draw_legend() {
   for (size_t c = 0; c < trace::kStepCategories; ++c) {
     const auto cat = static_cast<trace::StepCategory>(c);
-    if (c > 0) ImGui::SameLine();
-    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const std::string name(trace::step_category_name(cat));
     const float h = ImGui::GetTextLineHeight();
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float need = h + style.ItemSpacing.x * 2 + ImGui::CalcTextSize(name.c_str()).x;
+    if (c > 0) {
+      ImGui::SameLine();
+      if (ImGui::GetContentRegionAvail().x < need) ImGui::NewLine();  // wrap the legend
+    }
+    const ImVec2 p = ImGui::GetCursorScreenPos();
     ImGui::GetWindowDrawList()->AddRectFilled(p, ImVec2(p.x + h, p.y + h), category_colour(cat));
     ImGui::Dummy(ImVec2(h, h));
     ImGui::SameLine();
-    ImGui::TextUnformatted(std::string(trace::step_category_name(cat)).c_str());
+    ImGui::TextUnformatted(name.c_str());
   }
 }
 
