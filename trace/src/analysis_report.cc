@@ -88,7 +88,7 @@ void torch_text(const TorchAnalysis& t, const std::function<void(const std::stri
                      pct_of(g.kernel_wait_ns, g.idle_ns), pct_of(g.other_ns, g.idle_ns)));
   }
   line("  per step (ms)");
-  std::string head = fmt::format("    {:<18} {:>9} {:>10}", "step", "total", "DataLoader");
+  std::string head = fmt::format("    {:<18} {:>9} {:>10}", "step", "total", "raw wait");
   for (size_t c = 0; c < kStepCategories; ++c)
     head += fmt::format(" {:>9}", step_category_name(static_cast<StepCategory>(c)).substr(0, 9));
   line(head);
