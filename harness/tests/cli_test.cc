@@ -253,6 +253,55 @@ TEST(Analyze, MissingOrMalformedTraceIsBadInput) {
   EXPECT_EQ(r.code, 2) << r.out;
 }
 
+// A PyTorch profiler trace with two steps of `step_us`, each waiting `wait_us` for the DataLoader.
+std::string torch_trace(int wait_us, int step_us = 100) {
+  std::string events;
+  for (int step = 0; step < 2; ++step) {
+    const int at = step * step_us;
+    if (step > 0) events += ",\n";
+    events += "{\"ph\": \"X\", \"name\": \"ProfilerStep#" + std::to_string(step) +
+              "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(at) +
+              ", \"dur\": " + std::to_string(step_us) + "},\n{\"ph\": \"X\", \"name\": "
+              "\"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__\", \"pid\": 1, "
+              "\"tid\": 1, \"ts\": " +
+              std::to_string(at) + ", \"dur\": " + std::to_string(wait_us) + "}";
+  }
+  return "[" + events + "]";
+}
+
+TEST(Analyze, PyTorchTraceGetsTheStepBreakdown) {
+  const TempDir tmp;
+  const auto trace = tmp.write("torch.json", torch_trace(40));
+  CliResult r = run("analyze " + trace.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("input-bound 40.0%: highly input-bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("suggestion (num_workers)"), std::string::npos) << r.out;
+  r = run("analyze --json " + trace.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_DOUBLE_EQ(j.at("torch").at("input_bound_pct").get<double>(), 40.0);
+  EXPECT_EQ(j.at("torch").at("per_step").size(), 2u);
+}
+
+TEST(Analyze, FolderOfRankTracesNamesTheSlowestRank) {
+  const TempDir tmp;
+  tmp.write("rank-0.json", torch_trace(10));
+  tmp.write("rank-1.json", torch_trace(10));
+  tmp.write("rank-2.json", torch_trace(60, 150));  // 50 us more per step, all of it waiting
+  CliResult r = run("analyze " + tmp.path().string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("slowest rank: 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cause: DataLoader, +0.050 ms per step"), std::string::npos) << r.out;
+  r = run("analyze --json " + tmp.path().string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j.at("ranks").size(), 3u);
+  tmp.write("rank-3.json", R"({"traceEvents": [{"ph": "X", "ts": )");
+  r = run("analyze " + tmp.path().string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("rank-3.json: byte "), std::string::npos) << r.out;
+}
+
 TEST(Run, UnknownExperimentIsBadInput) {
   CliResult r = run("run no_such_thing");
   EXPECT_EQ(r.code, 2);

@@ -8,6 +8,7 @@
 
 #include "gpu_usage.h"
 #include "intervals.h"
+#include "torch_steps.h"
 
 namespace pipeprof::trace {
 namespace {
@@ -64,9 +65,7 @@ TrainLoop find_train_loop(const Trace& t, StepBreakdown& b) {
     b.mean_wait_ms =
         b.waits > 0 ? static_cast<double>(b.wait_ns) / 1e6 / static_cast<double>(b.waits) : 0;
     b.input_bound_pct = pct(b.wait_ns, b.wait_ns + b.step_ns);
-    b.verdict = b.input_bound_pct < kModeratePct ? "not input-bound"
-                : b.input_bound_pct < kHighPct   ? "moderately input-bound"
-                                                 : "highly input-bound";
+    b.verdict = std::string(input_bound_verdict(b.input_bound_pct));
   }
   return loop;
 }
@@ -216,6 +215,12 @@ std::string suggest(Analysis& a, bool has_prefetch, int64_t work_ns, int64_t wor
 
 }  // namespace
 
+std::string_view input_bound_verdict(double pct) {
+  return pct < kModeratePct ? "not input-bound"
+         : pct < kHighPct   ? "moderately input-bound"
+                            : "highly input-bound";
+}
+
 std::string_view stage_of(std::string_view name) {
   size_t from = 0;
   const size_t open = name.find('\'');
@@ -236,13 +241,14 @@ Analysis analyze(const Trace& t) {
   if (a.spans == 0) a.notes.emplace_back("the trace has no spans");
 
   const TrainLoop loop = find_train_loop(t, a.steps);
+  a.torch = analyze_torch(t);
   if (loop.any) {
     a.window_start_ns = loop.lo;
     a.window_end_ns = loop.hi;
   } else {
     a.window_start_ns = t.start_ns();
     a.window_end_ns = t.end_ns();
-    if (a.spans > 0)
+    if (a.spans > 0 && !a.torch.present)
       a.notes.emplace_back(
           "no \"train loop\" thread with step/get_next spans: no step breakdown or input-bound %");
   }
@@ -268,6 +274,11 @@ Analysis analyze(const Trace& t) {
   a.suggestion = suggest(a, has_prefetch, acc.work_ns(), acc.work_in_steps_ns());
 
   a.gpu = analyze_gpu(t);
+  a.step_times = a.torch.present ? a.torch.steps : train_loop_steps(t);
+  if (a.torch.present && a.torch.iterator.empty())
+    a.notes.emplace_back(
+        "no DataLoader spans (enumerate(DataLoader)#...__next__ or enumerate(DataPipe)#...) in the "
+        "steps: the loop reads its data some other way, so the DataLoader wait is 0");
   return a;
 }
 

@@ -1,6 +1,8 @@
 // Analysis as JSON and as a readable report.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "pipeprof/trace/analysis.h"
 
 namespace pipeprof::trace {
@@ -13,6 +15,98 @@ double ms(int64_t ns) {
 // Keeps long kernel names readable in the text report.
 std::string shorten(const std::string& s, size_t max) {
   return s.size() <= max ? s : s.substr(0, max - 3) + "...";
+}
+
+nlohmann::json breakdown_json(const std::array<int64_t, kStepCategories>& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < kStepCategories; ++c)
+    j[std::string(step_category_name(static_cast<StepCategory>(c)))] = ms(b[c]);
+  return j;
+}
+
+nlohmann::json torch_json(const TorchAnalysis& t) {
+  nlohmann::json j;
+  j["iterator"] = t.iterator.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.iterator);
+  j["steps"] = static_cast<int64_t>(t.steps.size());
+  j["step_ms"] = ms(t.step_ns);
+  j["mean_step_ms"] = t.mean_step_ms;
+  j["dataloader_ms"] = ms(t.dataloader_ns);
+  j["mean_dataloader_ms"] = t.mean_dataloader_ms;
+  j["optimizer_ms"] = ms(t.optimizer_ns);
+  j["input_bound_pct"] = t.input_bound_pct;
+  j["verdict"] = t.verdict;
+  j["breakdown_ms"] = breakdown_json(t.breakdown_ns);
+  if (t.has_gpu) {
+    j["gpu_idle"] = {{"idle_ms", ms(t.gpu_idle.idle_ns)},
+                     {"host_wait_ms", ms(t.gpu_idle.host_wait_ns)},
+                     {"kernel_wait_ms", ms(t.gpu_idle.kernel_wait_ns)},
+                     {"other_ms", ms(t.gpu_idle.other_ns)}};
+    j["pageable_memcpy_ms"] = ms(t.pageable_memcpy_ns);
+  } else {
+    j["gpu_idle"] = nullptr;
+  }
+  j["per_step"] = nlohmann::json::array();
+  for (const StepTime& s : t.steps)
+    j["per_step"].push_back({{"name", s.name},
+                             {"start_ns", s.start_ns},
+                             {"end_ns", s.end_ns},
+                             {"duration_ms", ms(s.duration_ns())},
+                             {"dataloader_ms", ms(s.dataloader_ns)},
+                             {"optimizer_ms", ms(s.optimizer_ns)},
+                             {"breakdown_ms", breakdown_json(s.breakdown_ns)}});
+  j["suggestions"] = nlohmann::json::array();
+  for (const Suggestion& s : t.suggestions)
+    j["suggestions"].push_back({{"knob", s.knob}, {"text", s.text}});
+  return j;
+}
+
+double pct_of(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+void torch_text(const TorchAnalysis& t, const std::function<void(const std::string&)>& line) {
+  const double n = static_cast<double>(t.steps.size());
+  line("");
+  line(fmt::format("PyTorch steps: {} ProfilerStep spans, mean {:.3f} ms, DataLoader {}", t.steps.size(),
+                   t.mean_step_ms, t.iterator.empty() ? "not seen" : t.iterator));
+  line(fmt::format("  DataLoader wait {:.3f} ms per step (raw), optimizer step {:.3f} ms per step",
+                   t.mean_dataloader_ms, ms(t.optimizer_ns) / n));
+  line(fmt::format("  input-bound {:.1f}%: {} (DataLoader wait / step time; < 5% not, 5-20% "
+                   "moderately, >= 20% highly: TensorBoard's input-pipeline thresholds)",
+                   t.input_bound_pct, t.verdict));
+  line("  step-time breakdown (TensorBoard priority: Kernel > Memcpy > Memset > Communication > "
+       "Runtime > DataLoader > CPU Exec > Other)");
+  for (size_t c = 0; c < kStepCategories; ++c)
+    line(fmt::format("    {:<14} {:>10.3f} ms per step  {:>5.1f}%",
+                     step_category_name(static_cast<StepCategory>(c)), ms(t.breakdown_ns[c]) / n,
+                     pct_of(t.breakdown_ns[c], t.step_ns)));
+  if (t.has_gpu) {
+    const GpuIdle& g = t.gpu_idle;
+    line(fmt::format("  GPU idle in the steps {:.3f} ms (summed over streams): host wait {:.1f}%, "
+                     "kernel wait {:.1f}%, other {:.1f}%",
+                     ms(g.idle_ns), pct_of(g.host_wait_ns, g.idle_ns),
+                     pct_of(g.kernel_wait_ns, g.idle_ns), pct_of(g.other_ns, g.idle_ns)));
+  }
+  line("  per step (ms)");
+  std::string head = fmt::format("    {:<18} {:>9} {:>10}", "step", "total", "raw wait");
+  for (size_t c = 0; c < kStepCategories; ++c)
+    head += fmt::format(" {:>9}", step_category_name(static_cast<StepCategory>(c)).substr(0, 9));
+  line(head);
+  constexpr size_t kRows = 20;
+  for (size_t i = 0; i < t.steps.size(); ++i) {
+    if (i == kRows) {
+      line(fmt::format("    ... {} more (--json lists every step)", t.steps.size() - kRows));
+      break;
+    }
+    const StepTime& s = t.steps[i];
+    std::string row = fmt::format("    {:<18} {:>9.3f} {:>10.3f}", s.name, ms(s.duration_ns()),
+                                  ms(s.dataloader_ns));
+    for (size_t c = 0; c < kStepCategories; ++c)
+      row += fmt::format(" {:>9.3f}", ms(s.breakdown_ns[c]));
+    line(row);
+  }
+  for (const Suggestion& s : t.suggestions)
+    line(fmt::format("suggestion ({}): {}", s.knob, s.text));
 }
 
 }  // namespace
@@ -82,6 +176,7 @@ nlohmann::json to_json(const Analysis& a) {
   } else {
     j["gpu"] = nullptr;
   }
+  j["torch"] = a.torch.present ? torch_json(a.torch) : nlohmann::json(nullptr);
   j["notes"] = a.notes;
   return j;
 }
@@ -121,6 +216,7 @@ std::string format_text(const Analysis& a) {
   if (!a.bottleneck.empty()) line(fmt::format("\nbottleneck: {}", a.bottleneck));
   if (!a.suggestion.empty())
     line(fmt::format("{}suggestion: {}", a.bottleneck.empty() ? "\n" : "", a.suggestion));
+  if (a.torch.present) torch_text(a.torch, line);
   if (a.gpu.present) {
     line("");
     line(fmt::format("GPU (over the trace's {:.3f} ms)", ms(a.gpu.window_ns)));

@@ -86,8 +86,8 @@ class Reader {
  public:
   static constexpr int kMaxDepth = 256;  // nesting inside an event's values (recursion bound)
 
-  Reader(std::string source, simdjson::padded_string_view json)
-      : source_(std::move(source)), json_(json), builder_(source_) {}
+  Reader(std::string source, simdjson::padded_string_view json, const ReadOptions& options)
+      : source_(std::move(source)), json_(json), builder_(source_), keep_args_(options.keep_args) {}
 
   Trace run() {
     if (json_.size() == 0) throw TraceFormatError(source_, 0, "empty input: expected a JSON trace");
@@ -388,7 +388,7 @@ class Reader {
     return s ? builder_.strings().intern(*s) : kNoStr;
   }
   uint32_t args_index() {
-    if (!e_.has_args || e_.args_raw.size() <= 2) return kNoArgs;  // absent or {}
+    if (!keep_args_ || !e_.has_args || e_.args_raw.size() <= 2) return kNoArgs;  // absent or {}
     return builder_.add_args(e_.args_raw);
   }
   int64_t need_ts() {
@@ -517,6 +517,7 @@ class Reader {
   od::parser parser_;
   od::document* doc_ = nullptr;
   TraceBuilder builder_;
+  bool keep_args_ = true;
   EventFields e_;
   std::deque<std::string> key_storage_;
   std::string scratch_;
@@ -536,20 +537,23 @@ TraceFormatError::TraceFormatError(std::string source, uint64_t offset, const st
       source_(std::move(source)),
       offset_(offset) {}
 
-Trace parse_chrome_json(std::string_view json, const std::string& source) {
+Trace parse_chrome_json(std::string_view json, const std::string& source,
+                        const ReadOptions& options) {
   const PaddedBuffer buffer = PaddedBuffer::copy_of(json);
   return Reader(source,
-                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()))
+                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()),
+                options)
       .run();
 }
 
-Trace load_chrome_json(const std::filesystem::path& path) {
+Trace load_chrome_json(const std::filesystem::path& path, const ReadOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error(path.string() + ": no such file");
   const PaddedBuffer buffer = PaddedBuffer::load(path);
   return Reader(path.string(),
-                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()))
+                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()),
+                options)
       .run();
 }
 

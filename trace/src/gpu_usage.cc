@@ -10,23 +10,21 @@
 namespace pipeprof::trace {
 namespace {
 
-enum class Activity { kKernel, kMemcpy, kMemset, kNone };
-
-// What a span on a GPU lane is. Annotations (ranges drawn over kernels) and synchronization
-// records are not device activity.
-Activity activity_of(std::string_view name, std::string_view category) {
-  if (category == "gpu_user_annotation" || category == "cuda_sync" || category == "user_annotation")
-    return Activity::kNone;
-  if (category == "gpu_memcpy" || name.starts_with("Memcpy")) return Activity::kMemcpy;
-  if (category == "gpu_memset" || name.starts_with("Memset")) return Activity::kMemset;
-  return Activity::kKernel;
-}
+using Activity = GpuActivity;
 
 double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
 }  // namespace
+
+GpuActivity gpu_activity_of(std::string_view name, std::string_view category) {
+  if (category == "gpu_user_annotation" || category == "cuda_sync" || category == "user_annotation")
+    return GpuActivity::kNone;
+  if (category == "gpu_memcpy" || name.starts_with("Memcpy")) return GpuActivity::kMemcpy;
+  if (category == "gpu_memset" || name.starts_with("Memset")) return GpuActivity::kMemset;
+  return GpuActivity::kKernel;
+}
 
 GpuUsage analyze_gpu(const Trace& trace) {
   GpuUsage g;
@@ -56,7 +54,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
     for (const Span& span : lane.spans) {
       const std::string_view cat =
           span.category == kNoStr ? std::string_view() : trace.strings.str(span.category);
-      const Activity a = activity_of(trace.name(span), cat);
+      const Activity a = gpu_activity_of(trace.name(span), cat);
       if (a == Activity::kNone) continue;
       ++s.spans;
       busy.emplace_back(std::max(span.start_ns, lo), std::min(span.end_ns(), hi));

@@ -255,6 +255,29 @@ TEST(ChromeJson, ReadsKinetoTraces) {
   EXPECT_NE(counter_named(t, "Memory.Total Reserved"), nullptr);
 }
 
+// Without args the model is the same but for Trace::args; malformed args are still an error.
+TEST(ChromeJson, ReadingWithoutArgsKeepsEverythingElse) {
+  const Trace full = parse_chrome_json(kKineto, "kineto.json");
+  const Trace lean = parse_chrome_json(kKineto, "kineto.json", {.keep_args = false});
+  EXPECT_FALSE(full.args.empty());
+  EXPECT_TRUE(lean.args.empty());
+  ASSERT_EQ(lean.lanes.size(), full.lanes.size());
+  for (size_t l = 0; l < full.lanes.size(); ++l) {
+    EXPECT_EQ(lean.lanes[l].name, full.lanes[l].name);
+    EXPECT_EQ(lean.lanes[l].kind, full.lanes[l].kind);
+    ASSERT_EQ(lean.lanes[l].spans.size(), full.lanes[l].spans.size());
+    for (size_t i = 0; i < full.lanes[l].spans.size(); ++i) {
+      EXPECT_EQ(lean.lanes[l].spans[i].start_ns, full.lanes[l].spans[i].start_ns);
+      EXPECT_EQ(lean.lanes[l].spans[i].args, kNoArgs);
+    }
+  }
+  EXPECT_EQ(lean.flows.size(), full.flows.size());
+  EXPECT_EQ(lean.metadata, full.metadata);
+  EXPECT_THROW(parse_chrome_json(R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": tru}}])", "bad",
+                                 {.keep_args = false}),
+               TraceFormatError);
+}
+
 TEST(ChromeJson, MatchesBeginEndPairsPerThread) {
   const std::string_view text = R"([
     {"ph": "B", "name": "outer", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "args": {"a": 1}},

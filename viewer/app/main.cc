@@ -106,6 +106,7 @@ int run(const ViewerOptions& o, Clock::time_point start) {
   TimelineView view;
   view.set_documents(std::move(loaded.docs));
   view.set_show_flows(o.flows);
+  view.steps_window().set_open(o.steps);
   for (const std::string& e : loaded.errors)
     view.report_error(e);  // printed and shown; the viewer keeps running
   if (o.range_ms) view.show_range_ms(o.range_ms->first, o.range_ms->second);

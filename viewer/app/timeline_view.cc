@@ -31,6 +31,7 @@ void TimelineView::set_documents(std::vector<std::unique_ptr<Document>> docs) {
   view_.set_limits(0.0, longest);
   fitted_ = false;
   stats_.invalidate();
+  steps_.invalidate();
 }
 
 bool TimelineView::open_files(const std::vector<std::string>& paths) {
@@ -135,6 +136,7 @@ void TimelineView::frame(float width, float height) {
 
   if (const auto path = open_dialog_.draw()) open_files({*path});
   stats_.draw(*this);
+  steps_.draw(*this);
   details_.draw(*this);
   help_.draw();
   draw_error_window();

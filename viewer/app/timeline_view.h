@@ -52,6 +52,7 @@ class TimelineView {
   void zoom_to(double rel_start_ns, double rel_end_ns);
   void select(std::optional<SpanRef> span);
   StatsWindow& stats_window() { return stats_; }
+  StepsWindow& steps_window() { return steps_; }
   bool quit_requested() const { return quit_; }
 
  private:
@@ -100,6 +101,7 @@ class TimelineView {
   bool quit_ = false;
 
   StatsWindow stats_;
+  StepsWindow steps_;
   DetailsPanel details_;
   HelpWindow help_;
   OpenDialog open_dialog_;

@@ -28,6 +28,8 @@ void TimelineView::draw_toolbar(float width) {
   ImGui::SameLine();
   if (ImGui::Button("Statistics")) stats_.toggle();
   ImGui::SameLine();
+  if (ImGui::Button("Steps")) steps_.toggle();
+  ImGui::SameLine();
   if (ImGui::Button("Help")) help_.toggle();
   ImGui::SameLine();
 

@@ -1,5 +1,5 @@
 // The viewer's feature windows, one class per window, each implemented in its own file:
-// stats_window.cc, details_panel.cc, help_window.cc, open_dialog.cc.
+// stats_window.cc, steps_window.cc, details_panel.cc, help_window.cc, open_dialog.cc.
 #pragma once
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pipeprof/viewer/span_stats.h"
+#include "pipeprof/viewer/step_bars.h"
 
 namespace pipeprof::viewer {
 
@@ -40,6 +41,21 @@ class StatsWindow {
   Source source_ = Source::kSelectedName;
   std::string cache_key_;
   std::vector<Section> sections_;
+};
+
+// One stacked bar per training step (TensorBoard's step-time categories), the verdict and the
+// suggestions, per open trace; clicking a bar zooms the timeline to that step.
+class StepsWindow {
+ public:
+  void toggle() { open_ = !open_; }
+  void set_open(bool open) { open_ = open; }
+  bool is_open() const { return open_; }
+  void draw(TimelineView& view);
+  void invalidate() { models_.clear(); }
+
+ private:
+  bool open_ = false;
+  std::vector<StepsModel> models_;  // per document, computed when the window first needs them
 };
 
 // The selected span: name, category, lane, start, duration, nesting, and its args as JSON.

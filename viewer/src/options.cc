@@ -71,6 +71,9 @@ ParsedOptions parse_options(int argc, const char* const* argv) {
   app.add_option("--kineto-mb", o.kineto_mb, "Size of the --write-kineto trace in MB (default 50)")
       ->check(CLI::Range(0.001, 10000.0));
   app.add_flag("--flows", o.flows, "Show flow arrows from the start");
+  app.add_flag("--steps", o.steps,
+               "Open the steps window: one stacked bar per training step (PyTorch "
+               "ProfilerStep#N or the train loop), the verdict; click a bar to zoom to it");
   try {
     app.parse(argc, argv);
     if (!size_text.empty()) std::tie(o.width, o.height) = parse_size(size_text);

@@ -14,6 +14,7 @@
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/viewer/document.h"
 #include "pipeprof/viewer/palette.h"
+#include "pipeprof/viewer/step_bars.h"
 #include "pipeprof/viewer/timeline_layout.h"
 #include "test_traces.h"
 
@@ -189,6 +190,44 @@ TEST_F(ScreenshotTest, CompareModeStacksBothTracesOnTheirOwnStart) {
             0.5);
   EXPECT_GT(coverage(image, layout, layout.rows()[5], 0, view, 0, 2 * kMs, name_colour("delta")),
             0.5);
+}
+
+// The steps window draws each step's categories in their colours: a PyTorch trace whose steps
+// are mostly DataLoader wait shows the DataLoader colour, and without --steps it does not.
+TEST_F(ScreenshotTest, StepsWindowDrawsTheStackedBars) {
+  const fs::path torch = dir_ / "torch.json";
+  std::ofstream(torch) << R"js([
+    {"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 1, "ts": 0, "dur": 600},
+    {"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 600, "dur": 300},
+    {"ph": "X", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 1000, "dur": 1000},
+    {"ph": "X", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 1, "ts": 1000, "dur": 600},
+    {"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1600, "dur": 300}])js";
+  auto count = [](const Image& image, Rgba colour) {
+    int n = 0;
+    for (int y = 0; y < image.height; ++y)
+      for (int x = 0; x < image.width; ++x)
+        n += image.at(x, y) == colour ? 1 : 0;
+    return n;
+  };
+  const Rgba loader = category_colour(trace::StepCategory::kDataLoader);
+  const Rgba cpu = category_colour(trace::StepCategory::kCpuExec);
+  const fs::path with = dir_ / "steps.png";
+  ASSERT_EQ(run_viewer("'" + torch.string() + "' --steps --screenshot '" + with.string() +
+                       "' --size 1000x700"),
+            0)
+      << err_;
+  const Image shown = read_png(with);
+  ASSERT_EQ(shown.width, 1000);
+  // Two bars of about 250 px by 150 px, 60% DataLoader and 30% CPU Exec.
+  EXPECT_GT(count(shown, loader), 2 * 200 * 80) << "DataLoader segments";
+  EXPECT_GT(count(shown, cpu), 2 * 200 * 35) << "CPU Exec segments";
+  const fs::path without = dir_ / "no_steps.png";
+  ASSERT_EQ(run_viewer("'" + torch.string() + "' --screenshot '" + without.string() +
+                       "' --size 1000x700"),
+            0)
+      << err_;
+  EXPECT_EQ(count(read_png(without), loader), 0);
 }
 
 TEST_F(ScreenshotTest, AMalformedTraceFailsWithItsError) {

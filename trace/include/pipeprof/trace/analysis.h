@@ -24,11 +24,31 @@
 // - The bottleneck is the busiest stage, named only when the loop is input-bound.
 // - GPU busy % = the union of a stream's (or a device's) kernel, memcpy and memset spans over the
 //   trace's extent; annotation ranges (Kineto "gpu_user_annotation") are not activity.
+//
+// PyTorch profiler traces (any trace with "ProfilerStep#N" spans) get a per-step analysis
+// (TorchAnalysis, rules in torch_steps.cc and docs/analysis.md):
+// - A step is a ProfilerStep#N span, extended to the end of the GPU work launched inside it (the
+//   ac2g flows from its launches) but not past the next step's start, so steps never overlap and
+//   in practice only the last step grows.
+// - The DataLoader wait is the union of "enumerate(DataLoader)#...__next__" spans (single- and
+//   multi-process iterators) and "enumerate(DataPipe)#..." spans inside the step.
+// - The step-time breakdown follows the TensorBoard PyTorch profiler plugin: each instant of the
+//   step belongs to the highest-priority activity running then, Kernel > Memcpy > Memset >
+//   Communication (NCCL kernels) > Runtime (cuda_runtime / cuda_driver) > DataLoader > CPU Exec
+//   (operators on any CPU thread) > Other. The raw DataLoader wait is reported as well, since the
+//   priority rule hides the part of it that overlaps GPU work.
+// - input-bound % = DataLoader wait / step time, with the thresholds above.
+// - GPU idle time is split as HolisticTraceAnalysis does: per stream, each gap between consecutive
+//   kernels/copies/sets (its part inside the steps) is "kernel wait" when the gap is at most 30 ns
+//   (HTA's consecutive_kernel_delay default), "host wait" when the next one was launched (its ac2g
+//   flow's start) after the previous one ended, "other" otherwise (launched earlier, or no flow).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipeprof/trace/trace.h"
@@ -96,6 +116,65 @@ struct GpuUsage {
   std::vector<KernelStat> top_kernels;  // by total time, at most kTopKernels
 };
 
+// The TensorBoard PyTorch profiler plugin's step-time categories, highest priority first.
+enum class StepCategory : uint8_t {
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kCommunication,
+  kRuntime,
+  kDataLoader,
+  kCpuExec,
+  kOther,
+};
+inline constexpr size_t kStepCategories = 8;
+// "Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other".
+std::string_view step_category_name(StepCategory c);
+
+// One training step: a PyTorch ProfilerStep#N, or for pipeprof traces a train loop step (its
+// get_next wait is DataLoader, the step span CPU Exec).
+struct StepTime {
+  std::string name;  // "ProfilerStep#12", "step 3"
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::array<int64_t, kStepCategories> breakdown_ns{};  // by the priority rule; sums to the step
+  int64_t dataloader_ns = 0;                            // raw DataLoader wait (no priority rule)
+  int64_t optimizer_ns = 0;                             // Optimizer.step# spans
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct GpuIdle {
+  int64_t idle_ns = 0;  // gaps between a stream's activities, summed over streams, inside steps
+  int64_t host_wait_ns = 0;
+  int64_t kernel_wait_ns = 0;
+  int64_t other_ns = 0;
+};
+
+struct Suggestion {
+  std::string knob;  // "num_workers", "pin_memory", ...
+  std::string text;  // one sentence with the figure from the trace that backs it
+};
+
+struct TorchAnalysis {
+  bool present = false;  // the trace has ProfilerStep#N spans
+  // The loader's iterator class as the spans name it ("_SingleProcessDataLoaderIter",
+  // "_MultiProcessingDataLoaderIter", "DataPipe"), "" when no DataLoader span was seen.
+  std::string iterator;
+  std::vector<StepTime> steps;  // in time order
+  int64_t step_ns = 0;          // sums over the steps
+  std::array<int64_t, kStepCategories> breakdown_ns{};
+  int64_t dataloader_ns = 0;
+  int64_t optimizer_ns = 0;
+  double mean_step_ms = 0;
+  double mean_dataloader_ms = 0;  // per step
+  double input_bound_pct = 0;     // dataloader_ns / step_ns
+  std::string verdict;
+  bool has_gpu = false;
+  GpuIdle gpu_idle;
+  int64_t pageable_memcpy_ns = 0;  // "Memcpy HtoD (Pageable -> Device)" inside the steps
+  std::vector<Suggestion> suggestions;
+};
+
 struct Analysis {
   static constexpr size_t kTopKernels = 10;
 
@@ -109,8 +188,15 @@ struct Analysis {
   std::string bottleneck;          // a stage name, or "" when not input-bound or unknown
   std::string suggestion;          // one sentence; "" when there is nothing to judge
   GpuUsage gpu;
+  TorchAnalysis torch;
+  // Per step, for the viewer's steps window: the PyTorch steps, else the train loop's steps.
+  std::vector<StepTime> step_times;
   std::vector<std::string> notes;  // what could not be analysed, and why
 };
+
+// The verdict for an input-bound percentage: "not input-bound" (< 5), "moderately input-bound"
+// (< 20), "highly input-bound".
+std::string_view input_bound_verdict(double pct);
 
 // Never throws on odd input: an empty trace gives an Analysis with notes.
 Analysis analyze(const Trace& trace);

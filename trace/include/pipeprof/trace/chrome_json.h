@@ -47,9 +47,17 @@ void write_chrome_json(const Trace& trace, std::ostream& out);
 // Writes atomically (temporary file, then rename); throws std::runtime_error naming the path.
 void save_chrome_json(const Trace& trace, const std::filesystem::path& path);
 
+struct ReadOptions {
+  // Keep each event's "args" object (Trace::args). The analysis never reads them, so `pipeprof
+  // analyze` turns this off: a Kineto trace's args are about half its bytes, and copying them is
+  // a third of the reading time. They are validated either way.
+  bool keep_args = true;
+};
+
 // Parses a whole document held in memory; `source` names it in errors.
-Trace parse_chrome_json(std::string_view json, const std::string& source = "<memory>");
+Trace parse_chrome_json(std::string_view json, const std::string& source = "<memory>",
+                        const ReadOptions& options = {});
 // Reads and parses a file; a missing or unreadable file throws std::runtime_error naming it.
-Trace load_chrome_json(const std::filesystem::path& path);
+Trace load_chrome_json(const std::filesystem::path& path, const ReadOptions& options = {});
 
 }  // namespace pipeprof::trace

@@ -21,6 +21,7 @@ struct ViewerOptions {
   std::string write_kineto;                           // write a Kineto-style trace and exit
   double kineto_mb = 50.0;                            // its size
   bool flows = false;                                 // show flow arrows from the start
+  bool steps = false;                                 // open the steps window from the start
 };
 
 struct ParsedOptions {

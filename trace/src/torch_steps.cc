@@ -1,0 +1,401 @@
+// Per-step analysis: PyTorch ProfilerStep#N steps with the TensorBoard plugin's step-time
+// breakdown, the raw DataLoader wait, the GPU idle split and suggestions in PyTorch's terms; and
+// the train loop steps of pipeprof traces (rules in analysis.h).
+#include "torch_steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+
+#include "gpu_usage.h"
+#include "intervals.h"
+
+namespace pipeprof::trace {
+namespace {
+
+constexpr std::string_view kProfilerStep = "ProfilerStep#";
+constexpr std::string_view kDataLoader = "enumerate(DataLoader)#";
+constexpr std::string_view kDataPipe = "enumerate(DataPipe)#";
+constexpr std::string_view kOptimizerStep = "Optimizer.step#";
+// HolisticTraceAnalysis' default consecutive_kernel_delay: a gap up to this between two GPU
+// activities on a stream is the cost of starting the next one ("kernel wait").
+constexpr int64_t kConsecutiveKernelDelayNs = 30;
+// A step whose DataLoader wait exceeds this many times the median wait (and kBurstMinMs) is a
+// burst: on the first step, a loader starting its workers (as a non-persistent multi-process
+// DataLoader does every epoch), later on, too few batches in flight.
+constexpr double kBurstFactor = 5.0;
+constexpr double kBurstMinMs = 10.0;
+
+constexpr size_t idx(StepCategory c) {
+  return static_cast<size_t>(c);
+}
+
+double ms(int64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+
+double pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+std::string_view category_of(const Trace& t, const Span& s) {
+  return s.category == kNoStr ? std::string_view() : std::string_view(t.strings.str(s.category));
+}
+
+bool is_dataloader(std::string_view name) {
+  return (name.starts_with(kDataLoader) && name.ends_with("__next__")) ||
+         name.starts_with(kDataPipe);
+}
+
+bool is_runtime(std::string_view name, std::string_view cat) {
+  if (cat == "cuda_runtime" || cat == "cuda_driver") return true;
+  if (!cat.empty()) return false;
+  // The legacy (non-Kineto) profiler writes no categories; its runtime and driver calls keep
+  // CUDA's names: cudaLaunchKernel, cuLaunchKernel.
+  auto api = [name](std::string_view prefix) {
+    return name.size() > prefix.size() && name.starts_with(prefix) &&
+           name[prefix.size()] >= 'A' && name[prefix.size()] <= 'Z';
+  };
+  return api("cuda") || api("cu");
+}
+
+// Operators and annotations that count as CPU Exec. Python function spans nest around everything
+// (the whole script), and a ProfilerStep# span is the step itself, so neither is an operator.
+bool is_cpu_exec(std::string_view name, std::string_view cat) {
+  if (name.starts_with(kProfilerStep)) return false;
+  return cat.empty() || cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" ||
+         cat == "cpu_instant_event";
+}
+
+// The part of a merged interval list inside [lo, hi).
+std::vector<Interval> clip(const std::vector<Interval>& merged, int64_t lo, int64_t hi) {
+  std::vector<Interval> out;
+  auto it = std::lower_bound(merged.begin(), merged.end(), lo,
+                             [](const Interval& i, int64_t t) { return i.second <= t; });
+  for (; it != merged.end() && it->first < hi; ++it)
+    out.emplace_back(std::max(lo, it->first), std::min(hi, it->second));
+  return out;
+}
+
+std::string iterator_of(std::string_view name) {
+  if (name.starts_with(kDataPipe)) return "DataPipe";
+  name.remove_prefix(kDataLoader.size());
+  const size_t dot = name.find('.');
+  return std::string(name.substr(0, dot));
+}
+
+double median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? static_cast<double>(v[n / 2])
+                    : (static_cast<double>(v[n / 2 - 1]) + static_cast<double>(v[n / 2])) / 2.0;
+}
+
+void suggest(TorchAnalysis& a, int64_t sync_copy_ns) {
+  const double n = static_cast<double>(a.steps.size());
+  const bool input_bound = a.input_bound_pct >= 5.0;
+  const bool multi = a.iterator.find("MultiProcessing") != std::string::npos;
+  const bool single = a.iterator.find("SingleProcess") != std::string::npos;
+  auto add = [&a](std::string knob, std::string text) {
+    a.suggestions.push_back({std::move(knob), std::move(text)});
+  };
+  std::vector<int64_t> waits;
+  size_t worst = 0;
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    waits.push_back(a.steps[i].dataloader_ns);
+    if (a.steps[i].dataloader_ns > a.steps[worst].dataloader_ns) worst = i;
+  }
+  const double median_wait_ms = median(waits) / 1e6;
+  const double worst_ms = a.steps.empty() ? 0 : ms(a.steps[worst].dataloader_ns);
+  if (input_bound && a.iterator.empty()) {
+    add("num_workers",
+        fmt::format("input-bound by its wait for data ({:.1f}% of the step), but the trace has no "
+                    "DataLoader spans: feed the loop from a torch.utils.data.DataLoader with "
+                    "num_workers > 0",
+                    a.input_bound_pct));
+  } else if (input_bound && (single || a.iterator == "DataPipe")) {
+    add("num_workers",
+        fmt::format("set num_workers > 0 in the DataLoader: batches are loaded on the training "
+                    "thread ({}), {:.2f} ms per step, {:.1f}% of the step",
+                    a.iterator == "DataPipe" ? "the DataPipe is iterated directly"
+                                             : "num_workers=0",
+                    a.mean_dataloader_ms, a.input_bound_pct));
+  } else if (input_bound && multi) {
+    add("num_workers",
+        fmt::format("raise num_workers: the worker processes do not keep up, the loop still waits "
+                    "{:.2f} ms per step for a batch ({:.1f}% of the step)",
+                    a.mean_dataloader_ms, a.input_bound_pct));
+    const bool burst = worst_ms >= kBurstMinMs && worst_ms > kBurstFactor * median_wait_ms;
+    if (burst && worst == 0)
+      add("persistent_workers",
+          fmt::format("set persistent_workers=True: the first step ({}) waits {:.2f} ms for data "
+                      "against a median of {:.2f} ms, as a loader does when it starts its workers "
+                      "for a new epoch",
+                      a.steps[worst].name, worst_ms, median_wait_ms));
+    else if (burst || median_wait_ms < 0.25 * a.mean_dataloader_ms)
+      add("prefetch_factor",
+          fmt::format("raise prefetch_factor: the waits come in bursts ({} waits {:.2f} ms, the "
+                      "median step {:.2f} ms), so more batches in flight per worker would absorb "
+                      "them",
+                      a.steps[worst].name, worst_ms, median_wait_ms));
+  }
+  if (a.pageable_memcpy_ns > 0)
+    add("pin_memory",
+        fmt::format("set pin_memory=True in the DataLoader and copy batches with "
+                    ".to(device, non_blocking=True): {:.3f} ms per step of host-to-device copies "
+                    "come from pageable memory",
+                    ms(a.pageable_memcpy_ns) / n));
+  if (sync_copy_ns > 0 && pct(sync_copy_ns, a.step_ns) >= 1.0)
+    add("non_blocking",
+        fmt::format("copy tensors with .to(device, non_blocking=True): synchronous copies and "
+                    "stream synchronizations block the host {:.3f} ms per step ({:.1f}% of the "
+                    "step)",
+                    ms(sync_copy_ns) / n, pct(sync_copy_ns, a.step_ns)));
+  if (a.has_gpu && a.gpu_idle.idle_ns > 0 && pct(a.gpu_idle.host_wait_ns, a.gpu_idle.idle_ns) >= 50 &&
+      !input_bound)
+    add("launch overhead",
+        fmt::format("the GPU idles {:.1f}% of its idle time waiting for the host to launch work: "
+                    "larger batches or fewer, larger operations (torch.compile, CUDA graphs) keep "
+                    "it fed",
+                    pct(a.gpu_idle.host_wait_ns, a.gpu_idle.idle_ns)));
+  if (!input_bound && a.suggestions.empty()) {
+    size_t top = 0;
+    for (size_t c = 0; c < kStepCategories; ++c)
+      if (a.breakdown_ns[c] > a.breakdown_ns[top]) top = c;
+    add("none",
+        fmt::format("not input-bound: the DataLoader wait is {:.1f}% of the step; the step's time "
+                    "goes to {} ({:.1f}%)",
+                    a.input_bound_pct, step_category_name(static_cast<StepCategory>(top)),
+                    pct(a.breakdown_ns[top], a.step_ns)));
+  }
+}
+
+}  // namespace
+
+std::string_view step_category_name(StepCategory c) {
+  static constexpr std::string_view kNames[kStepCategories] = {
+      "Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"};
+  return kNames[idx(c)];
+}
+
+TorchAnalysis analyze_torch(const Trace& t) {
+  TorchAnalysis a;
+  // 1. The steps, and every category's spans as one merged interval list.
+  std::vector<std::vector<Interval>> cat(kStepCategories);
+  std::vector<Interval> optimizer, pageable, sync_copy;
+  std::vector<Interval> steps_cpu;
+  std::vector<std::string> step_names;
+  std::string dataloader_iter, datapipe_iter;
+  for (const Lane& lane : t.lanes) {
+    if (lane.kind == LaneKind::kGpuStream) {
+      a.has_gpu = a.has_gpu || !lane.spans.empty();
+      for (const Span& s : lane.spans) {
+        const std::string_view name = t.name(s);
+        const Interval i{s.start_ns, s.end_ns()};
+        switch (gpu_activity_of(name, category_of(t, s))) {
+          case GpuActivity::kKernel: {
+            const bool nccl = name.find("nccl") != std::string_view::npos ||
+                              name.find("NCCL") != std::string_view::npos;
+            cat[idx(nccl ? StepCategory::kCommunication : StepCategory::kKernel)].push_back(i);
+            break;
+          }
+          case GpuActivity::kMemcpy:
+            cat[idx(StepCategory::kMemcpy)].push_back(i);
+            if (name.find("HtoD") != std::string_view::npos &&
+                name.find("Pageable") != std::string_view::npos)
+              pageable.push_back(i);
+            break;
+          case GpuActivity::kMemset:
+            cat[idx(StepCategory::kMemset)].push_back(i);
+            break;
+          case GpuActivity::kNone:
+            break;
+        }
+      }
+      continue;
+    }
+    for (const Span& s : lane.spans) {
+      const std::string_view name = t.name(s);
+      const std::string_view c = category_of(t, s);
+      const Interval i{s.start_ns, s.end_ns()};
+      if (name.starts_with(kProfilerStep)) {
+        steps_cpu.push_back(i);
+        step_names.emplace_back(name);
+      } else if (is_dataloader(name)) {
+        cat[idx(StepCategory::kDataLoader)].push_back(i);
+        std::string& it = name.starts_with(kDataPipe) ? datapipe_iter : dataloader_iter;
+        if (it.empty()) it = iterator_of(name);
+      } else if (is_runtime(name, c)) {
+        cat[idx(StepCategory::kRuntime)].push_back(i);
+        if (name == "cudaMemcpy" || name == "cudaStreamSynchronize" ||
+            name == "cudaDeviceSynchronize")
+          sync_copy.push_back(i);
+      } else if (is_cpu_exec(name, c)) {
+        cat[idx(StepCategory::kCpuExec)].push_back(i);
+        if (name.starts_with(kOptimizerStep)) optimizer.push_back(i);
+      }
+    }
+  }
+  if (steps_cpu.empty()) return a;
+  a.present = true;
+  a.iterator = !dataloader_iter.empty() ? dataloader_iter : datapipe_iter;
+  for (auto& c : cat)
+    c = merge_intervals(std::move(c));
+  optimizer = merge_intervals(std::move(optimizer));
+  pageable = merge_intervals(std::move(pageable));
+  sync_copy = merge_intervals(std::move(sync_copy));
+
+  // 2. Step ranges, sorted, extended to the end of the GPU work launched inside them.
+  std::vector<size_t> order(steps_cpu.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return steps_cpu[x] < steps_cpu[y]; });
+  std::vector<Interval> steps;
+  std::vector<std::string> names;
+  for (size_t i : order) {
+    steps.push_back(steps_cpu[i]);
+    names.push_back(std::move(step_names[i]));
+  }
+  // Launch time of each GPU span that a flow points at: (lane, span index) -> launch ns.
+  std::vector<std::vector<int64_t>> launch(t.lanes.size());
+  std::vector<int64_t> gpu_end(steps.size(), std::numeric_limits<int64_t>::min());
+  for (const Flow& f : t.flows) {
+    if (f.to_lane >= t.lanes.size() || f.from_lane >= t.lanes.size()) continue;
+    const Lane& to = t.lanes[f.to_lane];
+    if (to.kind != LaneKind::kGpuStream || t.lanes[f.from_lane].kind != LaneKind::kThread) continue;
+    auto it = std::lower_bound(to.spans.begin(), to.spans.end(), f.to_ns,
+                               [](const Span& s, int64_t ts) { return s.start_ns < ts; });
+    if (it == to.spans.end() || it->start_ns != f.to_ns) continue;
+    auto& l = launch[f.to_lane];
+    if (l.empty()) l.assign(to.spans.size(), std::numeric_limits<int64_t>::min());
+    l[static_cast<size_t>(it - to.spans.begin())] = f.from_ns;
+    // The step whose CPU range holds the launch.
+    auto st = std::upper_bound(steps.begin(), steps.end(), f.from_ns,
+                               [](int64_t ts, const Interval& s) { return ts < s.first; });
+    if (st == steps.begin()) continue;
+    --st;
+    if (f.from_ns >= st->second) continue;
+    const size_t k = static_cast<size_t>(st - steps.begin());
+    gpu_end[k] = std::max(gpu_end[k], it->end_ns());
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    int64_t end = std::max(steps[i].second, gpu_end[i]);
+    if (i + 1 < steps.size()) end = std::min(end, std::max(steps[i].second, steps[i + 1].first));
+    steps[i].second = end;
+  }
+  for (size_t i = 1; i < steps.size(); ++i) {  // overlapping ProfilerStep spans, if any
+    steps[i].first = std::max(steps[i].first, steps[i - 1].second);
+    steps[i].second = std::max(steps[i].second, steps[i].first);
+  }
+
+  // 3. Per step: the priority rule, the raw DataLoader wait, the optimizer.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    StepTime st;
+    st.name = std::move(names[i]);
+    st.start_ns = steps[i].first;
+    st.end_ns = steps[i].second;
+    std::vector<Interval> covered;
+    int64_t covered_ns = 0;
+    for (size_t c = 0; c + 1 < kStepCategories; ++c) {
+      std::vector<Interval> part = clip(cat[c], st.start_ns, st.end_ns);
+      if (c == idx(StepCategory::kDataLoader)) st.dataloader_ns = total_length(part);
+      if (part.empty()) continue;
+      covered.insert(covered.end(), part.begin(), part.end());
+      covered = merge_intervals(std::move(covered));
+      const int64_t now = total_length(covered);
+      st.breakdown_ns[c] = now - covered_ns;
+      covered_ns = now;
+    }
+    st.breakdown_ns[idx(StepCategory::kOther)] = st.duration_ns() - covered_ns;
+    st.optimizer_ns = total_length(clip(optimizer, st.start_ns, st.end_ns));
+    a.step_ns += st.duration_ns();
+    a.dataloader_ns += st.dataloader_ns;
+    a.optimizer_ns += st.optimizer_ns;
+    for (size_t c = 0; c < kStepCategories; ++c)
+      a.breakdown_ns[c] += st.breakdown_ns[c];
+    a.steps.push_back(std::move(st));
+  }
+  const std::vector<Interval> step_union = merge_intervals(steps);
+  int64_t sync_copy_ns = 0;
+  for (const Interval& s : step_union) {
+    a.pageable_memcpy_ns += total_length(clip(pageable, s.first, s.second));
+    sync_copy_ns += total_length(clip(sync_copy, s.first, s.second));
+  }
+  const double n = static_cast<double>(a.steps.size());
+  a.mean_step_ms = ms(a.step_ns) / n;
+  a.mean_dataloader_ms = ms(a.dataloader_ns) / n;
+  a.input_bound_pct = pct(a.dataloader_ns, a.step_ns);
+  a.verdict = std::string(input_bound_verdict(a.input_bound_pct));
+
+  // 4. GPU idle inside the steps, per stream with activity, split as HolisticTraceAnalysis does.
+  for (size_t li = 0; li < t.lanes.size(); ++li) {
+    const Lane& lane = t.lanes[li];
+    if (lane.kind != LaneKind::kGpuStream) continue;
+    int64_t prev_end = std::numeric_limits<int64_t>::min();
+    int64_t classified = 0;
+    for (size_t si = 0; si < lane.spans.size(); ++si) {
+      const Span& s = lane.spans[si];
+      if (gpu_activity_of(t.name(s), category_of(t, s)) == GpuActivity::kNone) continue;
+      if (prev_end != std::numeric_limits<int64_t>::min() && s.start_ns > prev_end) {
+        const int64_t in_steps = overlap_with(step_union, prev_end, s.start_ns);
+        const int64_t launched =
+            launch[li].empty() ? std::numeric_limits<int64_t>::min() : launch[li][si];
+        if (s.start_ns - prev_end <= kConsecutiveKernelDelayNs)
+          a.gpu_idle.kernel_wait_ns += in_steps;
+        else if (launched != std::numeric_limits<int64_t>::min() && launched >= prev_end)
+          a.gpu_idle.host_wait_ns += in_steps;
+        else
+          a.gpu_idle.other_ns += in_steps;
+        classified += in_steps;
+      }
+      prev_end = std::max(prev_end, s.end_ns());
+    }
+    a.gpu_idle.idle_ns += classified;
+  }
+
+  suggest(a, sync_copy_ns);
+  return a;
+}
+
+std::vector<StepTime> train_loop_steps(const Trace& t) {
+  std::vector<StepTime> out;
+  for (const Lane& lane : t.lanes) {
+    if (lane.kind != LaneKind::kThread || lane.name != "train loop") continue;
+    std::vector<Interval> waits;
+    int64_t since = std::numeric_limits<int64_t>::min();
+    for (const Span& s : lane.spans) {
+      const std::string_view name = t.name(s);
+      if (name == "get_next") {
+        waits.emplace_back(s.start_ns, s.end_ns());
+        continue;
+      }
+      if (name != "step") continue;
+      StepTime st;
+      st.name = fmt::format("step {}", out.size() + 1);
+      st.start_ns = s.start_ns;
+      for (const Interval& w : waits)
+        if (w.first >= since) st.start_ns = std::min(st.start_ns, w.first);
+      st.end_ns = s.end_ns();
+      int64_t wait = 0;
+      for (const Interval& w : waits)
+        if (w.first >= since && w.first >= st.start_ns)
+          wait += clipped_length(w.first, w.second, st.start_ns, s.start_ns);
+      st.dataloader_ns = wait;
+      st.breakdown_ns[idx(StepCategory::kDataLoader)] = wait;
+      st.breakdown_ns[idx(StepCategory::kCpuExec)] = s.dur_ns;
+      st.breakdown_ns[idx(StepCategory::kOther)] = std::max<int64_t>(0, st.duration_ns() - wait - s.dur_ns);
+      waits.clear();
+      since = s.end_ns();
+      out.push_back(std::move(st));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StepTime& x, const StepTime& y) { return x.start_ns < y.start_ns; });
+  return out;
+}
+
+}  // namespace pipeprof::trace
