@@ -92,7 +92,7 @@ const std::filesystem::path& file_fixture() {
     formats::TFRecordWriter b((dir / "b.tfrecord").string());
     b.write(std::string_view("\x04"));
     b.close();
-    dir.write("c.bin", std::string("hh\x05\x06\x07\x08f"));
+    dir.write("c.bin", std::string("hh\x05\x06\x07\x08" "f"));
     return true;
   }();
   (void)written;
