@@ -206,6 +206,32 @@ TEST(FileStream, ReadsAcrossBufferBoundariesAndReportsEveryRead) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(FileStream, SharedReadsAreViewsThatOutliveTheNextFill) {
+  const TempDir tmp;
+  const std::string data = random_bytes(5000, 8);
+  write_all(tmp / "f", data);
+  io::FileStream s(io::open_file((tmp / "f").string()), 1024);
+  std::vector<io::SharedBytes> parts;
+  size_t at = 0;
+  // Large parts (a quarter of the buffer or more) are views, small ones copies; all stay valid.
+  for (size_t n : {300U, 700U, 10U, 1024U, 900U, 256U, 100U, 2000U, 5000U}) {
+    io::SharedBytes b = s.read_shared(n);
+    const size_t expect = std::min(n, data.size() - at);
+    ASSERT_EQ(b.size, expect) << n;
+    parts.push_back(b);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.data.get()), b.size),
+              data.substr(at, expect)) << n;
+    at += expect;
+  }
+  EXPECT_EQ(at, data.size());
+  at = 0;
+  for (const auto& b : parts) {  // after every later fill, the earlier parts are unchanged
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.data.get()), b.size),
+              data.substr(at, b.size));
+    at += b.size;
+  }
+}
+
 TEST(GzipStream, InflatesConcatenatedMembers) {
   const TempDir tmp;
   const std::string a = random_bytes(100000, 6) + std::string(50000, 'z'), b = "tail";

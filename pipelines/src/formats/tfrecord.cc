@@ -82,11 +82,11 @@ std::optional<Record> TFRecordReader::next() {
   record.offset = offset;
   record.size = static_cast<size_t>(length);
   if (left || length <= kEagerAllocation) {
-    record.data = allocate(record.size);
-    const size_t n = stream_->read(std::span(record.data.get(), record.size));
-    if (n < record.size) {
-      fail(offset, fmt::format("truncated data ({} of {} bytes)", n, record.size));
+    io::SharedBytes bytes = stream_->read_shared(record.size);
+    if (bytes.size < record.size) {
+      fail(offset, fmt::format("truncated data ({} of {} bytes)", bytes.size, record.size));
     }
+    record.data = std::move(bytes.data);
   } else {
     // Size unknown in advance: grow with the bytes that actually arrive.
     std::vector<std::byte> grown;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -21,10 +22,63 @@ size_t aligned_size(size_t bytes, bool direct) {
 
 }  // namespace
 
+// Read buffers that views (read_shared) may keep alive: when the last view of one goes, it comes
+// back here (up to kKeep of them) instead of to the allocator, so steady reading reuses memory
+// rather than mapping and unmapping it for every buffer. Each buffer's deleter holds the pool, so
+// the pool lives until its last buffer is returned.
+class ChunkPool : public std::enable_shared_from_this<ChunkPool> {
+ public:
+  explicit ChunkPool(size_t chunk_size) : chunk_size_(chunk_size) {}
+  ~ChunkPool() {
+    for (std::byte* p : free_)
+      AlignedBuffer::Free{}(p);
+  }
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+
+  std::shared_ptr<std::byte> get() {
+    std::byte* p = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        p = free_.back();
+        free_.pop_back();
+      }
+    }
+    if (p == nullptr) p = AlignedBuffer(chunk_size_).data.release();
+    return {p, [pool = shared_from_this()](std::byte* q) { pool->put(q); }};
+  }
+
+ private:
+  static constexpr size_t kKeep = 16;
+  void put(std::byte* p) {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      if (free_.size() < kKeep) {
+        free_.push_back(p);
+        return;
+      }
+    }
+    AlignedBuffer::Free{}(p);
+  }
+
+  size_t chunk_size_;
+  std::mutex mu_;
+  std::vector<std::byte*> free_;
+};
+
+SharedBytes ByteStream::read_shared(size_t n) {
+  std::shared_ptr<std::byte[]> block = std::make_shared_for_overwrite<std::byte[]>(std::max<size_t>(n, 1));
+  const size_t got = read(std::span(block.get(), n));
+  return {std::shared_ptr<std::byte>(block, block.get()), got};
+}
+
 FileStream::FileStream(std::unique_ptr<RandomAccessFile> file, size_t buffer_size,
                        ReadObserver observer)
     : file_(std::move(file)),
-      buffer_(aligned_size(buffer_size, file_->direct())),
+      chunk_size_(aligned_size(buffer_size, file_->direct())),
+      pool_(std::make_shared<ChunkPool>(chunk_size_)),
+      chunk_(pool_->get()),
       observer_(std::move(observer)) {}
 
 size_t FileStream::timed_read(uint64_t offset, std::span<std::byte> out) {
@@ -38,11 +92,34 @@ size_t FileStream::timed_read(uint64_t offset, std::span<std::byte> out) {
 }
 
 void FileStream::fill() {
-  const size_t n = timed_read(file_offset_, buffer_.span());
+  if (chunk_.use_count() > 1) chunk_ = pool_->get();  // views hold the old one
+  const size_t n = timed_read(file_offset_, std::span(chunk_.get(), chunk_size_));
   pos_ = 0;
   end_ = n;
   file_offset_ += n;
-  if (n < buffer_.size) eof_ = true;
+  if (n < chunk_size_) eof_ = true;
+}
+
+SharedBytes FileStream::read_shared(size_t n) {
+  if (n == 0 || n * 4 < chunk_size_ || n > chunk_size_) return ByteStream::read_shared(n);
+  if (end_ - pos_ < n && !eof_ && !file_->direct()) {
+    // Move the buffered tail to the start of a buffer and fill the rest: the n bytes become
+    // contiguous (a copy of the tail only).
+    std::shared_ptr<std::byte> next = chunk_.use_count() > 1 ? pool_->get() : chunk_;
+    const size_t tail = end_ - pos_;
+    if (tail > 0) std::memmove(next.get(), chunk_.get() + pos_, tail);
+    chunk_ = std::move(next);
+    pos_ = 0;
+    end_ = tail;
+    const size_t got = timed_read(file_offset_, std::span(chunk_.get() + tail, chunk_size_ - tail));
+    file_offset_ += got;
+    end_ += got;
+    if (got < chunk_size_ - tail) eof_ = true;
+  }
+  if (end_ - pos_ < n) return ByteStream::read_shared(n);  // O_DIRECT or the end of the file
+  SharedBytes out{std::shared_ptr<std::byte>(chunk_, chunk_.get() + pos_), n};
+  pos_ += n;
+  return out;
 }
 
 size_t FileStream::read(std::span<std::byte> out) {
@@ -50,14 +127,14 @@ size_t FileStream::read(std::span<std::byte> out) {
   while (done < out.size()) {
     if (pos_ < end_) {
       const size_t n = std::min(end_ - pos_, out.size() - done);
-      std::memcpy(out.data() + done, buffer_.data.get() + pos_, n);
+      std::memcpy(out.data() + done, chunk_.get() + pos_, n);
       pos_ += n;
       done += n;
       continue;
     }
     if (eof_) break;
     const size_t want = out.size() - done;
-    if (!file_->direct() && want >= buffer_.size) {
+    if (!file_->direct() && want >= chunk_size_) {
       // A large read goes straight into the caller's memory (one copy fewer).
       const size_t n = timed_read(file_offset_, out.subspan(done));
       file_offset_ += n;

@@ -27,9 +27,19 @@ struct ReadEvent {
 };
 using ReadObserver = std::function<void(const ReadEvent&)>;
 
+// Bytes whose memory is shared with whoever else holds it.
+struct SharedBytes {
+  std::shared_ptr<std::byte> data;
+  size_t size = 0;
+};
+
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
+  // Reads up to n bytes (fewer only at the end of the stream) into memory the caller shares. This
+  // default copies into a fresh allocation; FileStream hands out a view of its read buffer instead
+  // when the bytes are a large enough part of it (no copy).
+  virtual SharedBytes read_shared(size_t n);
   // Reads up to out.size() bytes; fewer only at the end of the stream (0: the end).
   virtual size_t read(std::span<std::byte> out) = 0;
   // Bytes delivered so far: the offset of the next byte in the (uncompressed) stream.
@@ -42,6 +52,8 @@ class ByteStream {
 
 inline constexpr size_t kDefaultBufferSize = 256 * 1024;
 
+class ChunkPool;  // byte_stream.cc: read buffers recycled once their last view goes
+
 class FileStream final : public ByteStream {
  public:
   // `buffer_size` is rounded up to kDirectAlignment when the file is opened with O_DIRECT.
@@ -49,6 +61,9 @@ class FileStream final : public ByteStream {
              ReadObserver observer = {});
 
   size_t read(std::span<std::byte> out) override;
+  // A view into the read buffer for reads of at least a quarter of it (the buffer then stays alive
+  // with the view; the next fill takes a new one), a copy for smaller ones.
+  SharedBytes read_shared(size_t n) override;
   uint64_t position() const override { return file_offset_ - (end_ - pos_); }
   std::optional<uint64_t> remaining() const override { return file_->size() - position(); }
   const std::string& name() const override { return file_->name(); }
@@ -58,10 +73,12 @@ class FileStream final : public ByteStream {
   void fill();
 
   std::unique_ptr<RandomAccessFile> file_;
-  AlignedBuffer buffer_;
+  size_t chunk_size_;
+  std::shared_ptr<ChunkPool> pool_;
+  std::shared_ptr<std::byte> chunk_;  // the read buffer (aligned); views may share it
   ReadObserver observer_;
   uint64_t file_offset_ = 0;  // next byte to read from the file
-  size_t pos_ = 0, end_ = 0;  // buffered bytes: buffer_[pos_, end_)
+  size_t pos_ = 0, end_ = 0;  // buffered bytes: chunk_[pos_, end_)
   bool eof_ = false;
   bool first_read_ = true;
 };

@@ -35,16 +35,14 @@ class FixedLengthRecordsIterator final : public Iterator {
       if (left_ > 0) {
         --left_;
         const uint64_t offset = stream_->position();
-        std::shared_ptr<std::byte[]> block =
-            std::make_shared_for_overwrite<std::byte[]>(record_bytes);
-        const size_t n = stream_->read(std::span(block.get(), record_bytes));
-        if (n < record_bytes) {  // the file shrank while it was read
+        io::SharedBytes bytes = stream_->read_shared(record_bytes);
+        if (bytes.size < record_bytes) {  // the file shrank while it was read
           throw formats::FormatError(fmt::format(
-              "{}: record at byte {}: truncated ({} of {} bytes)", stream_->name(), offset, n,
-              record_bytes));
+              "{}: record at byte {}: truncated ({} of {} bytes)", stream_->name(), offset,
+              bytes.size, record_bytes));
         }
-        std::shared_ptr<std::byte> data(block, block.get());
-        return Element{Tensor::wrap(DType::kUInt8, {node_.options.record_bytes}, std::move(data))};
+        return Element{
+            Tensor::wrap(DType::kUInt8, {node_.options.record_bytes}, std::move(bytes.data))};
       }
       stream_.reset();  // the footer is never read
     }
