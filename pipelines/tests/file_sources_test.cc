@@ -17,6 +17,7 @@
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/functions.h"
 #include "pipeprof/pipelines/spec.h"
+#include "pipeprof/trace/recorder.h"
 #include "pipeprof_testing/temp_dir.h"
 
 namespace pipeprof::pipelines {
@@ -156,6 +157,35 @@ TEST(TFRecordSource, ReadsFilesInOrderAndCountsTheReads) {
   EXPECT_GE(snap[0].read_calls, total / 16);
   EXPECT_GT(snap[0].read_mb_per_s, 0);
   EXPECT_GT(snap[0].mean_first_byte_ns, 0);
+}
+
+TEST(TFRecordSource, EveryReadIsATraceSpanNamingTheFileWithItsBytes) {
+  const TempDir tmp;
+  const auto files = write_shards(tmp, 2, 100);
+  trace::Recorder& rec = trace::Recorder::global();
+  rec.start();
+  EXPECT_EQ(tfrecord(files, {.read = {.buffer_size = 256}}).collect().size(), 200U);
+  const trace::Trace t = rec.stop();
+  int64_t bytes = 0, file_spans = 0, read_spans = 0;
+  for (const auto& lane : t.lanes) {
+    for (const auto& span : lane.spans) {
+      const std::string& name = t.strings.str(span.name);
+      const bool per_file = name == "tfrecord: " + files[0] || name == "tfrecord: " + files[1];
+      if (name == "tfrecord: read") ++read_spans;
+      if (!per_file) continue;
+      ++file_spans;
+      ASSERT_NE(span.args, trace::kNoArgs);
+      const auto args = nlohmann::json::parse(t.args[span.args]);
+      bytes += args.at("bytes").get<int64_t>();
+      EXPECT_TRUE(args.contains("offset"));
+    }
+  }
+  int64_t total = 0;
+  for (const auto& f : files)
+    total += static_cast<int64_t>(std::filesystem::file_size(f));
+  EXPECT_EQ(bytes, total);
+  EXPECT_EQ(read_spans, file_spans);
+  EXPECT_GE(file_spans, total / 256);
 }
 
 TEST(TFRecordSource, GzipAndColdAndDirectReadsGiveTheSameRecords) {

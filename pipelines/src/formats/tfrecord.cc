@@ -4,7 +4,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "formats/crc32c.h"
