@@ -31,6 +31,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth
+  zlib1g-dev libisal-dev fio
 )
 
 install_packages() {

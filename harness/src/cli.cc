@@ -35,6 +35,8 @@ ExitStatus exit_status_of(std::exception_ptr error) {
     return {kExitBadInput, e.what()};
   } catch (const RunFailure& e) {
     return {kExitFailed, e.what()};
+  } catch (const pipelines::InputDataError& e) {
+    return {kExitBadInput, std::string("bad input data: ") + e.what()};
   } catch (const pipelines::PipelineError& e) {
     return {kExitFailed, std::string("the pipeline failed: ") + e.what()};
   } catch (const std::bad_alloc&) {

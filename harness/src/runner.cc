@@ -336,6 +336,13 @@ nlohmann::json to_json(const ExperimentResult& r) {
       stages.back()["bytes_copied_per_element"] =
           static_cast<double>(s.bytes_copied) / static_cast<double>(s.elements);
     }
+    if (s.files_opened > 0) {  // a file source: its storage reads
+      stages.back()["bytes_read"] = s.bytes_read;
+      stages.back()["read_calls"] = s.read_calls;
+      stages.back()["files_opened"] = s.files_opened;
+      stages.back()["read_mb_per_s"] = s.read_mb_per_s;
+      stages.back()["first_byte_ms"] = s.mean_first_byte_ns / 1e6;
+    }
   }
   nlohmann::json out{{"id", r.id},
                      {"description", r.description},

@@ -6,6 +6,7 @@
 
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/sleep.h"
+#include "parse_example.h"
 #include "pipeprof/trace/clock.h"
 #include "spec_fields.h"
 
@@ -126,6 +127,7 @@ const std::map<std::string, FunctionMaker>& functions() {
            return e;
          }, latency(ms));
        }},
+      {"parse_example", make_parse_example},  // parse_example.h: tf.Example -> tensors
       {"fill_random",
        [](const Fields& f, const nlohmann::json& args) {
          f.only({"shape", "shapes", "seed"});

@@ -94,6 +94,16 @@ NodeSnapshot Node::snapshot() const {
   s.buffer_capacity = stats_.buffer_capacity.load();
   s.bytes_copied = stats_.bytes_copied.load();
   s.max_fill_ns = stats_.max_fill_ns.load();
+  s.bytes_read = stats_.bytes_read.load();
+  s.read_calls = stats_.read_calls.load();
+  s.files_opened = stats_.files_opened.load();
+  if (const int64_t read_ns = stats_.read_ns.load(); read_ns > 0) {
+    s.read_mb_per_s = static_cast<double>(s.bytes_read) * 1e3 / static_cast<double>(read_ns);
+  }
+  if (s.files_opened > 0) {
+    s.mean_first_byte_ns =
+        static_cast<double>(stats_.first_byte_ns.load()) / static_cast<double>(s.files_opened);
+  }
   for (const Knob* k : knobs())
     s.knobs.emplace_back(k->name(), k->value());
   return s;

@@ -14,8 +14,11 @@
 #include <vector>
 
 #include "pipeprof/pipelines/dataset.h"
+#include "formats/tfrecord.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/functions.h"
+#include "pipeprof_testing/temp_dir.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "test_util.h"
 
@@ -75,6 +78,35 @@ Dataset case1_interleave(int64_t parallelism) {
       {.cycle_length = 2, .block_length = 4, .parallelism = parallelism});
 }
 constexpr const char* kCase1 = "[1,1,1,1,2,2,2,2,1,1,2,2,3,3,3,3,4,4,4,4,3,3,4,4,5,5,5,5,5,5]";
+
+// Small files for the file sources, made once for the whole binary and removed at its exit:
+// a.tfrecord holds the records [1], [2, 3]; b.tfrecord holds [4]; c.bin is a 2-byte header, the
+// 2-byte records [5, 6] and [7, 8], and a 1-byte footer.
+const std::filesystem::path& file_fixture() {
+  static const testing_support::TempDir dir("conformance_files");
+  static const bool written = [] {
+    formats::TFRecordWriter a((dir / "a.tfrecord").string());
+    a.write(std::string_view("\x01"));
+    a.write(std::string_view("\x02\x03"));
+    a.close();
+    formats::TFRecordWriter b((dir / "b.tfrecord").string());
+    b.write(std::string_view("\x04"));
+    b.close();
+    dir.write("c.bin", std::string("hh\x05\x06\x07\x08" "f"));
+    return true;
+  }();
+  (void)written;
+  return dir.path();
+}
+std::string fixture(const char* name) {
+  return (file_fixture() / name).string();
+}
+std::string file_names_json(std::initializer_list<const char*> names) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const char* n : names)
+    out.push_back(element_to_json(Element{file_name_tensor(fixture(n))}));
+  return out.dump();
+}
 
 std::vector<OpCase> op_cases() {
   return {
@@ -156,6 +188,28 @@ std::vector<OpCase> op_cases() {
        },
        "[0,2,4,6,8]"},
       {"shard", [] { return range(10).shard(3, 1); }, "[1,4,7]"},
+      {"list_files_sorted",
+       [] { return list_files(fixture("*.tfrecord"), {.shuffle = false}); },
+       file_names_json({"a.tfrecord", "b.tfrecord"})},
+      {"list_files_shuffled",
+       [] { return list_files(fixture("*.tfrecord"), {.shuffle = true, .seed = 3}); },
+       file_names_json({"a.tfrecord", "b.tfrecord"}), /*unordered=*/true,
+       /*same_every_epoch=*/false},
+      {"tfrecord", [] { return tfrecord({fixture("a.tfrecord"), fixture("b.tfrecord")}); },
+       "[[1],[2,3],[4]]"},
+      {"tfrecord_interleaved",
+       [] {
+         return list_files(fixture("*.tfrecord"), {.shuffle = false})
+             .interleave(DatasetFn([](const Element& f) { return tfrecord({file_name(f)}); }),
+                         {.cycle_length = 2, .parallelism = 2});
+       },
+       "[[1],[4],[2,3]]"},
+      {"fixed_length_records",
+       [] {
+         return fixed_length_records({fixture("c.bin")},
+                                     {.record_bytes = 2, .header_bytes = 2, .footer_bytes = 1});
+       },
+       "[[5,6],[7,8]]"},
       {"guide_pipeline",
        [] {
          return range(3)

@@ -75,7 +75,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "got \"auto\""},
         ErrorCase{"unknown_source_op", R"({"stages": [{"op": "rang", "stop": 5}]})",
                   "spec.json: stages[0].op: expected a source operation (range, from_tensors, "
-                  "from_tensor_slices, from_vector, generator, artificial, zip, multiprocess, "
+                  "from_tensor_slices, from_vector, generator, artificial, list_files, tfrecord, "
+                  "fixed_length_records, zip, multiprocess, "
                   "shared_store), got \"rang\""},
         ErrorCase{"unknown_transformation",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "mapp"}]})",
@@ -98,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unknown_function",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "map", "fn": "sleepy"}]})",
                   "spec.json: stages[1]: unknown function \"sleepy\" (known: busy_ms, fill_random, "
-                  "identity, increment, sleep_ms)"},
+                  "identity, increment, parse_example, sleep_ms)"},
         ErrorCase{"unknown_argument",
                   R"({"stages": [{"op": "range", "stop": 5},
                      {"op": "map", "fn": "sleep_ms", "args": {"msec": 1}}]})",

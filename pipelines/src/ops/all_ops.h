@@ -9,6 +9,9 @@
   X(from_vector)                \
   X(generator)                  \
   X(artificial)                 \
+  X(list_files)                 \
+  X(tfrecord)                   \
+  X(fixed_length_records)       \
   X(zip)                        \
   X(multiprocess)               \
   X(shared_store)               \

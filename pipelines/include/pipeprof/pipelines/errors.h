@@ -18,6 +18,15 @@ class PipelineError : public std::runtime_error {
   std::string stage_;
 };
 
+// A pipeline that failed on its input data: a file that is missing or cannot be read, a corrupt
+// or truncated record, a pattern that matches no file. The message names the stage, the file and
+// the byte offset, e.g. "tfrecord: a.tfrecord: TFRecord record at byte 1040: corrupt data (...)".
+// The command line reports it as bad input (exit 2), where other pipeline failures exit 1.
+class InputDataError : public PipelineError {
+ public:
+  using PipelineError::PipelineError;
+};
+
 // A pipeline spec that cannot be loaded: the message names the file, the JSON path and what was
 // expected, e.g. "spec.json: stages[2].parallelism: expected a positive integer or \"autotune\",
 // got -3".

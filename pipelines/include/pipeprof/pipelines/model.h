@@ -73,6 +73,17 @@ struct NodeStats {
   // The longest single pull of the input by the stage's own worker (prefetch's fill), so a tuner
   // sees a bursty producer's gaps before they empty the buffer.
   std::atomic<int64_t> max_fill_ns{0};
+  // Storage reads of a file source (tfrecord, fixed_length_records): bytes read from files, read
+  // calls, their total time, files opened and the sum of their times to first byte (open to the
+  // end of the first read).
+  std::atomic<int64_t> bytes_read{0};
+  std::atomic<int64_t> read_calls{0};
+  std::atomic<int64_t> read_ns{0};
+  std::atomic<int64_t> files_opened{0};
+  std::atomic<int64_t> first_byte_ns{0};
+  // The last "<stage>: bytes/s" counter sample (trace ticks, bytes_read then).
+  std::atomic<int64_t> rate_sample_ticks{0};
+  std::atomic<int64_t> rate_sample_bytes{0};
 };
 
 // A plain copy of a stage's statistics with derived figures.
@@ -93,6 +104,12 @@ struct NodeSnapshot {
   double mean_buffered = 0;
   int64_t bytes_copied = 0;  // payload bytes the stage's transport copied (0 for most stages)
   int64_t max_fill_ns = 0;   // the longest single pull of the input by the stage's worker
+  // Storage reads (file sources only; 0 elsewhere).
+  int64_t bytes_read = 0;
+  int64_t read_calls = 0;
+  int64_t files_opened = 0;
+  double read_mb_per_s = 0;              // bytes_read / time inside read calls, in MB/s (1e6)
+  double mean_first_byte_ns = 0;         // time to first byte per file
   std::vector<std::pair<std::string, int64_t>> knobs;  // name, current value
 };
 

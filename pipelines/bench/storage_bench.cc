@@ -1,0 +1,164 @@
+// Storage benchmarks (linked into pipeprof-bench):
+//
+//   BM_Crc32c/<bytes>            CRC-32C throughput (bytes/s)
+//   BM_TFRecordPerRecord/<bytes> the TFRecord reader over a page-cached file, CRCs on: time per
+//                                record (ns_per_record) and the CRC's share of it (crc_ns_per_record)
+//   BM_TFRecordRead              the parallel-read pipeline list_files -> interleave(tfrecord),
+//                                bytes/s, on the files scripts/bench_storage.sh shares with fio
+//
+// BM_TFRecordRead reads the environment: PIPEPROF_STORAGE_DIR (a folder of *.tfrecord files; made
+// when empty: PIPEPROF_STORAGE_FILES files of PIPEPROF_STORAGE_FILE_MB MiB, records of
+// PIPEPROF_STORAGE_RECORD_KB KiB), PIPEPROF_STORAGE_THREADS (interleave cycle and parallelism),
+// PIPEPROF_STORAGE_BS (read buffer bytes), PIPEPROF_STORAGE_COLD=1 (drop every file from the
+// page cache before each read), PIPEPROF_STORAGE_DIRECT=1 (O_DIRECT).
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/crc32c.h"
+#include "formats/tfrecord.h"
+#include "io/byte_stream.h"
+#include "io/storage.h"
+#include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/files.h"
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::pipelines {
+namespace {
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
+}
+
+std::string random_record(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, 8);
+  }
+  return s;
+}
+
+void BM_Crc32c(benchmark::State& state) {
+  const std::string data = random_record(static_cast<size_t>(state.range(0)), 1);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(formats::crc32c(data));
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+  state.SetLabel(std::string(formats::crc32c_implementation()));
+}
+BENCHMARK(BM_Crc32c)->Arg(64)->Arg(4096)->Arg(1 << 20);
+
+// A temporary file removed at the end of the benchmark.
+struct ScratchFile {
+  explicit ScratchFile(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / name).string()) {}
+  ~ScratchFile() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  std::string path;
+};
+
+void BM_TFRecordPerRecord(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  constexpr int kRecords = 100000;
+  const ScratchFile file("pipeprof_bench_per_record_" + std::to_string(::getpid()) + ".tfrecord");
+  {
+    formats::TFRecordWriter w(file.path);
+    const std::string r = random_record(bytes, 2);
+    for (int i = 0; i < kRecords; ++i)
+      w.write(r);
+    w.close();
+  }
+  int64_t records = 0;
+  for (auto _ : state) {
+    formats::TFRecordReader reader(io::open_stream(file.path, io::Compression::kNone));
+    while (auto r = reader.next()) {
+      benchmark::DoNotOptimize(r->data.get());
+      ++records;
+    }
+  }
+  // The CRC's own cost for the same bytes (length field + data), to separate it out.
+  const std::string r = random_record(bytes, 3);
+  const int64_t start = trace::ticks();
+  uint32_t sink = 0;
+  for (int i = 0; i < kRecords; ++i) {
+    sink ^= formats::crc32c(std::string_view(r.data(), std::min<size_t>(8, r.size())));
+    sink ^= formats::crc32c(r);
+  }
+  benchmark::DoNotOptimize(sink);
+  const double crc_ns = static_cast<double>(trace::ticks_to_ns(trace::ticks() - start)) / kRecords;
+  state.SetItemsProcessed(records);
+  state.SetBytesProcessed(records * static_cast<int64_t>(bytes));
+  state.counters["ns_per_record"] = benchmark::Counter(
+      static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["crc_ns_per_record"] = crc_ns;
+}
+BENCHMARK(BM_TFRecordPerRecord)->Arg(0)->Arg(100)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+std::string bench_dir() {
+  if (const char* d = std::getenv("PIPEPROF_STORAGE_DIR"); d != nullptr && *d != '\0') return d;
+  return (std::filesystem::temp_directory_path() / "pipeprof_storage_bench").string();
+}
+
+// Makes the benchmark's files unless the folder already has *.tfrecord files.
+std::vector<std::string> ensure_files(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  auto files = io::match_files(dir + "/*.tfrecord");
+  if (!files.empty()) return files;
+  const int64_t n = env_int("PIPEPROF_STORAGE_FILES", 8);
+  const int64_t mb = env_int("PIPEPROF_STORAGE_FILE_MB", 64);
+  const auto record = static_cast<size_t>(env_int("PIPEPROF_STORAGE_RECORD_KB", 112) * 1024);
+  const std::string payload = random_record(record, 4);
+  for (int64_t i = 0; i < n; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/img_%03lld_of_%03lld.tfrecord", static_cast<long long>(i),
+                  static_cast<long long>(n));
+    formats::TFRecordWriter w(dir + name);
+    for (int64_t written = 0; written < mb * (1 << 20); written += static_cast<int64_t>(record) + 16)
+      w.write(payload);
+    w.close();
+  }
+  return io::match_files(dir + "/*.tfrecord");
+}
+
+void BM_TFRecordRead(benchmark::State& state) {
+  const std::string dir = bench_dir();
+  const auto files = ensure_files(dir);
+  const int64_t threads = env_int("PIPEPROF_STORAGE_THREADS", 1);
+  const bool cold = env_int("PIPEPROF_STORAGE_COLD", 0) != 0;
+  FileReadOptions read{.buffer_size = env_int("PIPEPROF_STORAGE_BS", kDefaultReadBufferSize),
+                       .direct = env_int("PIPEPROF_STORAGE_DIRECT", 0) != 0,
+                       .drop_caches = cold};
+  const Dataset ds =
+      list_files(dir + "/*.tfrecord", {.shuffle = false})
+          .interleave(DatasetFn([read](const Element& f) {
+                        return tfrecord({file_name(f)}, {.read = read});
+                      }),
+                      {.cycle_length = threads, .parallelism = threads});
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    auto it = ds.iterate();
+    while (auto e = it->next())
+      benchmark::DoNotOptimize(e->at(0).data());
+    for (const auto& s : it->model().snapshot())
+      bytes += s.bytes_read;
+  }
+  state.SetBytesProcessed(bytes);
+  state.SetLabel(std::to_string(files.size()) + " files, " + std::to_string(threads) +
+                 " threads, bs " + std::to_string(read.buffer_size) + (cold ? ", cold" : ", warm") +
+                 (read.direct ? ", O_DIRECT" : ""));
+}
+BENCHMARK(BM_TFRecordRead)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+}  // namespace
+}  // namespace pipeprof::pipelines

@@ -1,0 +1,66 @@
+// File sources: list_files (tf.data's Dataset.list_files), tfrecord (TFRecordDataset) and
+// fixed_length_records (FixedLengthRecordDataset). A file name travels through a pipeline as a
+// rank-1 uint8 tensor of the path's bytes (file_name() reads it back), so the parallel-read pattern
+// is list_files(...).interleave(tfrecord of the file, cycle_length, parallelism):
+//
+//   auto ds = list_files("/data/train-*.tfrecord", {.seed = 7})
+//                 .interleave(DatasetFn([](const Element& f) { return tfrecord({file_name(f)}); }),
+//                             {.cycle_length = 4, .parallelism = kAutotune});
+//
+// In a spec the nested source takes "files": "$element". Every read of a file is counted in the
+// stage's statistics (bytes_read, read_calls, read MB/s, time to first byte per file) and traced.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeprof/pipelines/dataset.h"
+
+namespace pipeprof::pipelines {
+
+inline constexpr int64_t kDefaultReadBufferSize = 256 * 1024;
+inline constexpr int64_t kMaxReadBufferSize = int64_t{1} << 30;
+
+struct FileReadOptions {
+  int64_t buffer_size = kDefaultReadBufferSize;  // bytes per read call
+  bool direct = false;       // O_DIRECT: bypass the page cache (aligned reads and buffer)
+  bool drop_caches = false;  // drop each file from the page cache before reading it (a cold read)
+};
+
+struct ListFilesOptions {
+  bool shuffle = true;                 // a new order every epoch (seeded: reproducible)
+  std::optional<uint64_t> seed;        // absent: a new order on every run
+};
+// The files matching `pattern` (glob: *, ?, [...]), sorted, matched again at the start of every
+// epoch (so files added meanwhile join the next epoch); shuffled unless options.shuffle is false.
+// No match is an error naming the pattern.
+Dataset list_files(std::string pattern, ListFilesOptions options = {});
+
+struct TFRecordOptions {
+  std::string compression = "none";  // "none" or "gzip"
+  bool verify_crc = true;            // check both CRCs of every record
+  FileReadOptions read;
+};
+// The records of the files, one after the other, each a rank-1 uint8 tensor of its bytes.
+Dataset tfrecord(std::vector<std::string> files, TFRecordOptions options = {});
+
+struct FixedLengthRecordOptions {
+  int64_t record_bytes = 0;  // required, > 0
+  int64_t header_bytes = 0;  // skipped at the start of each file
+  int64_t footer_bytes = 0;  // skipped at the end of each file
+  FileReadOptions read;
+};
+// The fixed-size records of the files, each a rank-1 uint8 tensor of record_bytes bytes. A file
+// whose body (size - header - footer) is not a whole number of records is an error naming it.
+Dataset fixed_length_records(std::vector<std::string> files, FixedLengthRecordOptions options);
+
+// A file name element component: the path's bytes as a rank-1 uint8 tensor.
+Tensor file_name_tensor(std::string_view path);
+// The file name held by component `component` of `element` (a rank-1 uint8 tensor); throws
+// std::invalid_argument otherwise.
+std::string file_name(const Element& element, size_t component = 0);
+
+}  // namespace pipeprof::pipelines

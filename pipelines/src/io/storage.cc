@@ -1,0 +1,156 @@
+#include "io/storage.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace pipeprof::pipelines::io {
+namespace {
+
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
+
+// A file descriptor closed on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+class LocalFile final : public RandomAccessFile {
+ public:
+  LocalFile(std::string name, const OpenOptions& options)
+      : name_(std::move(name)), direct_(options.direct) {
+    int flags = O_RDONLY | O_CLOEXEC;
+    if (direct_) flags |= O_DIRECT;
+    fd_ = ::open(name_.c_str(), flags);
+    if (fd_ < 0) {
+      const int err = errno;
+      if (direct_ && err == EINVAL) {
+        throw IoError(fmt::format("{}: the file system does not support O_DIRECT", name_));
+      }
+      throw IoError(fmt::format("{}: cannot open: {}", name_, errno_text(err)));
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      throw IoError(fmt::format("{}: cannot stat: {}", name_, errno_text(err)));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      ::close(fd_);
+      throw IoError(fmt::format("{}: is a directory", name_));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    if (!direct_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  ~LocalFile() override { ::close(fd_); }
+  LocalFile(const LocalFile&) = delete;
+  LocalFile& operator=(const LocalFile&) = delete;
+
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  bool direct() const override { return direct_; }
+
+  size_t read_at(uint64_t offset, std::span<std::byte> out) override {
+    if (direct_ && (offset % kDirectAlignment != 0 || out.size() % kDirectAlignment != 0 ||
+                    reinterpret_cast<uintptr_t>(out.data()) % kDirectAlignment != 0)) {
+      throw IoError(fmt::format("{}: an O_DIRECT read at byte {} of {} bytes is not aligned to {}",
+                                name_, offset, out.size(), kDirectAlignment));
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
+                                static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(fmt::format("{}: read failed at byte {}: {}", name_, offset + done,
+                                  errno_text(errno)));
+      }
+      if (n == 0) break;  // end of file
+      done += static_cast<size_t>(n);
+      // O_DIRECT: a short read that is not block-aligned is the end of the file.
+      if (direct_ && done % kDirectAlignment != 0) break;
+    }
+    return done;
+  }
+
+ private:
+  std::string name_;
+  bool direct_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options) {
+  std::string path = name;
+  if (const auto scheme = name.find("://"); scheme != std::string::npos) {
+    const std::string kind = name.substr(0, scheme);
+    if (kind != "file") {
+      throw IoError(fmt::format("{}: no storage backend for \"{}://\" URLs (local files only)",
+                                name, kind));
+    }
+    path = name.substr(scheme + 3);
+  }
+  return std::make_unique<LocalFile>(path, options);
+}
+
+void drop_from_page_cache(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw IoError(fmt::format("{}: cannot open: {}", path, errno_text(errno)));
+  // fsync needs no write access on Linux; dirty pages would otherwise stay cached.
+  if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS) {
+    throw IoError(fmt::format("{}: fsync failed: {}", path, errno_text(errno)));
+  }
+  if (const int err = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED); err != 0) {
+    throw IoError(fmt::format("{}: posix_fadvise(DONTNEED) failed: {}", path, errno_text(err)));
+  }
+}
+
+std::vector<std::string> match_files(const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ERR, nullptr, &g);
+  std::vector<std::string> out;
+  if (rc == 0) {
+    out.reserve(g.gl_pathc);
+    for (size_t i = 0; i < g.gl_pathc; ++i)
+      out.emplace_back(g.gl_pathv[i]);
+  }
+  ::globfree(&g);
+  if (rc == GLOB_ABORTED) throw IoError(fmt::format("{}: a folder could not be read", pattern));
+  if (rc == GLOB_NOSPACE) throw IoError(fmt::format("{}: out of memory while matching", pattern));
+  std::sort(out.begin(), out.end());  // bytewise, whatever the locale
+  return out;
+}
+
+AlignedBuffer::AlignedBuffer(size_t bytes) : size(bytes) {
+  void* p = nullptr;
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kDirectAlignment - 1) / kDirectAlignment *
+                         kDirectAlignment;
+  if (::posix_memalign(&p, kDirectAlignment, rounded) != 0) throw std::bad_alloc();
+  data.reset(static_cast<std::byte*>(p));
+}
+
+void AlignedBuffer::Free::operator()(std::byte* p) const noexcept {
+  std::free(p);  // NOLINT(cppcoreguidelines-no-malloc): posix_memalign's memory
+}
+
+}  // namespace pipeprof::pipelines::io

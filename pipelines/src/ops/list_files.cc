@@ -1,0 +1,128 @@
+#include "ops/list_files.h"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+
+#include "io/storage.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/registry.h"
+
+namespace pipeprof::pipelines {
+namespace ops {
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+class ListFilesIterator final : public Iterator {
+ public:
+  ListFilesIterator(const IteratorContext& ctx, const ListFilesNode& node, uint64_t seed)
+      : Iterator(ctx, &node), node_(node), seed_(seed) {}
+
+ protected:
+  std::optional<Element> next_impl() override {
+    if (!listed_) {
+      listed_ = true;
+      try {
+        files_ = io::match_files(node_.pattern);
+      } catch (const io::IoError& e) {
+        throw InputDataError(stage_name(), e.what());
+      }
+      if (files_.empty()) {
+        throw InputDataError(stage_name(), "no file matches the pattern \"" + node_.pattern + "\"");
+      }
+      if (node_.options.shuffle) {
+        std::mt19937_64 rng(seed_);
+        std::shuffle(files_.begin(), files_.end(), rng);
+      }
+    }
+    if (next_ >= files_.size()) return std::nullopt;
+    return Element{file_name_tensor(files_[next_++])};
+  }
+
+ private:
+  const ListFilesNode& node_;
+  uint64_t seed_;
+  bool listed_ = false;
+  std::vector<std::string> files_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+ListFilesNode::ListFilesNode(std::string pattern_, ListFilesOptions options_)
+    : pattern(std::move(pattern_)),
+      options(options_),
+      base_seed(options_.seed ? *options_.seed : std::random_device{}()) {
+  if (pattern.empty()) throw std::invalid_argument("list_files: the pattern is empty");
+}
+
+nlohmann::json ListFilesNode::params() const {
+  nlohmann::json out{{"pattern", pattern}, {"shuffle", options.shuffle}};
+  if (options.seed) out["seed"] = *options.seed;
+  return out;
+}
+
+std::unique_ptr<Iterator> ListFilesNode::make_iterator(const IteratorContext& ctx) const {
+  // Every epoch (iterator) its own order; the same seed gives the same sequence of orders.
+  const uint64_t epoch = iterations.fetch_add(1);
+  return std::make_unique<ListFilesIterator>(ctx, *this, mix(base_seed ^ mix(epoch)));
+}
+
+const OpRegistration& list_files_registration() {
+  static const OpRegistration kOp{
+      .name = "list_files",
+      .kind = OpKind::kSource,
+      .summary = "tf.data's list_files: the files matching a glob pattern as file name elements",
+      .fields = {{.name = "pattern", .type = FieldType::kString, .required = true,
+                  .doc = "glob(3): *, ?, [...]; matched at the start of every epoch"},
+                 {.name = "shuffle", .type = FieldType::kBoolean, .fallback = true,
+                  .doc = "a new order every epoch; false: sorted"},
+                 {.name = "seed", .type = FieldType::kInteger, .min = 0,
+                  .doc = "absent: a new order on every run"}},
+      .build = [](const StageReader& s, const Dataset*) {
+        ListFilesOptions options{.shuffle = s.boolean("shuffle"), .seed = std::nullopt};
+        if (auto seed = s.optional_integer("seed")) options.seed = static_cast<uint64_t>(*seed);
+        return list_files(s.string("pattern"), options);
+      },
+      .simulate = [](const sim::SimStage&) -> sim::NodePtr {
+        throw sim::Unsupported("list_files: the files are only known when the pipeline runs");
+      }};
+  return kOp;
+}
+
+}  // namespace ops
+
+Dataset list_files(std::string pattern, ListFilesOptions options) {
+  return Dataset(std::make_shared<ops::ListFilesNode>(std::move(pattern), options));
+}
+
+Tensor file_name_tensor(std::string_view path) {
+  Tensor t(DType::kUInt8, {static_cast<int64_t>(path.size())});
+  std::copy(path.begin(), path.end(), reinterpret_cast<char*>(t.mutable_data()));
+  return t;
+}
+
+std::string file_name(const Element& element, size_t component) {
+  if (component >= element.size()) {
+    throw std::invalid_argument("a file name element needs component " +
+                                std::to_string(component) + ", the element has " +
+                                std::to_string(element.size()));
+  }
+  const Tensor& t = element[component];
+  if (t.dtype() != DType::kUInt8 || t.rank() != 1) {
+    throw std::invalid_argument("component " + std::to_string(component) +
+                                " is not a file name (a rank-1 uint8 tensor): " +
+                                std::string(dtype_name(t.dtype())) + " " +
+                                shape_string(t.shape()));
+  }
+  return {reinterpret_cast<const char*>(t.data()), t.nbytes()};
+}
+
+}  // namespace pipeprof::pipelines

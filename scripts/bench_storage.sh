@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# TFRecord read bandwidth against fio, on the same files, block size and threads, in one run, warm
+# (page-cached) and cold (files dropped from the page cache before each pass: fsync +
+# posix_fadvise DONTNEED, no root needed; fio's --invalidate=1 does the same).
+#
+#   scripts/bench_storage.sh [build dir]      (default: build)
+#
+# Environment: STORAGE_DIR (default: a temporary folder, removed at the end), FILES (8), FILE_MB
+# (64), THREADS (2), BS (262144), RECORD_KB (112: resnet50-like samples), DIRECT=1 (O_DIRECT).
+# Prints fio's and pipeprof's MB/s and their ratio for each case.
+set -euo pipefail
+
+BUILD_DIR=${1:-build}
+BENCH="$BUILD_DIR/harness/pipeprof-bench"
+[ -x "$BENCH" ] || { echo "bench_storage.sh: $BENCH not found (build pipeprof-bench first)" >&2; exit 2; }
+command -v fio >/dev/null || { echo "bench_storage.sh: fio not found (apt-get install fio)" >&2; exit 2; }
+
+FILES=${FILES:-8} FILE_MB=${FILE_MB:-64} THREADS=${THREADS:-2} BS=${BS:-262144}
+RECORD_KB=${RECORD_KB:-112} DIRECT=${DIRECT:-0}
+OWN_DIR=0
+if [ -z "${STORAGE_DIR:-}" ]; then
+  STORAGE_DIR=$(mktemp -d "${TMPDIR:-/var/tmp}/pipeprof_storage_XXXXXX")
+  OWN_DIR=1
+fi
+cleanup() { [ "$OWN_DIR" = 1 ] && rm -rf "$STORAGE_DIR"; }
+trap cleanup EXIT
+
+export PIPEPROF_STORAGE_DIR="$STORAGE_DIR" PIPEPROF_STORAGE_FILES="$FILES"
+export PIPEPROF_STORAGE_FILE_MB="$FILE_MB" PIPEPROF_STORAGE_THREADS="$THREADS"
+export PIPEPROF_STORAGE_BS="$BS" PIPEPROF_STORAGE_RECORD_KB="$RECORD_KB"
+export PIPEPROF_STORAGE_DIRECT="$DIRECT"
+
+# pipeprof's MB/s (1e6 bytes/s) from Google Benchmark's JSON.
+pipeprof_mbps() {
+  PIPEPROF_STORAGE_COLD=$1 "$BENCH" --benchmark_filter='^BM_TFRecordRead/' \
+    --benchmark_format=json 2>/dev/null |
+    python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.1f" % (b["bytes_per_second"] / 1e6))'
+}
+
+# fio: one job per thread, each reading its share of the files (file i goes to job i mod THREADS)
+# sequentially with the same block size, as the interleave's workers do.
+fio_mbps() {
+  local invalidate=$1 job="$STORAGE_DIR/read.fio"
+  {
+    echo "[global]"
+    echo "rw=read"; echo "bs=$BS"; echo "ioengine=psync"; echo "invalidate=$invalidate"
+    echo "direct=$DIRECT"; echo "group_reporting=1"; echo "file_service_type=sequential"
+    local t
+    for ((t = 0; t < THREADS; t++)); do
+      local names=() i=0 f
+      for f in "$STORAGE_DIR"/*.tfrecord; do
+        [ $((i % THREADS)) -eq "$t" ] && names+=("${f//:/\\:}")
+        i=$((i + 1))
+      done
+      [ ${#names[@]} -eq 0 ] && continue
+      echo "[reader$t]"
+      echo "filename=$(IFS=:; echo "${names[*]}")"
+    done
+  } >"$job"
+  fio --readonly --output-format=json "$job" |
+    python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.1f" % (j["jobs"][0]["read"]["bw_bytes"] / 1e6))'
+}
+
+# Make the files (the benchmark writes them when the folder has none).
+PIPEPROF_STORAGE_COLD=0 "$BENCH" --benchmark_filter='^BM_TFRecordRead/' --benchmark_min_time=0.01 >/dev/null 2>&1
+echo "files: $(ls "$STORAGE_DIR"/*.tfrecord | wc -l) x ${FILE_MB} MiB in $STORAGE_DIR; threads $THREADS, bs $BS, direct $DIRECT"
+# Each side runs ROUNDS times, alternating, and keeps its best pass: on a shared machine the
+# other processes' load then weighs on both alike.
+ROUNDS=${ROUNDS:-3}
+best() { python3 -c "import sys; print(max(float(x) for x in sys.argv[1:]))" "$@"; }
+printf '%-6s %12s %14s %8s\n' case fio_MB/s pipeprof_MB/s ratio
+for mode in warm cold; do
+  cold=0; [ $mode = cold ] && cold=1
+  fs=() ps=()
+  for ((r = 0; r < ROUNDS; r++)); do
+    fs+=("$(fio_mbps $cold)")
+    ps+=("$(pipeprof_mbps $cold)")
+  done
+  f=$(best "${fs[@]}") p=$(best "${ps[@]}")
+  printf '%-6s %12s %14s %8s\n' $mode "$f" "$p" "$(python3 -c "print('%.2f' % ($p / $f))")"
+done
