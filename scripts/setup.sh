@@ -31,6 +31,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth
+  # npy/npz, HDF5 and JPEG formats; numpy, h5py and PIL check them in the tests
+  zlib1g-dev libzip-dev libhdf5-dev libturbojpeg0-dev python3-numpy python3-h5py python3-pil
 )
 
 install_packages() {

@@ -18,6 +18,14 @@ class PipelineError : public std::runtime_error {
   std::string stage_;
 };
 
+// Bad input data met by a running pipeline: a file that is missing, malformed or damaged. The
+// message names the file and where in it (byte offset, archive member, dataset). The CLI reports
+// it as bad input (exit 2), not as a failure of the pipeline itself.
+class DataError : public PipelineError {
+ public:
+  using PipelineError::PipelineError;
+};
+
 // A pipeline spec that cannot be loaded: the message names the file, the JSON path and what was
 // expected, e.g. "spec.json: stages[2].parallelism: expected a positive integer or \"autotune\",
 // got -3".
