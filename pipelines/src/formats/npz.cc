@@ -34,6 +34,8 @@ std::string zip_message(zip_error_t* error) {
 
 // The archive over the mapped file (libzip reads it from memory).
 ZipPtr open_archive(const MappedFile& file) {
+  // libzip takes an empty file for an empty archive; numpy never writes one.
+  if (file.size() == 0) throw FormatError(fmt::format("{}: offset 0: an empty file, not a zip archive", file.path()));
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* src = zip_source_buffer_create(file.bytes().data(), file.size(), 0, &error);
