@@ -33,6 +33,8 @@ ExitStatus exit_status_of(std::exception_ptr error) {
     return {kExitBadInput, e.what()};
   } catch (const nlohmann::json::exception& e) {
     return {kExitBadInput, e.what()};
+  } catch (const pipelines::DataError& e) {
+    return {kExitBadInput, std::string("bad input data: ") + e.what()};
   } catch (const RunFailure& e) {
     return {kExitFailed, e.what()};
   } catch (const pipelines::PipelineError& e) {
