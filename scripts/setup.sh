@@ -31,7 +31,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth
-  zlib1g-dev libisal-dev fio
+  # Storage: zlib (gzip, npz), ISA-L (CRC-32C), libzip, libhdf5, libturbojpeg; fio for the storage
+  # benchmark; numpy, h5py and PIL check the formats in the tests
+  zlib1g-dev libisal-dev fio libzip-dev libhdf5-dev libturbojpeg0-dev
+  python3-numpy python3-h5py python3-pil
 )
 
 install_packages() {

@@ -33,10 +33,10 @@ ExitStatus exit_status_of(std::exception_ptr error) {
     return {kExitBadInput, e.what()};
   } catch (const nlohmann::json::exception& e) {
     return {kExitBadInput, e.what()};
-  } catch (const RunFailure& e) {
-    return {kExitFailed, e.what()};
   } catch (const pipelines::InputDataError& e) {
     return {kExitBadInput, std::string("bad input data: ") + e.what()};
+  } catch (const RunFailure& e) {
+    return {kExitFailed, e.what()};
   } catch (const pipelines::PipelineError& e) {
     return {kExitFailed, std::string("the pipeline failed: ") + e.what()};
   } catch (const std::bad_alloc&) {

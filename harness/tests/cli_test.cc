@@ -331,6 +331,31 @@ TEST(Run, MalformedSpecIsBadInput) {
   EXPECT_NE(r.out.find("missing.json: no such file"), std::string::npos) << r.out;
 }
 
+TEST(Run, DamagedDataFilesAreBadInputNamingFileAndOffset) {
+  const TempDir tmp;
+  const auto npy = tmp.write("bad.npy", std::string("\x93NUMPY\x01\x00\x40\x00{'descr': '<f4'", 24));
+  const auto npz = tmp.write("bad.npz", "PK\x03\x04 this archive was cut short");
+  const auto h5 = tmp.write("bad.h5", "\x89HDF\r\n\x1a\n truncated superblock");
+  const auto cache = tmp.write("bad.cache", "PPCACHE1 and nothing after the magic");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {R"({"op": "npy", "files": [")" + npy.string() + R"("]})", "bad.npy: offset 8"},
+      {R"({"op": "npz", "file": ")" + npz.string() + R"("})", "bad.npz"},
+      {R"({"op": "hdf5", "file": ")" + h5.string() + R"("})", "bad.h5"},
+  };
+  for (const auto& [source, message] : cases) {
+    const auto spec = tmp.write("spec.json", R"({"stages": [)" + source + "]}");
+    const CliResult r = run("run " + spec.string() + " --repetitions 1 --epochs 1");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("bad input data"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+  }
+  const auto spec = tmp.write("cache.json", R"({"stages": [{"op": "range", "stop": 4},
+      {"op": "cache", "filename": ")" + cache.string() + R"("}]})");
+  const CliResult r = run("run " + spec.string() + " --repetitions 1 --epochs 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.cache: offset"), std::string::npos) << r.out;
+}
+
 TEST(Run, UnwritableJsonIsAFailure) {
   const TempDir tmp;
   const auto path = tmp / "no_such_dir" / "result.json";

@@ -7,6 +7,7 @@
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "parse_example.h"
+#include "image_functions.h"
 #include "pipeprof/trace/clock.h"
 #include "spec_fields.h"
 
@@ -137,6 +138,11 @@ const std::map<std::string, FunctionMaker>& functions() {
            return random_element(shapes, seed ^ element_seed(e));
          }, unknown_cpu_work());
        }},
+      // The image functions (image_functions.h).
+      {"decode_jpeg", image::decode_jpeg},
+      {"resize", image::resize},
+      {"random_crop", image::random_crop},
+      {"flip", image::flip},
   };
   return kFunctions;
 }

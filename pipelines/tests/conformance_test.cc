@@ -14,8 +14,12 @@
 #include <vector>
 
 #include "pipeprof/pipelines/dataset.h"
+#include "formats/hdf5.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
 #include "formats/tfrecord.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/file_sources.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/functions.h"
 #include "pipeprof_testing/temp_dir.h"
@@ -108,6 +112,27 @@ std::string file_names_json(std::initializer_list<const char*> names) {
   return out.dump();
 }
 
+// Files for the file sources and the on-disk cache, in a folder of this process's own: two
+// files of each format holding int64 [2] vectors {0, 1} and {2, 3}.
+const testing_support::TempDir& files_dir() {
+  static const testing_support::TempDir dir("conformance_formats");  // removed at exit
+  static const bool written = [] {
+    for (int64_t i = 0; i < 2; ++i) {
+      const Tensor t = Tensor::from_vector<int64_t>({2 * i, 2 * i + 1});
+      const std::string stem = (dir / ("f" + std::to_string(i))).string();
+      formats::write_npy(stem + ".npy", t);
+      formats::write_npz(stem + ".npz", {{"x", t}}, i == 1);
+      formats::write_hdf5(stem + ".h5", {{"x", t}});
+    }
+    return true;
+  }();
+  (void)written;
+  return dir;
+}
+std::vector<std::string> conformance_files(const std::string& ext) {
+  return {(files_dir() / ("f0" + ext)).string(), (files_dir() / ("f1" + ext)).string()};
+}
+
 std::vector<OpCase> op_cases() {
   return {
       {"range", [] { return range(2, 12, 3); }, "[2,5,8,11]"},
@@ -162,6 +187,29 @@ std::vector<OpCase> op_cases() {
       {"batch", [] { return range(7).batch(3); }, "[[0,1,2],[3,4,5],[6]]"},
       {"batch_drop_remainder", [] { return range(7).batch(3, true); }, "[[0,1,2],[3,4,5]]"},
       {"cache", [] { return range(5).map(make_function("increment")).cache(); }, "[1,2,3,4,5]"},
+      {"cache_file",
+       [] {
+         return range(5).map(make_function("increment")).cache((files_dir() / "c.cache").string());
+       },
+       "[1,2,3,4,5]"},
+      {"map_and_batch",
+       [] { return range(7).map_and_batch(make_function("increment"), {.batch_size = 3}); },
+       "[[1,2,3],[4,5,6],[7]]"},
+      {"map_and_batch_parallel_3",
+       [] {
+         return range(7).map_and_batch(square_fn(), {.batch_size = 3, .drop_remainder = true,
+                                                     .parallelism = 3});
+       },
+       "[[0,1,4],[9,16,25]]"},
+      {"map_and_batch_autotune",
+       [] {
+         return range(5).map_and_batch(square_fn(), {.batch_size = 2, .parallelism = kAutotune});
+       },
+       "[[0,1],[4,9],[16]]"},
+      {"npy", [] { return npy_files(conformance_files(".npy")); }, "[[0,1],[2,3]]"},
+      {"npy_rows", [] { return npy_files(conformance_files(".npy"), true); }, "[0,1,2,3]"},
+      {"npz", [] { return npz_files(conformance_files(".npz"), {"x"}); }, "[[0,1],[2,3]]"},
+      {"hdf5", [] { return hdf5_files(conformance_files(".h5"), {}, true); }, "[0,1,2,3]"},
       {"shuffle_fixed_order",
        [] { return range(20).shuffle(6, {.seed = 7, .reshuffle_each_iteration = false}); },
        "[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]", /*unordered=*/true},

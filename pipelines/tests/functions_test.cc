@@ -20,8 +20,8 @@ using ::testing::Lt;
 
 TEST(Registry, Names) {
   EXPECT_THAT(function_names(),
-              ElementsAre("busy_ms", "fill_random", "identity", "increment", "parse_example",
-                          "sleep_ms"));
+              ElementsAre("busy_ms", "decode_jpeg", "fill_random", "flip", "identity", "increment",
+                          "parse_example", "random_crop", "resize", "sleep_ms"));
   EXPECT_THAT(predicate_names(),
               ElementsAre("equal", "greater_than", "less_than", "modulo_equals", "not_equal"));
   EXPECT_THAT(generator_names(), ElementsAre("counter", "random_tensors"));
@@ -45,8 +45,8 @@ TEST(Registry, ErrorsNameTheArgument) {
     return std::string();
   };
   EXPECT_EQ(message([] { make_function("nope", {}, "f.json: stages[1]"); }),
-            "f.json: stages[1]: unknown function \"nope\" (known: busy_ms, fill_random, identity, "
-            "increment, parse_example, sleep_ms)");
+            "f.json: stages[1]: unknown function \"nope\" (known: busy_ms, decode_jpeg, fill_random, "
+            "flip, identity, increment, parse_example, random_crop, resize, sleep_ms)");
   EXPECT_EQ(message([] { make_function("sleep_ms"); }),
             "args.args.ms: expected a non-negative number, got nothing");
   EXPECT_EQ(message([] {

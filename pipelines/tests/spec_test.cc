@@ -76,16 +76,18 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unknown_source_op", R"({"stages": [{"op": "rang", "stop": 5}]})",
                   "spec.json: stages[0].op: expected a source operation (range, from_tensors, "
                   "from_tensor_slices, from_vector, generator, artificial, list_files, tfrecord, "
-                  "fixed_length_records, zip, multiprocess, "
-                  "shared_store), got \"rang\""},
+                  "fixed_length_records, zip, multiprocess, shared_store, npy, npz, hdf5), got "
+                  "\"rang\""},
         ErrorCase{"unknown_transformation",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "mapp"}]})",
                   "spec.json: stages[1].op: expected a transformation (map, interleave, prefetch, "
-                  "batch, cache, shuffle, repeat, take, skip, filter, shard), got \"mapp\""},
+                  "batch, map_and_batch, cache, shuffle, repeat, take, skip, filter, shard), got "
+                  "\"mapp\""},
         ErrorCase{"source_in_the_middle",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "range", "stop": 5}]})",
                   "spec.json: stages[1].op: expected a transformation (map, interleave, prefetch, "
-                  "batch, cache, shuffle, repeat, take, skip, filter, shard), got \"range\""},
+                  "batch, map_and_batch, cache, shuffle, repeat, take, skip, filter, shard), got "
+                  "\"range\""},
         ErrorCase{
             "unknown_key",
             R"({"stages": [{"op": "range", "stop": 5},
@@ -98,8 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
             "stages, experiment)"},
         ErrorCase{"unknown_function",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "map", "fn": "sleepy"}]})",
-                  "spec.json: stages[1]: unknown function \"sleepy\" (known: busy_ms, fill_random, "
-                  "identity, increment, parse_example, sleep_ms)"},
+                  "spec.json: stages[1]: unknown function \"sleepy\" (known: busy_ms, decode_jpeg, "
+                  "fill_random, flip, identity, increment, parse_example, random_crop, resize, "
+                  "sleep_ms)"},
         ErrorCase{"unknown_argument",
                   R"({"stages": [{"op": "range", "stop": 5},
                      {"op": "map", "fn": "sleep_ms", "args": {"msec": 1}}]})",

@@ -15,10 +15,14 @@
   X(zip)                        \
   X(multiprocess)               \
   X(shared_store)               \
+  X(npy)                        \
+  X(npz)                        \
+  X(hdf5)                       \
   X(map)                        \
   X(interleave)                 \
   X(prefetch)                   \
   X(batch)                      \
+  X(map_and_batch)              \
   X(cache)                      \
   X(shuffle)                    \
   X(repeat)                     \

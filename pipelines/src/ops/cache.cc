@@ -1,5 +1,9 @@
 #include "ops/cache.h"
+
+#include "formats/cache_file.h"
+#include "formats/format_error.h"
 #include "ops/stage_reader.h"
+#include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
@@ -49,6 +53,84 @@ class CacheIterator final : public Iterator {
   bool failed_ = false;
 };
 
+// The on-disk cache: reads a committed file, or writes one during a complete pass.
+class FileCacheIterator final : public Iterator {
+ public:
+  FileCacheIterator(const IteratorContext& ctx, const CacheNode& node)
+      : Iterator(ctx, &node), node_(node) {}
+
+ protected:
+  std::optional<Element> next_impl() override {
+    if (done_) return std::nullopt;
+    if (!started_) start();
+    if (reader_) {
+      try {
+        auto e = reader_->next();
+        if (!e) done_ = true;
+        return e;
+      } catch (const formats::FormatError& e) {
+        throw InputDataError(stage_name(), e.what());
+      }
+    }
+    std::optional<Element> e;
+    try {
+      e = input_->next();
+    } catch (...) {
+      failed_ = true;  // this pass misses an element: it will not be committed
+      throw;
+    }
+    if (!e) {
+      done_ = true;
+      if (!failed_ && !cancellation().cancelled()) {
+        try {
+          writer_->commit();
+        } catch (const formats::FormatError& ex) {
+          writer_.reset();
+          throw PipelineError(stage_name(), ex.what());
+        }
+      }
+      writer_.reset();  // without a commit: removes the partial file
+      return std::nullopt;
+    }
+    try {
+      writer_->append(*e);
+    } catch (const formats::FormatError& ex) {
+      failed_ = true;
+      throw PipelineError(stage_name(), ex.what());
+    }
+    return e;
+  }
+
+ private:
+  void start() {
+    started_ = true;
+    try {
+      if (formats::cache_file_exists(node_.filename)) {
+        reader_ = std::make_unique<formats::CacheFileReader>(node_.filename);
+        return;
+      }
+    } catch (const formats::FormatError& e) {
+      done_ = true;
+      throw InputDataError(stage_name(), e.what());
+    }
+    try {
+      writer_ = std::make_unique<formats::CacheFileWriter>(node_.filename);
+    } catch (const formats::FormatError& e) {
+      done_ = true;
+      throw PipelineError(stage_name(), e.what());
+    }
+    input_ = node_.inputs()[0].node().make_iterator(input_context());
+  }
+
+  const CacheNode& node_;
+  std::unique_ptr<formats::CacheFileReader> reader_;
+  std::unique_ptr<formats::CacheFileWriter> writer_;
+  std::unique_ptr<Iterator> input_;
+  bool started_ = false;
+  bool done_ = false;
+  bool failed_ = false;
+};
+
 }  // namespace
 
 std::shared_ptr<const std::vector<Element>> CacheNode::complete() const {
@@ -63,6 +145,7 @@ void CacheNode::commit(std::vector<Element> elements) const {
 }
 
 std::unique_ptr<Iterator> CacheNode::make_iterator(const IteratorContext& ctx) const {
+  if (!filename.empty()) return std::make_unique<FileCacheIterator>(ctx, *this);
   return std::make_unique<CacheIterator>(ctx, *this);
 }
 
@@ -99,9 +182,15 @@ const OpRegistration& cache_registration() {
   static const OpRegistration kOp{
       .name = "cache",
       .kind = OpKind::kTransform,
-      .summary = "keeps the elements of the first complete pass in memory and replays them",
-      .fields = {},
-      .build = [](const StageReader&, const Dataset* input) { return input->cache(); },
+      .summary = "keeps the elements of the first complete pass (in memory or in a file) and "
+                 "replays them",
+      .fields = {{.name = "filename", .type = FieldType::kString, .fallback = "",
+                  .doc = "absent: in memory; else the cache file, kept across runs",
+                  .spelled_out = false}},
+      .build = [](const StageReader& s, const Dataset* input) {
+        const std::string filename = s.string("filename");
+        return filename.empty() ? input->cache() : input->cache(filename);
+      },
       .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
         return std::make_shared<SimCacheNode>(s.input());
       }};
@@ -112,6 +201,11 @@ const OpRegistration& cache_registration() {
 
 Dataset Dataset::cache() const {
   return Dataset(std::make_shared<ops::CacheNode>(*this));
+}
+
+Dataset Dataset::cache(std::string filename) const {
+  if (filename.empty()) throw std::invalid_argument("cache: an empty file name (use cache())");
+  return Dataset(std::make_shared<ops::CacheNode>(*this, std::move(filename)));
 }
 
 }  // namespace pipeprof::pipelines

@@ -46,7 +46,8 @@ struct ExitStatus {
 // The one mapping from errors to exit codes:
 //   2: CLI11 parse errors (0 for --help), InputError, pipelines::SpecError, StepError,
 //      trace::TraceFormatError, results::ResultsError, std::invalid_argument (a value that does
-//      not parse) and nlohmann::json errors (a document of the wrong shape);
+//      not parse), nlohmann::json errors (a document of the wrong shape) and
+//      pipelines::InputDataError (a data file the pipeline reads is missing, malformed or damaged);
 //   1: RunFailure, pipelines::PipelineError (the pipeline failed while running), running out of
 //      memory, and any other exception (a file that cannot be written, a system error).
 ExitStatus exit_status_of(std::exception_ptr error);

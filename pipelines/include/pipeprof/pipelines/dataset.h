@@ -78,6 +78,13 @@ struct MapOptions {
   std::string name;           // stage name; default "map '<function name>'"
 };
 
+struct MapAndBatchOptions {
+  int64_t batch_size = 1;
+  bool drop_remainder = false;
+  int64_t parallelism = 0;  // as MapOptions::parallelism
+  std::string name;         // stage name; default "map_and_batch '<function name>'"
+};
+
 struct InterleaveOptions {
   int64_t cycle_length = kAutotune;  // inputs open at once; kAutotune: number of cores
   int64_t block_length = 1;          // consecutive elements taken from one input
@@ -137,6 +144,10 @@ class Dataset {
   Dataset prefetch(int64_t buffer_size = kAutotune) const;
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
   Dataset cache() const;
+  // On disk: written during the first complete pass, read by later ones (ops/cache.h).
+  Dataset cache(std::string filename) const;
+  // map(fn) then batch(), fused (ops/map_and_batch.h).
+  Dataset map_and_batch(Function fn, MapAndBatchOptions options) const;
   Dataset shuffle(int64_t buffer_size, ShuffleOptions options = {}) const;
   Dataset repeat(int64_t count = -1) const;  // -1: forever
   Dataset take(int64_t count) const;         // -1: all

@@ -20,7 +20,8 @@ class PipelineError : public std::runtime_error {
 
 // A pipeline that failed on its input data: a file that is missing or cannot be read, a corrupt
 // or truncated record, a pattern that matches no file. The message names the stage, the file and
-// the byte offset, e.g. "tfrecord: a.tfrecord: TFRecord record at byte 1040: corrupt data (...)".
+// the byte offset (or the archive member or dataset), e.g. "tfrecord: a.tfrecord: TFRecord record
+// at byte 1040: corrupt data (...)".
 // The command line reports it as bad input (exit 2), where other pipeline failures exit 1.
 class InputDataError : public PipelineError {
  public:

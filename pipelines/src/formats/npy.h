@@ -1,0 +1,53 @@
+// numpy's .npy format (versions 1.0, 2.0 and 3.0): a magic string, a version, a header length and
+// a Python dict literal {'descr': ..., 'fortran_order': ..., 'shape': (...)} padded to 64 bytes,
+// then the array's bytes. Readers accept C and Fortran order, either byte order, and the dtypes
+// numpy writes that a tensor can hold without loss:
+//   b1 -> bool, u1 -> uint8, i4 -> int32, i8 -> int64, f4 -> float32, f8 -> float64 (as stored),
+//   i1, i2, u2 -> int32, u4 -> int64, f2 -> float32 (widened).
+// Other dtypes (complex, u8, strings, objects, structured records) are refused by name.
+// A little-endian C-order array of a tensor dtype whose bytes are suitably aligned is a zero-copy
+// view of its mapping; everything else is converted into a new tensor in one pass.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "formats/mapped_file.h"
+#include "pipeprof/pipelines/formats.h"
+#include "pipeprof/pipelines/tensor.h"
+
+namespace pipeprof::pipelines::formats {
+
+struct NpyHeader {
+  int major = 1;
+  int minor = 0;
+  std::string descr;  // as written, e.g. "<f4"
+  bool fortran_order = false;
+  Shape shape;
+  size_t data_offset = 0;  // bytes from the start of the .npy data to the array's first byte
+  size_t data_bytes = 0;   // the array's bytes in the file
+  DType dtype = DType::kFloat32;  // the tensor's dtype
+};
+
+// Parses and checks a header at the start of `bytes` (the whole .npy content); the array must
+// fit in `bytes`. `where` names the data in errors ("x.npy", "x.npz: member 'a.npy'"); offsets in
+// errors are relative to the start of `bytes`. Throws FormatError.
+// `total_size`: the size of the whole content when `bytes` holds only its beginning (an archive
+// member read in pieces); the header must lie in `bytes`.
+NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& where,
+                           size_t total_size = static_cast<size_t>(-1));
+// The dtype and layout of `h` allow reading the values straight into a tensor (no conversion).
+bool npy_values_as_stored(const NpyHeader& h);
+
+// The array of `bytes` (the whole .npy content) as a tensor. When `owner` keeps `bytes` alive
+// (a mapping), a layout that allows it becomes a zero-copy view; otherwise the values are copied.
+Tensor decode_npy(std::span<const std::byte> bytes, const std::string& where,
+                  const std::shared_ptr<const void>& owner = nullptr);
+
+// read_npy, encode_npy, write_npy and random_tensor: pipeprof/pipelines/formats.h.
+
+}  // namespace pipeprof::pipelines::formats

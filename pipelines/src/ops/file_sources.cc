@@ -1,0 +1,261 @@
+// npy, npz and hdf5: the array-file sources of file_sources.h over the readers of formats/.
+#include "pipeprof/pipelines/file_sources.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "formats/format_error.h"
+#include "formats/hdf5.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
+#include "ops/common.h"
+#include "ops/stage_reader.h"
+#include "pipeprof/pipelines/registry.h"
+
+namespace pipeprof::pipelines {
+namespace ops {
+namespace {
+
+enum class FileFormat { kNpy, kNpz, kHdf5 };
+
+std::string_view format_op(FileFormat format) {
+  switch (format) {
+    case FileFormat::kNpy:
+      return "npy";
+    case FileFormat::kNpz:
+      return "npz";
+    case FileFormat::kHdf5:
+      return "hdf5";
+  }
+  return "?";
+}
+
+// The key of the field naming the arrays to read ("keys" for npz, "datasets" for hdf5).
+const char* names_key(FileFormat format) {
+  return format == FileFormat::kHdf5 ? "datasets" : "keys";
+}
+
+class FileSourceNode final : public DatasetNode {
+ public:
+  FileSourceNode(FileFormat format_, std::vector<std::string> files_,
+                 std::vector<std::string> names_, bool rows_)
+      : format(format_), files(std::move(files_)), names(std::move(names_)), rows(rows_) {
+    for (const std::string& f : files) {
+      if (f.empty()) throw std::invalid_argument(std::string(format_op(format)) + ": an empty file name");
+    }
+    if (format == FileFormat::kNpy && !names.empty())
+      throw std::invalid_argument("npy: a .npy file holds one array, it has no keys");
+  }
+  std::string_view op() const override { return format_op(format); }
+  nlohmann::json params() const override {
+    nlohmann::json out{{"files", files}, {"rows", rows}};
+    if (format != FileFormat::kNpy) out[names_key(format)] = names;
+    return out;
+  }
+  std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
+
+  // The arrays of one file (throws formats::FormatError).
+  Element read(const std::string& file) const {
+    switch (format) {
+      case FileFormat::kNpy:
+        return Element{formats::read_npy(file)};
+      case FileFormat::kNpz:
+        return values(formats::read_npz(file, names));
+      case FileFormat::kHdf5:
+        return values(formats::read_hdf5(file, names));
+    }
+    return {};
+  }
+
+  const FileFormat format;
+  const std::vector<std::string> files;
+  const std::vector<std::string> names;
+  const bool rows;
+
+ private:
+  static Element values(formats::NamedTensors named) {
+    Element out;
+    out.reserve(named.size());
+    for (auto& [name, t] : named)
+      out.push_back(std::move(t));
+    return out;
+  }
+};
+
+class FileSourceIterator final : public Iterator {
+ public:
+  FileSourceIterator(const IteratorContext& ctx, const FileSourceNode& node)
+      : Iterator(ctx, &node), node_(node), read_name_(trace_phase("read")) {}
+
+ protected:
+  std::optional<Element> next_impl() override {
+    while (true) {
+      if (current_ && row_ < rows_) return row(row_++);
+      if (next_file_ >= node_.files.size()) return std::nullopt;
+      const std::string& file = node_.files[next_file_++];
+      Element arrays;
+      try {
+        trace::ScopedSpan span(read_name_, trace::category::pipeline());
+        arrays = node_.read(file);
+      } catch (const formats::FormatError& e) {
+        throw InputDataError(stage_name(), e.what());
+      }
+      if (!node_.rows) return arrays;
+      rows_ = -1;
+      for (const Tensor& t : arrays) {
+        const int64_t n = t.rank() == 0 ? -2 : t.shape()[0];
+        if (n == -2 || (rows_ >= 0 && n != rows_)) {
+          throw InputDataError(stage_name(),
+                          fmt::format("{}: rows: every array needs the same first dimension, got {}",
+                                      file, shape_string(t.shape())));
+        }
+        rows_ = n;
+      }
+      current_ = std::move(arrays);
+      row_ = 0;
+      if (rows_ < 0) rows_ = 0;
+    }
+  }
+
+ private:
+  Element row(int64_t r) const {
+    Element out;
+    out.reserve(current_->size());
+    for (const Tensor& t : *current_)
+      out.push_back(t[r]);  // a view sharing the file's tensor
+    return out;
+  }
+
+  const FileSourceNode& node_;
+  trace::NameId read_name_;
+  size_t next_file_ = 0;
+  std::optional<Element> current_;
+  int64_t row_ = 0, rows_ = 0;
+};
+
+std::unique_ptr<Iterator> FileSourceNode::make_iterator(const IteratorContext& ctx) const {
+  return std::make_unique<FileSourceIterator>(ctx, *this);
+}
+
+// A list of strings from a kValue field (absent: empty).
+std::vector<std::string> string_list(const StageReader& s, const std::string& key) {
+  if (!s.has(key)) return {};
+  const auto& v = s.raw(key);
+  if (!v.is_array()) s.fail(key, "a list of strings", v);
+  std::vector<std::string> out;
+  for (const auto& item : v) {
+    if (!item.is_string() || item.get<std::string>().empty()) s.fail(key, "a list of non-empty strings", v);
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+// "files": [...] or "file": a name or "$element" / "$element[k]" (inside an interleave).
+std::vector<std::string> file_list(const StageReader& s) {
+  if (s.has("files") == s.has("file")) {
+    throw SpecError(fmt::format("{}: expected exactly one of \"file\" or \"files\"", s.where()));
+  }
+  if (s.has("files")) {
+    auto files = string_list(s, "files");
+    if (files.empty()) s.fail("files", "a non-empty list of file names", s.raw("files"));
+    return files;
+  }
+  const auto& v = s.raw("file");
+  if (!v.is_string() || v.get<std::string>().empty()) s.fail("file", "a file name or \"$element\"", v);
+  if (!v.get<std::string>().starts_with("$element")) return {v.get<std::string>()};
+  const Element e = s.element("file", "");
+  if (s.fields().scope().outer == nullptr) return {"$element"};  // validation: a placeholder
+  try {
+    return {file_name_of(e.at(0))};
+  } catch (const std::exception& ex) {
+    throw SpecError(fmt::format("{}.file: \"$element\": {}", s.where(), ex.what()));
+  }
+}
+
+OpRegistration file_source_registration(FileFormat format, std::string summary) {
+  std::vector<FieldSpec> fields{
+      {.name = "files", .type = FieldType::kValue, .doc = "a list of file names"},
+      {.name = "file", .type = FieldType::kValue,
+       .doc = "one file name; \"$element\" inside an interleave's pipeline"}};
+  if (format == FileFormat::kNpz) {
+    fields.push_back({.name = "keys", .type = FieldType::kValue,
+                      .fallback = nlohmann::json::array(),
+                      .doc = "arrays to read, in order (absent: all, archive order)",
+                      .spelled_out = false});
+  } else if (format == FileFormat::kHdf5) {
+    fields.push_back({.name = "datasets", .type = FieldType::kValue,
+                      .fallback = nlohmann::json::array(),
+                      .doc = "datasets to read, in order (absent: all, by name)",
+                      .spelled_out = false});
+  }
+  fields.push_back({.name = "rows", .type = FieldType::kBoolean, .fallback = false,
+                    .doc = "yield the rows of the first dimension instead of whole arrays",
+                    .spelled_out = false});
+  const std::string name(format_op(format));
+  return OpRegistration{
+      .name = name,
+      .kind = OpKind::kSource,
+      .summary = std::move(summary),
+      .fields = std::move(fields),
+      .build = [format](const StageReader& s, const Dataset*) {
+        std::vector<std::string> names;
+        if (format != FileFormat::kNpy) names = string_list(s, names_key(format));
+        return Dataset(std::make_shared<FileSourceNode>(format, file_list(s), std::move(names),
+                                                        s.boolean("rows")));
+      },
+      .simulate = [name](const sim::SimStage&) -> sim::NodePtr {
+        throw sim::Unsupported(name + ": reads files; its timing depends on the storage");
+      }};
+}
+
+}  // namespace
+
+const OpRegistration& npy_registration() {
+  static const OpRegistration kOp = file_source_registration(
+      FileFormat::kNpy, "numpy .npy files, one element (the array) per file");
+  return kOp;
+}
+const OpRegistration& npz_registration() {
+  static const OpRegistration kOp = file_source_registration(
+      FileFormat::kNpz, "numpy .npz archives, one element (a component per array) per file");
+  return kOp;
+}
+const OpRegistration& hdf5_registration() {
+  static const OpRegistration kOp = file_source_registration(
+      FileFormat::kHdf5, "HDF5 files, one element (a component per dataset) per file");
+  return kOp;
+}
+
+}  // namespace ops
+
+Dataset npy_files(std::vector<std::string> files, bool rows) {
+  return Dataset(std::make_shared<ops::FileSourceNode>(ops::FileFormat::kNpy, std::move(files),
+                                                       std::vector<std::string>{}, rows));
+}
+Dataset npz_files(std::vector<std::string> files, std::vector<std::string> keys, bool rows) {
+  return Dataset(std::make_shared<ops::FileSourceNode>(ops::FileFormat::kNpz, std::move(files),
+                                                       std::move(keys), rows));
+}
+Dataset hdf5_files(std::vector<std::string> files, std::vector<std::string> datasets, bool rows) {
+  return Dataset(std::make_shared<ops::FileSourceNode>(ops::FileFormat::kHdf5, std::move(files),
+                                                       std::move(datasets), rows));
+}
+
+Element file_name_element(const std::string& name) {
+  Tensor t(DType::kUInt8, Shape{static_cast<int64_t>(name.size())});
+  if (!name.empty()) std::memcpy(t.mutable_data(), name.data(), name.size());
+  return Element{std::move(t)};
+}
+
+std::string file_name_of(const Tensor& tensor) {
+  if (tensor.dtype() != DType::kUInt8 || tensor.rank() != 1 || tensor.num_elements() == 0) {
+    throw std::invalid_argument(fmt::format(
+        "expected a file name (a non-empty uint8 vector of its bytes), got {}{}",
+        dtype_name(tensor.dtype()), shape_string(tensor.shape())));
+  }
+  return {reinterpret_cast<const char*>(tensor.data()), static_cast<size_t>(tensor.num_elements())};
+}
+
+}  // namespace pipeprof::pipelines
