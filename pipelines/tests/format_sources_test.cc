@@ -80,7 +80,7 @@ TEST(FileSources, RowsYieldTheFirstDimension) {
   try {
     npz_files({(tmp / "odd.npz").string()}, {}, true).collect();
     FAIL() << "no error";
-  } catch (const DataError& e) {
+  } catch (const InputDataError& e) {
     EXPECT_NE(std::string(e.what()).find("odd.npz"), std::string::npos) << e.what();
   }
 }
@@ -176,7 +176,7 @@ TEST(FileSources, BadFilesFailWithADataErrorNamingFileAndOffset) {
   try {
     it->next();
     FAIL() << "no error";
-  } catch (const DataError& e) {
+  } catch (const InputDataError& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("npy: "), std::string::npos) << msg;
     EXPECT_NE(msg.find("bad.npy: offset 8"), std::string::npos) << msg;
@@ -187,7 +187,7 @@ TEST(FileSources, BadFilesFailWithADataErrorNamingFileAndOffset) {
     try {
       d.collect();
       FAIL() << "no error";
-    } catch (const DataError& e) {
+    } catch (const InputDataError& e) {
       EXPECT_NE(std::string(e.what()).find("missing."), std::string::npos) << e.what();
     }
   }

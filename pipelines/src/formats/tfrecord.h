@@ -20,15 +20,10 @@
 #include <string>
 #include <string_view>
 
+#include "formats/format_error.h"
 #include "io/byte_stream.h"
 
 namespace pipeprof::pipelines::formats {
-
-// Malformed file contents: the message names the file and the byte offset.
-class FormatError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 inline constexpr size_t kTFRecordHeaderBytes = 12;  // length + its CRC
 inline constexpr size_t kTFRecordFooterBytes = 4;   // the data's CRC
