@@ -45,6 +45,10 @@ struct OpCase {
   std::string expected;          // JSON array of element_to_json(element)
   bool unordered = false;        // the output is a permutation of `expected`
   bool same_every_epoch = true;  // a second iteration yields the same order
+  // The first complete pass writes a file that later passes read (cache with a filename): one
+  // writer at a time, so two live iterators are checked once the file is complete (a second
+  // writer's error is the formats tests' business).
+  bool writes_on_first_pass = false;
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) {
@@ -191,7 +195,7 @@ std::vector<OpCase> op_cases() {
        [] {
          return range(5).map(make_function("increment")).cache((files_dir() / "c.cache").string());
        },
-       "[1,2,3,4,5]"},
+       "[1,2,3,4,5]", false, true, true},
       {"map_and_batch",
        [] { return range(7).map_and_batch(make_function("increment"), {.batch_size = 3}); },
        "[[1,2,3],[4,5,6],[7]]"},
@@ -316,6 +320,7 @@ TEST_P(Conformance, SecondIterationStartsAfresh) {
 TEST_P(Conformance, TwoLiveIteratorsAreIndependent) {
   run_with_deadline(20s, [&] {
     const Dataset ds = GetParam().make();
+    if (GetParam().writes_on_first_pass) expect_matches(run_epoch(*ds.iterate()));
     auto a = ds.iterate();
     auto first = a->next();  // `a` is mid-epoch while `b` runs a whole epoch
     ASSERT_TRUE(first.has_value());
