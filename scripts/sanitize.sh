@@ -52,7 +52,7 @@ run_preset() {
     tsan)
       configure=(-DPIPEPROF_CUDA=OFF -DPIPEPROF_VIEWER=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
       targets=(pipelines_conformance_test pipelines_ops_test pipelines_unit_test pipelines_mp_test
-               autotune_unit_test)
+               pipelines_storage_test pipelines_formats_test autotune_unit_test)
       # GCC 12's ThreadSanitizer cannot map its shadow memory with more than 28 bits of mmap
       # randomisation ("unexpected memory mapping"): run without address randomisation there.
       if [ "$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)" -gt 28 ]; then
