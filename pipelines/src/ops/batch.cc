@@ -149,26 +149,27 @@ const OpRegistration& batch_registration() {
         return input->batch(s.integer("batch_size"), s.boolean("drop_remainder"));
       },
       .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
-        const int64_t size = s.integer("batch_size");
-        const bool drop = s.boolean("drop_remainder");
-        return sim::counting_stage(s.input(), [size, drop] {
-          return [size, drop, ended = false](sim::SimIterator& in,
-                                             sim::Time t) mutable -> sim::Pull {
-            int64_t n = 0;
-            while (!ended && n < size) {
-              sim::Pull p = in.next(t);
-              t = p.at;
-              if (!p.elem)
-                ended = true;
-              else
-                ++n;
-            }
-            if (n == 0 || (ended && drop && n < size)) return {std::nullopt, t};
-            return {sim::Elem{}, t};
-          };
-        });
+        return simulate_batch(s.input(), s.integer("batch_size"), s.boolean("drop_remainder"));
       }};
   return kOp;
+}
+
+sim::NodePtr simulate_batch(sim::NodePtr input, int64_t batch_size, bool drop_remainder) {
+  return sim::counting_stage(std::move(input), [size = batch_size, drop = drop_remainder] {
+    return [size, drop, ended = false](sim::SimIterator& in, sim::Time t) mutable -> sim::Pull {
+      int64_t n = 0;
+      while (!ended && n < size) {
+        sim::Pull p = in.next(t);
+        t = p.at;
+        if (!p.elem)
+          ended = true;
+        else
+          ++n;
+      }
+      if (n == 0 || (ended && drop && n < size)) return {std::nullopt, t};
+      return {sim::Elem{}, t};
+    };
+  });
 }
 
 }  // namespace ops

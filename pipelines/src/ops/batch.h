@@ -5,6 +5,7 @@
 #pragma once
 
 #include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/simulation.h"
 
 namespace pipeprof::pipelines::ops {
 
@@ -18,5 +19,9 @@ class BatchNode final : public DatasetNode {
   int64_t batch_size;
   bool drop_remainder;
 };
+
+// The simulation rule of batching `input` (batch's own, and map_and_batch's after its map): a batch
+// is ready when its last element is; a short last batch is dropped with drop_remainder.
+sim::NodePtr simulate_batch(sim::NodePtr input, int64_t batch_size, bool drop_remainder);
 
 }  // namespace pipeprof::pipelines::ops

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ops/batch.h"
 #include "ops/common.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/functions.h"
@@ -301,24 +302,7 @@ const OpRegistration& map_and_batch_registration() {
             return std::make_unique<sim::ParallelMapIterator>(input->iterate(), timing, workers);
           });
         }
-        const int64_t size = s.integer("batch_size");
-        const bool drop = s.boolean("drop_remainder");
-        return sim::counting_stage(mapped, [size, drop] {
-          return [size, drop, ended = false](sim::SimIterator& in,
-                                             sim::Time t) mutable -> sim::Pull {
-            int64_t n = 0;
-            while (!ended && n < size) {
-              sim::Pull p = in.next(t);
-              t = p.at;
-              if (!p.elem)
-                ended = true;
-              else
-                ++n;
-            }
-            if (n == 0 || (ended && drop && n < size)) return {std::nullopt, t};
-            return {sim::Elem{}, t};
-          };
-        });
+        return simulate_batch(mapped, s.integer("batch_size"), s.boolean("drop_remainder"));
       }};
   return kOp;
 }
