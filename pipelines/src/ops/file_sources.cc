@@ -12,6 +12,7 @@
 #include "formats/npz.h"
 #include "ops/common.h"
 #include "ops/stage_reader.h"
+#include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
@@ -244,9 +245,7 @@ Dataset hdf5_files(std::vector<std::string> files, std::vector<std::string> data
 }
 
 Element file_name_element(const std::string& name) {
-  Tensor t(DType::kUInt8, Shape{static_cast<int64_t>(name.size())});
-  if (!name.empty()) std::memcpy(t.mutable_data(), name.data(), name.size());
-  return Element{std::move(t)};
+  return Element{file_name_tensor(name)};  // list_files' encoding (files.h)
 }
 
 std::string file_name_of(const Tensor& tensor) {
