@@ -27,27 +27,17 @@
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/results/results_file.h"
 #include "pipeprof/trace/chrome_json.h"
+#include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 
 namespace {
 
 using pipeprof::testing_support::TempDir;
 
-struct CliResult {
-  int code;
-  std::string out;  // stdout and stderr together
-};
+using pipeprof::testing::CliResult;
 
 CliResult run(const std::string& args) {
-  const std::string cmd = std::string(PIPEPROF_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
-    out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return pipeprof::testing::run_command(std::string(PIPEPROF_BINARY) + " " + args);
 }
 
 // Points pipeprof at another experiment catalog while it lives (children inherit the environment).

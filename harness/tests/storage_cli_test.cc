@@ -12,6 +12,7 @@
 
 #include "formats/example.h"
 #include "formats/tfrecord.h"
+#include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 
 namespace {
@@ -19,21 +20,10 @@ namespace {
 using pipeprof::testing_support::TempDir;
 namespace formats = pipeprof::pipelines::formats;
 
-struct CliResult {
-  int code;
-  std::string out;
-};
+using pipeprof::testing::CliResult;
 
 CliResult run(const std::string& args) {
-  const std::string cmd = std::string(PIPEPROF_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe))
-    out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return pipeprof::testing::run_command(std::string(PIPEPROF_BINARY) + " " + args);
 }
 
 // Four TFRecord files of 8 tf.Examples each: {"label": int64 10 * file + record}.

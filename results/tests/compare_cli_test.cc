@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "schema_check.h"
 
@@ -17,22 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
+using pipeprof::testing::CliResult;
 
 CliResult run(const std::string& args) {
-  CliResult r;
-  const std::string command = std::string(PIPEPROF_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer{};
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-    r.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return pipeprof::testing::run_command(std::string(PIPEPROF_BINARY) + " " + args);
 }
 
 class CompareCli : public ::testing::Test {
