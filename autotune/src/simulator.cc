@@ -45,22 +45,32 @@ SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
   const SimContext ctx{.bound = options.bound,
                        .autotune_parallelism = options.autotune_parallelism > 0
                                                    ? options.autotune_parallelism
-                                                   : pipelines::default_autotune_parallelism()};
+                                                   : pipelines::default_autotune_parallelism(),
+                       .rates = {.memcpy_gb_per_s = options.memcpy_gb_per_s,
+                                 .fill_gb_per_s = options.fill_gb_per_s}};
   try {
     NodePtr root = build_chain(pipeline, ctx);
-    Time t = 0;
+    Time t = 0, waited = 0;
     for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
       auto it = root->iterate();
       while (true) {
         Pull p = it->next(t);
+        if (!p.elem) {
+          t = p.at;
+          break;
+        }
+        waited += p.at - t;
         t = p.at;
-        if (!p.elem) break;
         ++result.elements;
         t += options.step_ms;
       }
     }
     result.supported = true;
     result.total_ms = t;
+    if (result.elements > 0) result.wait_mean_ms = waited / static_cast<double>(result.elements);
+  } catch (const pipelines::sim::NeedsMeasurement& e) {
+    result.reason = e.what();
+    result.needs_rates = true;
   } catch (const Unsupported& e) {
     result.reason = e.what();
   } catch (const nlohmann::json::exception& e) {

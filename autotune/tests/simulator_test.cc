@@ -105,7 +105,9 @@ TEST_P(SameElementsAsTheRealPipeline, Counted) {
   const nlohmann::json spec = nlohmann::json::parse(GetParam());
   const int64_t real =
       static_cast<int64_t>(pipelines::parse_pipeline(spec, "<test>").collect().size());
-  const SimResult r = simulate(spec, {.step_ms = 1, .epochs = 1});
+  // Rates as if measured (process sources copy, random_tensors fill); any positive value counts.
+  const SimResult r =
+      simulate(spec, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 10, .fill_gb_per_s = 1});
   ASSERT_TRUE(r.supported) << r.reason;
   EXPECT_EQ(r.elements, real) << GetParam();
 }
@@ -154,6 +156,23 @@ const std::vector<std::string>& specs() {
       chain(R"({"op": "range", "stop": 4})",
             R"({"op": "interleave", "cycle_length": 2, "block_length": 2,
                 "pipeline": {"stages": [{"op": "range", "stop": "$element"}]}})"),
+      // Process sources (each spawns its producers: tiny pipelines only). Producer i runs the
+      // nested pipeline with "$element" = i: 0 + 1 + 2 + 3 elements.
+      R"({"stages": [{"op": "multiprocess", "producers": 4, "queue_capacity": 2,
+                      "pipeline": {"stages": [{"op": "range", "stop": "$element"}]}}]})",
+      R"({"stages": [{"op": "multiprocess", "producers": 3, "queue_capacity": 1,
+                      "deterministic": true,
+                      "pipeline": {"stages": [{"op": "range", "stop": 5},
+                                              {"op": "filter", "predicate": "greater_than",
+                                               "args": {"value": 1}}]}}]})",
+      R"({"stages": [{"op": "shared_store", "producers": 2, "queue_capacity": 2, "store_mb": 1,
+                      "pipeline": {"stages": [{"op": "generator", "fn": "random_tensors",
+                                               "args": {"count": 3, "shapes": [[2, 3]]}}]}}]})",
+      R"({"stages": [{"op": "shared_store", "producers": 3, "deterministic": true, "store_mb": 1,
+                      "pipeline": {"stages": [{"op": "range", "stop": "$element"},
+                                              {"op": "map", "fn": "fill_random",
+                                               "args": {"shape": [4]}}]}},
+                     {"op": "batch", "batch_size": 2}]})",
       chain(R"({"op": "range", "stop": 5})",
             R"({"op": "interleave", "cycle_length": 3, "parallelism": 3,
                 "pipeline": {"stages": [{"op": "range", "stop": "$element"},
@@ -174,8 +193,8 @@ INSTANTIATE_TEST_SUITE_P(Registry, SameElementsAsTheRealPipeline,
 TEST(Simulator, EveryRegisteredOperationIsCoveredByTheElementCheck) {
   // A new operation must come with a spec above (or a reason it cannot be simulated).
   // Process sources, and file sources whose timing is the storage's (known only when they run).
-  const std::set<std::string> unsupported{"multiprocess", "shared_store", "list_files", "tfrecord",
-                                          "fixed_length_records", "npy", "npz", "hdf5"};
+  const std::set<std::string> unsupported{"list_files", "tfrecord", "fixed_length_records", "npy",
+                                          "npz", "hdf5"};
   std::set<std::string> covered;
   for (const auto& text : specs()) {
     const nlohmann::json spec = nlohmann::json::parse(text);
@@ -207,13 +226,132 @@ TEST(Simulator, FileSourcesAreUnsupportedWithAReason) {
   EXPECT_NE(r.reason.find("list_files"), std::string::npos) << r.reason;
 }
 
-TEST(Simulator, ProcessSourcesAreUnsupportedWithAReason) {
+TEST(Simulator, CopiesAndFillsNeedTheMeasuredRates) {
   const nlohmann::json p = nlohmann::json::parse(
       R"({"stages": [{"op": "multiprocess", "producers": 2,
                       "pipeline": {"stages": [{"op": "range", "stop": 3}]}}]})");
   const SimResult r = simulate(p, {.step_ms = 1, .epochs = 1});
   EXPECT_FALSE(r.supported);
+  EXPECT_TRUE(r.needs_rates);
   EXPECT_NE(r.reason.find("multiprocess"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("memcpy"), std::string::npos) << r.reason;
+  EXPECT_TRUE(simulate(p, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 1}).supported);
+
+  const nlohmann::json g = nlohmann::json::parse(
+      R"({"stages": [{"op": "generator", "fn": "random_tensors",
+                      "args": {"count": 2, "shapes": [[1000]], "delay_ms": 5}}]})");
+  const SimResult nofill = simulate(g, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 1});
+  EXPECT_TRUE(nofill.needs_rates);
+  EXPECT_NE(nofill.reason.find("fill rate"), std::string::npos) << nofill.reason;
+  // 4000 bytes at 0.001 GB/s (1000 bytes per ms): 4 ms of fill after each 5 ms fetch.
+  const SimResult filled = simulate(g, {.step_ms = 1, .epochs = 1, .fill_gb_per_s = 0.001});
+  ASSERT_TRUE(filled.supported) << filled.reason;
+  EXPECT_DOUBLE_EQ(filled.total_ms, 2 * 9 + 1 + 1);
+}
+
+// The Ray article's shape, small: each producer fetches (50 ms) and fills (1 MB at 1 GB/s: 1 ms)
+// 20 items; memcpy at 1 GB/s copies an item in 1 ms; the step takes 10 ms.
+nlohmann::json process_source(const std::string& op, int producers, int queue_capacity) {
+  nlohmann::json p = nlohmann::json::parse(R"({"stages": [{"op": "", "pipeline": {"stages": [
+      {"op": "generator", "fn": "random_tensors",
+       "args": {"count": 20, "shapes": [[250000]], "delay_ms": 50}}]}}]})");
+  p["stages"][0]["op"] = op;
+  p["stages"][0]["producers"] = producers;
+  p["stages"][0]["queue_capacity"] = queue_capacity;
+  return p;
+}
+
+SimResult run_model(const nlohmann::json& p) {
+  return simulate(p, {.step_ms = 10, .epochs = 1, .memcpy_gb_per_s = 1, .fill_gb_per_s = 1});
+}
+
+double ms_per_element(const SimResult& r) {
+  return r.total_ms / static_cast<double>(r.elements);
+}
+
+TEST(Simulator, OneProducerIsItsFetchPlusFill) {
+  // multiprocess: item j is sent at 51 (j + 1), read by 51 (j + 1) + 1; after the last, the step.
+  const SimResult mp = run_model(process_source("multiprocess", 1, 16));
+  ASSERT_TRUE(mp.supported) << mp.reason;
+  EXPECT_EQ(mp.elements, 20);
+  EXPECT_DOUBLE_EQ(mp.total_ms, 20 * 51 + 1 + 10);
+  // shared_store: the producer writes each item (1 ms) before its next fetch; zero-copy take.
+  const SimResult ss = run_model(process_source("shared_store", 1, 16));
+  ASSERT_TRUE(ss.supported) << ss.reason;
+  EXPECT_DOUBLE_EQ(ss.total_ms, 20 * 52 + 10);
+}
+
+TEST(Simulator, MoreProducersLowerTheTimePerElementUntilTheConsumerBinds) {
+  for (const std::string op : {"multiprocess", "shared_store"}) {
+    // The consumer's floor: the step, plus the read out of the socket for multiprocess (the
+    // producer's write overlaps it); shared_store's consumer copies nothing.
+    const double floor = op == "multiprocess" ? 10 + 1 : 10;
+    double previous = 0;
+    for (int producers : {1, 2, 3, 4}) {
+      const SimResult r = run_model(process_source(op, producers, 64));
+      ASSERT_TRUE(r.supported) << r.reason;
+      EXPECT_EQ(r.elements, 20 * producers);
+      const double per = ms_per_element(r);
+      if (previous > 0) {
+        EXPECT_LT(per, previous - 1) << op << " with " << producers;
+      }
+      EXPECT_GT(per, floor) << op;
+      previous = per;
+    }
+    // From six producers on they deliver an item faster than the consumer takes one: it binds.
+    for (int producers : {6, 12, 24}) {
+      const SimResult r = run_model(process_source(op, producers, 64));
+      // Only the first item's fetch and fill (and write) come before the consumer's work.
+      const double start = op == "multiprocess" ? 51 : 52;
+      EXPECT_NEAR(r.total_ms, start + floor * static_cast<double>(r.elements), 1e-6)
+          << op << " with " << producers;
+      EXPECT_NEAR(r.wait_mean_ms, (op == "multiprocess" ? 1 : 0) + start / r.elements, 1e-6);
+    }
+  }
+}
+
+TEST(Simulator, QueueCapacityMattersForABurstyFetch) {
+  // One producer yields bursts: a 100 ms open, then 8 items at once, three times. With room for a
+  // burst the producer opens the next one while the consumer works through this one (steps of
+  // 10 ms): 3 x 100 + 8 x 10. With one slot it gets the burst's last slot only when the consumer
+  // has taken the one before, and opens the next burst 70 ms late each time: 160 + 100 for the
+  // second burst, 320 + 100 for the third, done 80 later.
+  auto bursty = [](int queue_capacity) {
+    nlohmann::json p = nlohmann::json::parse(R"({"stages": [{"op": "multiprocess",
+        "producers": 1, "pipeline": {"stages": [
+        {"op": "artificial", "open_ms": 100, "read_ms": 0, "num_samples": 8},
+        {"op": "repeat", "count": 3}]}}]})");
+    p["stages"][0]["queue_capacity"] = queue_capacity;
+    return simulate(p, {.step_ms = 10, .epochs = 1, .memcpy_gb_per_s = 1e6});
+  };
+  const SimResult roomy = bursty(16);
+  const SimResult tight = bursty(1);
+  ASSERT_TRUE(roomy.supported && tight.supported) << roomy.reason << tight.reason;
+  EXPECT_EQ(roomy.elements, 24);
+  EXPECT_NEAR(roomy.total_ms, 3 * 100 + 8 * 10, 1e-6);
+  EXPECT_NEAR(tight.total_ms, 420 + 8 * 10, 1e-6);
+  EXPECT_GT(tight.total_ms, roomy.total_ms + 100);
+  // The bound unbounds the queue: it is the roomy time whatever the spec says.
+  nlohmann::json autotuned = nlohmann::json::parse(R"({"stages": [{"op": "multiprocess",
+      "producers": 1, "queue_capacity": "autotune", "pipeline": {"stages": [
+      {"op": "artificial", "open_ms": 100, "read_ms": 0, "num_samples": 8},
+      {"op": "repeat", "count": 3}]}}]})");
+  const SimResult bound =
+      simulate(autotuned, {.step_ms = 10, .epochs = 1, .bound = true, .memcpy_gb_per_s = 1e6});
+  ASSERT_TRUE(bound.supported) << bound.reason;
+  EXPECT_NEAR(bound.total_ms, roomy.total_ms, 1e-6);
+}
+
+TEST(Simulator, DeterministicProducersTakeTurns) {
+  const nlohmann::json p = nlohmann::json::parse(R"({"stages": [{"op": "shared_store",
+      "producers": 2, "queue_capacity": 8, "deterministic": true, "pipeline": {"stages": [
+      {"op": "artificial", "open_ms": 0, "read_ms": 10, "num_samples": 3}]}}]})");
+  const SimResult r = simulate(p, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 1e6});
+  ASSERT_TRUE(r.supported) << r.reason;
+  EXPECT_EQ(r.elements, 6);
+  // Both producers read at 10, 20, 30; in turn the consumer takes 0@10, 1@11, 0@20, 1@21, 0@30,
+  // 1@31, then the last step.
+  EXPECT_NEAR(r.total_ms, 32, 1e-6);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/step.h"
+#include "pipeprof/pipelines/functions.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/results/compare.h"
 #include "pipeprof/trace/clock.h"
@@ -165,6 +166,31 @@ double measure_memcpy_gb_per_s(size_t bytes, int copies) {
   return best > 0 ? static_cast<double>(bytes) / static_cast<double>(best) : 0;
 }
 
+double measure_fill_gb_per_s(size_t bytes, int fills) {
+  std::vector<float> buffer(std::max<size_t>(1, bytes / sizeof(float)), 0.0F);
+  int64_t best = 0;
+  for (int i = 0; i < std::max(1, fills); ++i) {
+    const int64_t t0 = trace::now_ns();
+    pipelines::fill_random(buffer, static_cast<uint64_t>(i) + 1);
+    const int64_t dt = trace::now_ns() - t0;
+    if (best == 0 || dt < best) best = dt;
+  }
+  const double filled = static_cast<double>(buffer.size() * sizeof(float));
+  return best > 0 ? filled / static_cast<double>(best) : 0;
+}
+
+SimResult simulate_measured(const nlohmann::json& spec, SimOptions options, MachineRates& rates) {
+  options.memcpy_gb_per_s = rates.memcpy_gb_per_s;
+  options.fill_gb_per_s = rates.fill_gb_per_s;
+  SimResult r = simulate(spec, options);
+  if (!r.needs_rates) return r;
+  if (rates.memcpy_gb_per_s <= 0) rates.memcpy_gb_per_s = measure_memcpy_gb_per_s();
+  if (rates.fill_gb_per_s <= 0) rates.fill_gb_per_s = measure_fill_gb_per_s();
+  options.memcpy_gb_per_s = rates.memcpy_gb_per_s;
+  options.fill_gb_per_s = rates.fill_gb_per_s;
+  return simulate(spec, options);
+}
+
 WaitStats wait_stats(std::vector<int64_t> waits_ns) {
   WaitStats w;
   if (waits_ns.empty()) return w;
@@ -265,16 +291,22 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   r.median_wall_ms = median(walls);
   r.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
   r.median_steady_wait_ms = median(steady);
+  // The machine's rates, measured in the same run: the transport's floor, and what the simulator
+  // needs for CPU fills and copies.
+  MachineRates rates;
   if (has_process_transport(r.spec) && !stopped(options))
-    r.memcpy_gb_per_s = measure_memcpy_gb_per_s();
+    rates.memcpy_gb_per_s = measure_memcpy_gb_per_s();
 
   SimOptions sim{.step_ms = choice.step->target_ms(), .epochs = r.epochs};
-  const SimResult ideal = simulate(r.spec, sim);
+  const SimResult ideal = simulate_measured(r.spec, sim, rates);
   sim.bound = true;
-  const SimResult bound = simulate(r.spec, sim);
+  const SimResult bound = simulate_measured(r.spec, sim, rates);
+  r.memcpy_gb_per_s = rates.memcpy_gb_per_s;
+  r.fill_gb_per_s = rates.fill_gb_per_s;
   if (bound.supported) r.bound_ms = bound.total_ms;
   if (ideal.supported) {
     r.ideal_ms = ideal.total_ms;
+    if (ideal.elements > 0) r.ideal_wait_ms = ideal.wait_mean_ms;
     // With the online tuner moving the knobs, the configured values are "the best": the ideal
     // is the bound.
     if (!r.autotune.is_null() && bound.supported) {
@@ -376,6 +408,13 @@ nlohmann::json to_json(const ExperimentResult& r) {
                         {"bytes_copied_per_element", bytes_copied_per_element(r)},
                         {"copy_floor_ms_per_element", *copy_floor_ms_per_element(r)}};
   }
+  // The rates the simulator's ideal was computed with (CPU fills, copies).
+  if (r.memcpy_gb_per_s > 0 || r.fill_gb_per_s > 0) {
+    out["measured_rates"] = nlohmann::json::object();
+    if (r.memcpy_gb_per_s > 0) out["measured_rates"]["memcpy_gb_per_s"] = r.memcpy_gb_per_s;
+    if (r.fill_gb_per_s > 0) out["measured_rates"]["fill_gb_per_s"] = r.fill_gb_per_s;
+  }
+  if (r.ideal_wait_ms) out["ideal_wait_ms"] = *r.ideal_wait_ms;
   // Per input element: what the source produced, over all epochs.
   for (const auto& s : r.stages) {
     if (s.key == "stages[0]" && s.elements > 0 && !r.repetitions.empty()) {

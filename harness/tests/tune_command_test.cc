@@ -90,6 +90,42 @@ TEST_F(TuneCommand, RejectsBadInput) {
             harness::kExitBadInput);
 }
 
+TEST_F(TuneCommand, ModelSearchesProducersAndQueueCapacity) {
+  // Producers that fetch bursts of 8 items every 100 ms, a 10 ms step: on the mean wait, more
+  // producers are better (their items come in faster than the consumer takes them). No trial runs
+  // the pipeline: the simulator answers, with the machine's rates measured once.
+  const nlohmann::json spec = nlohmann::json::parse(R"({
+    "name": "bursty_producers",
+    "stages": [{"op": "multiprocess", "producers": "autotune", "queue_capacity": "autotune",
+                "pipeline": {"stages": [
+                  {"op": "artificial", "open_ms": 100, "read_ms": 0, "num_samples": 8},
+                  {"op": "repeat", "count": 3}]}}],
+    "experiment": {"step": "sleep:10", "epochs": 1}
+  })");
+  const fs::path log = dir_ / "log.json";
+  const fs::path out = dir_ / "tuned.json";
+  ASSERT_EQ(cli({"tune", write("spec.json", spec).string(), "--model", "--strategy", "grid",
+                 "--budget", "100", "--objective", "wait", "--max-producers", "4", "--out",
+                 out.string(), "--log", log.string()}),
+            harness::kExitOk);
+  nlohmann::json l;
+  std::ifstream(log) >> l;
+  EXPECT_EQ(l["trials_of"], "model");
+  EXPECT_EQ(l["trials"].size(), 4u * 7u);  // producers 1..4 x queue_capacity 1..64
+  EXPECT_GT(l["measured_rates"]["memcpy_gb_per_s"].get<double>(), 0);
+  const pipelines::Spec tuned = pipelines::load_spec(out);
+  EXPECT_EQ(tuned.document["stages"][0]["producers"], 4);
+  EXPECT_TRUE(tuned.document["stages"][0]["queue_capacity"].is_number_integer());
+
+  // A spec the model cannot run is bad input for --model.
+  const nlohmann::json files = nlohmann::json::parse(R"({"stages": [
+    {"op": "list_files", "pattern": "/nonexistent/*.tfrecord"},
+    {"op": "interleave", "cycle_length": 2, "parallelism": "autotune",
+     "pipeline": {"stages": [{"op": "tfrecord", "files": "$element"}]}}]})");
+  EXPECT_EQ(cli({"tune", write("files.json", files).string(), "--model", "--budget", "2"}),
+            harness::kExitBadInput);
+}
+
 TEST_F(TuneCommand, AnOutputThatCannotBeWrittenIsAFailure) {
   EXPECT_EQ(cli({"tune", write("spec.json", kSpec).string(), "--budget", "1", "--out",
                  (dir_ / "no_such_dir" / "tuned.json").string()}),

@@ -27,8 +27,14 @@ SimTiming cheap() {  // no latency; the simulator calls it for element values
 SimTiming latency(double ms) {  // a known latency; values pass through unchanged
   return {.known = true, .unknown = {}, .latency_ms = ms, .evaluate = false};
 }
-SimTiming unknown_cpu_work() {
-  return {.known = false, .unknown = "fills tensors with CPU work of unknown duration"};
+// Fills new float32 tensors of `shapes` (random_element): CPU work timed at the fill rate measured
+// in the same run, after a known latency.
+SimTiming filled(const std::vector<Shape>& shapes, double latency_ms = 0) {
+  double bytes = 0;
+  for (const Shape& shape : shapes)
+    bytes += static_cast<double>(num_elements(shape)) * sizeof(float);
+  return {.known = true, .unknown = {}, .latency_ms = latency_ms, .evaluate = false,
+          .fill_bytes = bytes};
 }
 
 template <typename C>
@@ -136,7 +142,7 @@ const std::map<std::string, FunctionMaker>& functions() {
          const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
          return registered<Function>("fill_random", args, [shapes, seed](Element e) {
            return random_element(shapes, seed ^ element_seed(e));
-         }, unknown_cpu_work());
+         }, filled(shapes));
        }},
       // The image functions (image_functions.h).
       {"decode_jpeg", image::decode_jpeg},
@@ -213,6 +219,9 @@ const std::map<std::string, GeneratorMaker>& generators() {
          auto shapes = f.shapes();
          const int64_t delay_ns = ms_to_ns(f.number("delay_ms", 0.0, 0));
          const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
+         // Each element: the delay, then the fill (values not tracked).
+         SimTiming timing = filled(shapes, f.number("delay_ms", 0.0, 0));
+         timing.count = count;
          return registered<GeneratorFn>("random_tensors", args, [=] {
            return std::function<std::optional<Element>()>(
                [=, i = int64_t{0}]() mutable -> std::optional<Element> {
@@ -220,7 +229,7 @@ const std::map<std::string, GeneratorMaker>& generators() {
                  if (!precise_sleep_for(delay_ns)) return std::nullopt;  // cancelled
                  return random_element(shapes, seed + static_cast<uint64_t>(i++));
                });
-         }, unknown_cpu_work());
+         }, timing);
        }},
   };
   return kGenerators;

@@ -1,5 +1,7 @@
 #include "pipeprof/pipelines/simulation.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -13,12 +15,57 @@ const nlohmann::json kNull;
 }  // namespace
 
 Elem to_elem(const Element& element) {
-  if (element.empty() || element[0].num_elements() != 1) return Elem{};
+  double bytes = 0;
+  for (const Tensor& t : element)
+    bytes += static_cast<double>(t.nbytes());
+  if (element.empty() || element[0].num_elements() != 1) return Elem{std::nullopt, bytes};
   try {
-    return Elem{element[0].as_double()};
+    return Elem{element[0].as_double(), bytes};
   } catch (const std::exception&) {
-    return Elem{};
+    return Elem{std::nullopt, bytes};
   }
+}
+
+Time SimContext::copy_ms(double bytes, std::string_view who) const {
+  if (bytes <= 0) return 0;
+  if (rates.memcpy_gb_per_s <= 0) {
+    throw NeedsMeasurement(
+        fmt::format("{}: copies {:.0f} bytes per element and the machine's memcpy bandwidth was "
+                    "not measured",
+                    who, bytes));
+  }
+  return bytes / (rates.memcpy_gb_per_s * 1e6);  // GB/s = 1e6 bytes per ms
+}
+
+Time SimContext::fill_ms(double bytes, std::string_view who) const {
+  if (bytes <= 0) return 0;
+  if (rates.fill_gb_per_s <= 0) {
+    throw NeedsMeasurement(
+        fmt::format("{}: fills {:.0f} bytes per call and the machine's fill rate was not measured",
+                    who, bytes));
+  }
+  return bytes / (rates.fill_gb_per_s * 1e6);
+}
+
+nlohmann::json substitute_element(const nlohmann::json& j, double value, std::string_view who) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "$element" || s == "$element[0]") {
+      if (value == static_cast<double>(static_cast<int64_t>(value)))
+        return static_cast<int64_t>(value);
+      return value;
+    }
+    if (s.rfind("$element[", 0) == 0)
+      throw Unsupported(fmt::format("{} reads a component other than 0", who));
+    return j;
+  }
+  if (j.is_array() || j.is_object()) {
+    nlohmann::json out = j;
+    for (auto& [k, v] : out.items())
+      v = substitute_element(v, value, who);
+    return out;
+  }
+  return j;
 }
 
 Element to_element(double value) {

@@ -1,10 +1,15 @@
 // pipeprof tune <id|spec.json> [--budget N] [--strategy hill|random|grid]
 //               [--objective throughput|wait] [--step S] [--epochs N] [--repeats R] [--seed S]
-//               [--max-parallelism P] [--out tuned.json] [--log log.json]
+//               [--max-parallelism P] [--max-producers N] [--model] [--out tuned.json]
+//               [--log log.json]
 //
 // Offline tuning: searches the spec's "autotune" parameters (autotune/offline_tuner.h), running
 // each candidate once through the harness runner with the online tuner off, and writes the spec
-// with the best values (loadable by `pipeprof run`) and the log of every trial.
+// with the best values (loadable by `pipeprof run`) and the log of every trial. With --model each
+// candidate is the ideal-time simulator's instead (autotune/simulator.h, with the memcpy and fill
+// rates measured once, at the start): no pipeline runs, so a search over producer processes and
+// queue capacities costs milliseconds per trial; each point is measured once (the model has no
+// noise).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -30,6 +35,8 @@ struct TuneCommandOptions {
   int repeats = 3;
   uint64_t seed = 1;
   int64_t max_parallelism = 16;
+  int64_t max_producers = 16;
+  bool model = false;
   std::string out;
   std::string log;
 };
@@ -46,14 +53,30 @@ Outcome tune_command(const TuneCommandOptions& o) {
   options.objective = autotune::parse_objective(o.objective);
   const Experiment x = read_input([&] { return find_experiment(o.target); });
   const auto knobs = read_input([&] {
-    return autotune::discover_knobs(x.spec.document, {.max_parallelism = o.max_parallelism});
+    return autotune::discover_knobs(
+        x.spec.document, {.max_parallelism = o.max_parallelism, .max_producers = o.max_producers});
   });
   if (knobs.empty()) {
     throw InputError(o.target + ": no parameter is \"autotune\"; nothing to tune");
   }
   options.budget = o.budget;
-  options.repeats = o.repeats;
+  options.repeats = o.model ? 1 : o.repeats;
   options.seed = o.seed;
+
+  // The model's trials: the simulator on the candidate, with the step and epochs a run would use.
+  MachineRates rates;
+  autotune::SimOptions sim;
+  if (o.model) {
+    auto step = read_input([&] { return make_step(o.step.empty() ? x.step : o.step, x.step); });
+    sim = autotune::SimOptions{.step_ms = step.step->target_ms(),
+                               .epochs = o.epochs > 0 ? o.epochs : x.epochs};
+    const autotune::SimResult first = simulate_measured(x.spec.document, sim, rates);
+    if (!first.supported) {
+      throw InputError(o.target + ": the simulator has no model of this spec: " + first.reason);
+    }
+    std::cerr << fmt::format("model: memcpy {:.1f} GB/s, fill {:.2f} GB/s, measured now\n",
+                             rates.memcpy_gb_per_s, rates.fill_gb_per_s);
+  }
 
   bool interrupted = false;
   std::string failure;
@@ -66,6 +89,11 @@ Outcome tune_command(const TuneCommandOptions& o) {
     Experiment candidate = x;
     candidate.spec = pipelines::parse_spec(autotune::apply_assignment(x.spec.document, knobs, a),
                                            x.file.string());
+    if (o.model) {
+      const autotune::SimResult s = simulate_measured(candidate.spec.document, sim, rates);
+      if (!s.supported) return autotune::Measurement{.ok = false, .error = s.reason};
+      return autotune::Measurement{.wall_ms = s.total_ms, .wait_ms = s.wait_mean_ms};
+    }
     const ExperimentResult r = run_experiment(candidate, {.step = o.step,
                                                           .epochs = o.epochs,
                                                           .repetitions = 1,
@@ -87,22 +115,29 @@ Outcome tune_command(const TuneCommandOptions& o) {
         t.best.empty() ? std::string() : fmt::format(" (best {:.2f} ms)", t.best_value));
   };
 
-  std::cerr << fmt::format("{}: tuning {} knob(s) with {} search, objective {}, {} trials\n", x.id,
-                           knobs.size(), o.strategy, o.objective, o.budget);
+  std::cerr << fmt::format("{}: tuning {} knob(s) with {} search, objective {}, {} trials{}\n",
+                           x.id, knobs.size(), o.strategy, o.objective, o.budget,
+                           o.model ? " of the model" : "");
   const autotune::OfflineResult result = autotune::tune_offline(knobs, trial, options);
   std::cout << fmt::format("best ({} {:.2f} ms): {}\n", o.objective, result.best_value,
                            autotune::to_string(result.best, knobs));
 
   if (!o.out.empty()) {
     nlohmann::json tuned = autotune::apply_assignment(x.spec.document, knobs, result.best);
-    tuned["description"] = fmt::format("{} (tuned offline: {} search, {} trials, {} {:.2f} ms)",
-                                       x.spec.document.value("description", x.id), o.strategy,
-                                       result.trials.size(), o.objective, result.best_value);
+    tuned["description"] =
+        fmt::format("{} (tuned offline{}: {} search, {} trials, {} {:.2f} ms)",
+                    x.spec.document.value("description", x.id), o.model ? " on the model" : "",
+                    o.strategy, result.trials.size(), o.objective, result.best_value);
     write_json(o.out, tuned);
   }
   if (!o.log.empty()) {
     nlohmann::json log = autotune::to_json(result, knobs, options);
     log["experiment"] = x.id;
+    log["trials_of"] = o.model ? "model" : "runs";
+    if (o.model) {
+      log["measured_rates"] = {{"memcpy_gb_per_s", rates.memcpy_gb_per_s},
+                               {"fill_gb_per_s", rates.fill_gb_per_s}};
+    }
     log["interrupted"] = interrupted;
     write_json(o.log, log);
   }
@@ -133,6 +168,11 @@ CommandRunner add_tune_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the random choices");
   cmd->add_option("--max-parallelism", o->max_parallelism, "Largest parallelism tried")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--max-producers", o->max_producers, "Most producer processes tried")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--model", o->model,
+                "Measure each candidate with the ideal-time simulator instead of a run (producers "
+                "and queues of process sources, with the machine's memcpy and fill rates)");
   cmd->add_option("--out", o->out, "Write the tuned spec (loadable by `pipeprof run`) here");
   cmd->add_option("--log", o->log, "Write every trial as JSON here");
   cmd->footer(

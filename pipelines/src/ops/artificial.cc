@@ -78,7 +78,7 @@ const OpRegistration& artificial_registration() {
       .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
         std::vector<sim::Elem> samples;
         for (int64_t i = 0; i < s.integer("num_samples"); ++i)
-          samples.push_back({static_cast<double>(i)});
+          samples.push_back({static_cast<double>(i), sizeof(int64_t)});  // an int64 scalar
         return std::make_shared<sim::ListNode>(std::move(samples), s.number("open_ms"),
                                                s.number("read_ms"));
       }};

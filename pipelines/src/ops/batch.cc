@@ -158,16 +158,19 @@ sim::NodePtr simulate_batch(sim::NodePtr input, int64_t batch_size, bool drop_re
   return sim::counting_stage(std::move(input), [size = batch_size, drop = drop_remainder] {
     return [size, drop, ended = false](sim::SimIterator& in, sim::Time t) mutable -> sim::Pull {
       int64_t n = 0;
+      std::optional<double> bytes = 0.0;  // the components stacked: the sum, when all are known
       while (!ended && n < size) {
         sim::Pull p = in.next(t);
         t = p.at;
-        if (!p.elem)
+        if (!p.elem) {
           ended = true;
-        else
+        } else {
           ++n;
+          bytes = bytes && p.elem->bytes ? std::optional(*bytes + *p.elem->bytes) : std::nullopt;
+        }
       }
       if (n == 0 || (ended && drop && n < size)) return {std::nullopt, t};
-      return {sim::Elem{}, t};
+      return {sim::Elem{std::nullopt, bytes}, t};
     };
   });
 }

@@ -66,11 +66,25 @@ const OpRegistration& generator_registration() {
         return generator(make_generator(s.string("fn"), s.object("args"), s.where()));
       },
       .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
-        // The real generator runs when its timing is known and its values are cheap to make.
+        // The real generator runs when its timing is known and its values are cheap to make;
+        // one whose values are not (random_tensors) states how many it yields and their size.
         const GeneratorFn fn = make_generator(s.string("fn"), s.value("args"));
-        if (!fn.sim.known) throw sim::Unsupported(fmt::format("generator '{}': {}", fn.name, fn.sim.unknown));
-        if (!fn.sim.evaluate) throw sim::Unsupported(fmt::format("generator '{}': its values are not cheap to make", fn.name));
-        const double latency = fn.sim.latency_ms;
+        const std::string who = fmt::format("generator '{}'", fn.name);
+        if (!fn.sim.known) throw sim::Unsupported(fmt::format("{}: {}", who, fn.sim.unknown));
+        const double latency = fn.sim.latency_ms + s.context().fill_ms(fn.sim.fill_bytes, who);
+        if (!fn.sim.evaluate) {
+          if (fn.sim.count < 0)
+            throw sim::Unsupported(fmt::format("{}: its values are not cheap to make", who));
+          const sim::Elem elem{std::nullopt, fn.sim.fill_bytes};
+          return std::make_shared<sim::FnNode>([elem, count = fn.sim.count, latency] {
+            return std::make_unique<sim::LambdaIterator>(
+                [elem, count, latency, i = int64_t{0}](sim::Time t) mutable -> sim::Pull {
+                  if (i >= count) return {std::nullopt, t};
+                  ++i;
+                  return {elem, t + latency};
+                });
+          });
+        }
         return std::make_shared<sim::FnNode>([fn, latency] {
           return std::make_unique<sim::LambdaIterator>(
               [pull = fn.fn(), latency](sim::Time t) mutable -> sim::Pull {

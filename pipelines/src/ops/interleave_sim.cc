@@ -20,28 +20,6 @@ using sim::SimIterator;
 using sim::Time;
 using sim::Unsupported;
 
-// Replaces "$element" / "$element[0]" in a nested pipeline by the outer element's value.
-nlohmann::json substitute(const nlohmann::json& j, double value) {
-  if (j.is_string()) {
-    const std::string s = j.get<std::string>();
-    if (s == "$element" || s == "$element[0]") {
-      if (value == static_cast<double>(static_cast<int64_t>(value)))
-        return static_cast<int64_t>(value);
-      return value;
-    }
-    if (s.rfind("$element[", 0) == 0)
-      throw Unsupported("interleave reads a component other than 0");
-    return j;
-  }
-  if (j.is_array() || j.is_object()) {
-    nlohmann::json out = j;
-    for (auto& [k, v] : out.items())
-      v = substitute(v, value);
-    return out;
-  }
-  return j;
-}
-
 class SimInterleaveNode final : public sim::SimNode {
  public:
   explicit SimInterleaveNode(const sim::SimStage& s)
@@ -118,7 +96,7 @@ class SimInterleaveIterator final : public SimIterator {
       return x.at;
     }
     const double value = sim::value_or_throw(*x.elem, "interleave's \"$element\"");
-    auto inner = node_.chain_(substitute(node_.nested_, value))->iterate();
+    auto inner = node_.chain_(sim::substitute_element(node_.nested_, value, "interleave"))->iterate();
     Slot& s = slots_[i];
     s.open = true;
     if (node_.parallel_) {

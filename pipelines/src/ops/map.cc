@@ -64,6 +64,17 @@ std::unique_ptr<Iterator> MapNode::make_iterator(const IteratorContext& ctx) con
   return make_parallel_map_iterator(ctx, *this);
 }
 
+sim::MapFn map_timing(const Function& fn, const sim::SimStage& s, const char* stage) {
+  const std::string who = fmt::format("{} function '{}'", stage, fn.name);
+  if (!fn.sim.known) throw sim::Unsupported(fmt::format("{}: {}", who, fn.sim.unknown));
+  const double fill = fn.sim.fill_bytes;
+  return {fn.sim.latency_ms + s.context().fill_ms(fill, who), [fn, fill](const sim::Elem& e) {
+            if (fn.sim.evaluate) return sim::evaluate(fn, e);
+            if (fill > 0) return sim::Elem{std::nullopt, fill};
+            return e;
+          }};
+}
+
 const OpRegistration& map_registration() {
   static const OpRegistration kOp{
       .name = "map",
@@ -86,12 +97,8 @@ const OpRegistration& map_registration() {
                            .name = s.string("name")});
       },
       .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
-        const Function fn = make_function(s.string("fn"), s.value("args"));
-        if (!fn.sim.known)
-          throw sim::Unsupported(fmt::format("map function '{}': {}", fn.name, fn.sim.unknown));
-        sim::MapFn timing{fn.sim.latency_ms, [fn](const sim::Elem& e) {
-                            return fn.sim.evaluate ? sim::evaluate(fn, e) : e;
-                          }};
+        const sim::MapFn timing =
+            map_timing(make_function(s.string("fn"), s.value("args")), s, "map");
         const sim::NodePtr input = s.input();
         if (s.tunable("parallelism") == 0) {
           return std::make_shared<sim::FnNode>([input, timing] {

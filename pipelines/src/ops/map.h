@@ -7,6 +7,7 @@
 #pragma once
 
 #include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/simulation.h"
 
 namespace pipeprof::pipelines::ops {
 
@@ -25,5 +26,10 @@ class MapNode final : public DatasetNode {
 // The parallel implementation (parallel_map.cc).
 std::unique_ptr<Iterator> make_parallel_map_iterator(const IteratorContext& ctx,
                                                      const MapNode& node);
+
+// A map function's timing for the simulator (map and map_and_batch): its stated latency plus its
+// fill at the measured fill rate; values evaluated when cheap, a fill's new element of
+// `fill_bytes`, else passed through. Unsupported naming `stage` when the timing is not known.
+sim::MapFn map_timing(const Function& fn, const sim::SimStage& s, const char* stage);
 
 }  // namespace pipeprof::pipelines::ops

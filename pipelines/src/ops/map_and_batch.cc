@@ -11,6 +11,7 @@
 
 #include "ops/batch.h"
 #include "ops/common.h"
+#include "ops/map.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/functions.h"
 #include "pipeprof/pipelines/registry.h"
@@ -282,14 +283,8 @@ const OpRegistration& map_and_batch_registration() {
       },
       // map then batch: the map's rule (sequential or parallel workers) feeding batch's.
       .simulate = [](const sim::SimStage& s) -> sim::NodePtr {
-        const Function fn = make_function(s.string("fn"), s.value("args"));
-        if (!fn.sim.known) {
-          throw sim::Unsupported(
-              fmt::format("map_and_batch function '{}': {}", fn.name, fn.sim.unknown));
-        }
-        sim::MapFn timing{fn.sim.latency_ms, [fn](const sim::Elem& e) {
-                            return fn.sim.evaluate ? sim::evaluate(fn, e) : e;
-                          }};
+        const sim::MapFn timing =
+            map_timing(make_function(s.string("fn"), s.value("args")), s, "map_and_batch");
         const sim::NodePtr input = s.input();
         sim::NodePtr mapped;
         if (s.tunable("parallelism") == 0) {

@@ -324,12 +324,6 @@ std::vector<FieldSpec> process_source_fields(std::optional<FieldSpec> extra) {
   return {pipeline, producers, queue_capacity, *extra, deterministic};
 }
 
-sim::NodePtr simulate_process_source(const sim::SimStage& s) {
-  throw sim::Unsupported(fmt::format(
-      "{}: the producers' transport (fork, copies, queue) has no timing model",
-      s.json().value("op", std::string())));
-}
-
 const OpRegistration& multiprocess_registration() {
   static const OpRegistration kOp{
       .name = "multiprocess",

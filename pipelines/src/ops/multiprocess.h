@@ -25,7 +25,7 @@ inline constexpr int64_t kMaxQueueCapacity = int64_t{1} << 20;
 inline constexpr int64_t kMaxStoreMb = int64_t{1} << 20;
 
 // The fields multiprocess and shared_store share (registrations; `extra` goes before
-// "deterministic"), and their simulation rule.
+// "deterministic"), and their simulation rule (process_source_sim.cc).
 std::vector<FieldSpec> process_source_fields(std::optional<FieldSpec> extra);
 sim::NodePtr simulate_process_source(const sim::SimStage& s);
 

@@ -75,7 +75,7 @@ const OpRegistration& range_registration() {
                 } else {
                   next += step;
                 }
-                return {Elem{v}, t};
+                return {Elem{v, sizeof(int64_t)}, t};  // an int64 scalar
               });
         });
       }};

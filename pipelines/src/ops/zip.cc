@@ -71,12 +71,15 @@ const OpRegistration& zip_registration() {
           for (const auto& n : inputs)
             its->push_back(n->iterate());
           return std::make_unique<sim::LambdaIterator>([its](sim::Time t) -> sim::Pull {
+            std::optional<double> bytes = 0.0;  // the inputs' components side by side
             for (auto& it : *its) {
               sim::Pull p = it->next(t);
               t = p.at;
               if (!p.elem) return {std::nullopt, t};
+              bytes = bytes && p.elem->bytes ? std::optional(*bytes + *p.elem->bytes)
+                                             : std::nullopt;
             }
-            return {sim::Elem{}, t};
+            return {sim::Elem{std::nullopt, bytes}, t};
           });
         });
       }};

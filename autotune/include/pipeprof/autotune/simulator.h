@@ -17,7 +17,12 @@
 // Each operation's rule is part of its registration (pipelines/registry.h) and each registered
 // function states its timing next to its definition (pipelines/functions.cc); this file runs them.
 //
-// Unsupported: latencies that are not known in advance (fill_random, a C++ callable), parallel
+// Process sources (multiprocess, shared_store) are modelled as `producers` timelines, each running
+// its nested pipeline, sharing a queue of `queue_capacity` slots, with the transport's copies
+// at the measured memcpy bandwidth (see pipelines/src/ops/process_source_sim.cc). CPU fills
+// (random_tensors, fill_random) take their bytes at the fill rate measured in the same run.
+//
+// Unsupported: latencies that are not known in advance (a C++ callable), parallel
 // interleave with fewer workers than cycle_length, non-deterministic parallel stages, and stages
 // whose timing depends on values a shuffle has permuted. Those give `supported = false` and a
 // reason, never a guess.
@@ -34,13 +39,20 @@ struct SimOptions {
   int64_t epochs = 1;                // a fresh iterator per epoch
   bool bound = false;                // knobs at their best instead of their starting values
   int64_t autotune_parallelism = 0;  // 0: pipelines::default_autotune_parallelism()
+  // The machine's rates, measured in the same run (0: not measured): the copies of a process
+  // source's transport, and the CPU fill of random_tensors / fill_random.
+  double memcpy_gb_per_s = 0;
+  double fill_gb_per_s = 0;
 };
 
 struct SimResult {
   bool supported = false;
-  std::string reason;    // why not, when unsupported
-  double total_ms = 0;   // wall time of all epochs
-  int64_t elements = 0;  // elements the consumer received
+  std::string reason;       // why not, when unsupported
+  double total_ms = 0;      // wall time of all epochs
+  int64_t elements = 0;     // elements the consumer received
+  double wait_mean_ms = 0;  // the consumer's mean wait per element (the ends' waits left out)
+  // Unsupported only for want of a measured rate (SimOptions): measure it and simulate again.
+  bool needs_rates = false;
 };
 
 // `pipeline` is a spec document or pipeline object ({"stages": [...]}), already validated by

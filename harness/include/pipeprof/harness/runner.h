@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/experiment.h"
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/trace/trace.h"
@@ -25,6 +26,20 @@ WaitStats wait_stats(std::vector<int64_t> waits_ns);
 // The machine's memcpy bandwidth in GB/s: the best of a few copies of `bytes` between buffers
 // touched beforehand (so page faults are not counted).
 double measure_memcpy_gb_per_s(size_t bytes = size_t{256} << 20, int copies = 4);
+// The machine's fill rate in GB/s: the best of a few fills of `bytes` of float32 with the
+// pseudo-random generator of random_tensors and fill_random (pipelines::fill_random), into a buffer
+// touched beforehand.
+double measure_fill_gb_per_s(size_t bytes = size_t{64} << 20, int fills = 3);
+
+// The simulator on `spec` with the machine's rates: those in `rates` (non-zero: measured before);
+// when the simulation needs a rate still missing, the missing ones are measured, written back to
+// `rates`, and the spec simulated again. `options`' own rates are replaced.
+struct MachineRates {
+  double memcpy_gb_per_s = 0;
+  double fill_gb_per_s = 0;
+};
+autotune::SimResult simulate_measured(const nlohmann::json& spec, autotune::SimOptions options,
+                                      MachineRates& rates);
 
 struct Repetition {
   double wall_ms = 0;
@@ -77,6 +92,11 @@ struct ExperimentResult {
   // For pipelines with a process-based transport (multiprocess, shared_store): the memcpy
   // bandwidth measured in the same run, GB/s (0 when not measured).
   double memcpy_gb_per_s = 0;
+  // The fill rate of random_tensors / fill_random measured in the same run, GB/s (0 when the
+  // simulation did not need it).
+  double fill_gb_per_s = 0;
+  // The consumer's mean wait per element in the ideal (the simulator's), beside median_wait.
+  std::optional<double> ideal_wait_ms;
   // Part B (the Ray article): its metric is the mean wait per batch, published as seed_wait_ms.
   std::string part;
   std::optional<double> seed_wait_ms;

@@ -45,6 +45,11 @@ struct SimTiming {
   double latency_ms = 0;                             // per call (a generator: per element)
   bool evaluate = false;  // cheap and deterministic: the simulator calls it for element values
                           // (otherwise a map passes values through unchanged)
+  // Bytes each call fills with CPU work (a new element of this size), timed at the fill rate
+  // measured in the same run (sim::MeasuredRates); 0: none.
+  double fill_bytes = 0;
+  // A generator whose values are not cheap to make: how many elements it yields; -1: unknown.
+  int64_t count = -1;
 };
 
 // A callable with a name. Built from the function registry (functions.h) it also carries the

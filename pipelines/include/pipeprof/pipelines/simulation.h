@@ -31,9 +31,11 @@ struct Unsupported : std::runtime_error {
 };
 
 // An element as far as timing is concerned: its scalar value when it has one that later stages
-// may depend on (interleave's "$element", filter), or nothing.
+// may depend on (interleave's "$element", filter), or nothing; and its payload size in bytes when
+// the simulator knows it (what a process source's transport copies).
 struct Elem {
   std::optional<double> value;
+  std::optional<double> bytes;
 };
 
 struct Pull {
@@ -247,12 +249,36 @@ inline NodePtr counting_stage(NodePtr input,
   });
 }
 
+// Rates measured on the machine in the same run (the harness's microbenchmarks), for costs that
+// are CPU or memory work rather than a stated latency. 0: not measured.
+struct MeasuredRates {
+  double memcpy_gb_per_s = 0;  // one memcpy of a large buffer: a transport's copies
+  double fill_gb_per_s = 0;    // the pseudo-random fill of fill_random and random_tensors
+};
+
+// Unsupported only because a measured rate is missing: the caller may measure it and simulate
+// again (autotune::SimResult::needs_rates).
+struct NeedsMeasurement : Unsupported {
+  using Unsupported::Unsupported;
+};
+
 // What the simulator is asked for: the ideal (knobs at their starting values) or the bound (knobs
-// at their best: unbounded parallelism and buffers).
+// at their best: unbounded parallelism and buffers), and the machine's measured rates.
 struct SimContext {
   bool bound = false;
   int64_t autotune_parallelism = 2;  // what a parallelism knob starts at
+  MeasuredRates rates;
+
+  // The time to copy (memcpy) or fill `bytes` at the measured rate; NeedsMeasurement naming `who`
+  // when the rate was not measured.
+  Time copy_ms(double bytes, std::string_view who) const;
+  Time fill_ms(double bytes, std::string_view who) const;
 };
+
+// A nested pipeline with "$element" / "$element[0]" replaced by `value` (interleave's inputs, a
+// process source's producers); Unsupported naming `who` for another component.
+nlohmann::json substitute_element(const nlohmann::json& pipeline, double value,
+                                  std::string_view who);
 
 // One stage of a spec as a simulation rule sees it: its fields with the registration's defaults,
 // its input node (transformations), and nested pipelines built on request. The spec has been
