@@ -156,6 +156,17 @@ struct GzipStream::State {
   bool input_done = false;
   bool stream_end = false;  // the last member ended and no input follows
   bool started = false;
+
+  // Feeds inflate the next compressed chunk; marks the input done at its end.
+  void refill(ByteStream& compressed) {
+    const size_t n = compressed.read(in);
+    if (n == 0) {
+      input_done = true;
+    } else {
+      z.next_in = reinterpret_cast<Bytef*>(in.data());
+      z.avail_in = static_cast<uInt>(n);
+    }
+  }
 };
 
 GzipStream::GzipStream(std::unique_ptr<ByteStream> compressed)
@@ -174,15 +185,7 @@ size_t GzipStream::read(std::span<std::byte> out) {
   State& s = *state_;
   size_t done = 0;
   while (done < out.size() && !s.stream_end) {
-    if (s.z.avail_in == 0 && !s.input_done) {
-      const size_t n = compressed_->read(s.in);
-      if (n == 0) {
-        s.input_done = true;
-      } else {
-        s.z.next_in = reinterpret_cast<Bytef*>(s.in.data());
-        s.z.avail_in = static_cast<uInt>(n);
-      }
-    }
+    if (s.z.avail_in == 0 && !s.input_done) s.refill(*compressed_);
     if (s.z.avail_in == 0 && s.input_done) {
       if (!s.started) {  // an empty file is an empty stream
         s.stream_end = true;
@@ -201,15 +204,7 @@ size_t GzipStream::read(std::span<std::byte> out) {
     done += out_before - s.z.avail_out;
     if (rc == Z_STREAM_END) {
       // Another member may follow (concatenated gzip files are one stream).
-      if (s.z.avail_in == 0 && !s.input_done) {
-        const size_t n = compressed_->read(s.in);
-        if (n == 0) {
-          s.input_done = true;
-        } else {
-          s.z.next_in = reinterpret_cast<Bytef*>(s.in.data());
-          s.z.avail_in = static_cast<uInt>(n);
-        }
-      }
+      if (s.z.avail_in == 0 && !s.input_done) s.refill(*compressed_);
       if (s.z.avail_in == 0) {
         s.stream_end = true;
       } else {
