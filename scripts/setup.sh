@@ -30,6 +30,8 @@ PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsimdjson-dev
+  # DLIO workload files (YAML)
+  libyaml-cpp-dev
   libimgui-dev libglfw3-dev libgl-dev xvfb xauth
   # Storage: zlib (gzip, npz), ISA-L (CRC-32C), libzip, libhdf5, libturbojpeg; fio for the storage
   # benchmark; numpy, h5py and PIL check the formats in the tests

@@ -15,6 +15,7 @@ using CommandRunner = std::function<Outcome()>;
 
 CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_compare_command(CLI::App& app);
+CommandRunner add_datagen_command(CLI::App& app);
 CommandRunner add_inspect_command(CLI::App& app);
 CommandRunner add_list_command(CLI::App& app);
 CommandRunner add_ops_command(CLI::App& app);

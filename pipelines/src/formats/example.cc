@@ -219,7 +219,10 @@ std::vector<Feature> decode_example(std::span<const std::byte> example,
   return out;
 }
 
-std::string encode_example(const std::vector<std::pair<std::string, FeatureValue>>& features) {
+namespace {
+
+// The Features.feature map's entries (Features' field 1, repeated), in the given order.
+std::string encode_feature_map(const std::vector<std::pair<std::string, FeatureValue>>& features) {
   std::string map;
   for (const auto& [key, value] : features) {
     std::string list;
@@ -258,9 +261,48 @@ std::string encode_example(const std::vector<std::pair<std::string, FeatureValue
     put_bytes(entry, 2, feature);
     put_bytes(map, 1, entry);
   }
+  return map;
+}
+
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7)
+    ++n;
+  return n;
+}
+
+}  // namespace
+
+std::string encode_example(const std::vector<std::pair<std::string, FeatureValue>>& features) {
   std::string example;
-  put_bytes(example, 1, map);
+  put_bytes(example, 1, encode_feature_map(features));
   return example;
+}
+
+ExampleFrame encode_example_around(std::string_view key, uint64_t value_bytes,
+                                   const std::vector<std::pair<std::string, FeatureValue>>& rest) {
+  // The bytes feature's nesting, innermost first: BytesList {value}, Feature {bytes_list},
+  // the map entry {key, Feature}; each is a tag and a length in front of its content.
+  const uint64_t list = 1 + varint_size(value_bytes) + value_bytes;
+  const uint64_t feature = 1 + varint_size(list) + list;
+  std::string entry_head;
+  put_bytes(entry_head, 1, key);
+  put_tag(entry_head, 2, kLengthDelimited);
+  put_varint(entry_head, feature);
+  put_tag(entry_head, 1, kLengthDelimited);  // Feature.bytes_list
+  put_varint(entry_head, list);
+  put_tag(entry_head, 1, kLengthDelimited);  // BytesList.value
+  put_varint(entry_head, value_bytes);
+  const uint64_t entry = entry_head.size() + value_bytes;
+  ExampleFrame out;
+  out.tail = encode_feature_map(rest);
+  const uint64_t map = 1 + varint_size(entry) + entry + out.tail.size();
+  put_tag(out.head, 1, kLengthDelimited);  // Example.features
+  put_varint(out.head, map);
+  put_tag(out.head, 1, kLengthDelimited);  // Features.feature's entry
+  put_varint(out.head, entry);
+  out.head += entry_head;
+  return out;
 }
 
 }  // namespace pipeprof::pipelines::formats

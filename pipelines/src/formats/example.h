@@ -46,4 +46,14 @@ struct FeatureValue {
 };
 std::string encode_example(const std::vector<std::pair<std::string, FeatureValue>>& features);
 
+// The serialized Example of a bytes feature `key` with one value of `value_bytes` bytes followed by
+// the features `rest`, without the value itself, for values too large to copy:
+//   head + value + tail == encode_example({{key, {kBytes, {value}}}, rest...}).
+struct ExampleFrame {
+  std::string head;
+  std::string tail;
+};
+ExampleFrame encode_example_around(std::string_view key, uint64_t value_bytes,
+                                   const std::vector<std::pair<std::string, FeatureValue>>& rest);
+
 }  // namespace pipeprof::pipelines::formats

@@ -421,11 +421,11 @@ Tensor read_npy(const std::string& path) {
   return decode_npy(file->bytes(), path, file);
 }
 
-std::vector<std::byte> encode_npy(const Tensor& tensor, const NpyWriteOptions& options) {
-  const bool fortran = options.fortran_order && tensor.rank() > 1;
+std::vector<std::byte> encode_npy_header(DType dtype, const Shape& shape,
+                                         const NpyWriteOptions& options) {
+  const bool fortran = options.fortran_order && shape.size() > 1;
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}",
-                                 descr_of(tensor.dtype()), fortran ? "True" : "False",
-                                 shape_tuple(tensor.shape()));
+                                 descr_of(dtype), fortran ? "True" : "False", shape_tuple(shape));
   int major = options.major;
   if (major == 0) major = dict.size() + 11 + 64 < 65536 ? 1 : 2;
   if (major < 1 || major > 3) throw std::invalid_argument("npy: version must be 1, 2 or 3");
@@ -435,7 +435,7 @@ std::vector<std::byte> encode_npy(const Tensor& tensor, const NpyWriteOptions& o
   dict.append(pad, ' ');
   dict.push_back('\n');
   if (major == 1 && dict.size() > 65535) throw std::invalid_argument("npy: header too long for 1.0");
-  std::vector<std::byte> out(prefix + dict.size() + tensor.nbytes());
+  std::vector<std::byte> out(prefix + dict.size());
   std::memcpy(out.data(), kMagic, kMagicSize);
   out[6] = std::byte(major);
   out[7] = std::byte{0};
@@ -443,7 +443,15 @@ std::vector<std::byte> encode_npy(const Tensor& tensor, const NpyWriteOptions& o
   for (size_t i = 0; i < prefix - 8; ++i)
     out[8 + i] = std::byte((len >> (8 * i)) & 0xFFU);
   std::memcpy(out.data() + prefix, dict.data(), dict.size());
-  std::byte* dst = out.data() + prefix + dict.size();
+  return out;
+}
+
+std::vector<std::byte> encode_npy(const Tensor& tensor, const NpyWriteOptions& options) {
+  const bool fortran = options.fortran_order && tensor.rank() > 1;
+  std::vector<std::byte> out = encode_npy_header(tensor.dtype(), tensor.shape(), options);
+  const size_t header = out.size();
+  out.resize(header + tensor.nbytes());
+  std::byte* dst = out.data() + header;
   if (!fortran) {
     if (tensor.nbytes() > 0) std::memcpy(dst, tensor.data(), tensor.nbytes());
   } else {

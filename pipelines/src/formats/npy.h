@@ -48,6 +48,11 @@ bool npy_values_as_stored(const NpyHeader& h);
 Tensor decode_npy(std::span<const std::byte> bytes, const std::string& where,
                   const std::shared_ptr<const void>& owner = nullptr);
 
+// The header encode_npy writes for an array of `dtype` and `shape`: the array's bytes follow it
+// (for writers that stream the values rather than hold them in a tensor).
+std::vector<std::byte> encode_npy_header(DType dtype, const Shape& shape,
+                                         const NpyWriteOptions& options = {});
+
 // read_npy, encode_npy, write_npy and random_tensor: pipeprof/pipelines/formats.h.
 
 }  // namespace pipeprof::pipelines::formats

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "formats/crc32c.h"
@@ -177,6 +178,36 @@ void TFRecordWriter::write(std::string_view record) {
   put(header, sizeof header);
   put(record.data(), record.size());
   put(footer, sizeof footer);
+}
+
+void TFRecordWriter::begin_record(uint64_t length) {
+  if (in_record_) throw std::logic_error("TFRecordWriter: begin_record inside a record");
+  char header[kTFRecordHeaderBytes];
+  store_le64(header, length);
+  store_le32(header + 8, mask_crc(crc32c(std::string_view(header, 8))));
+  put(header, sizeof header);
+  in_record_ = true;
+  record_left_ = length;
+  record_crc_ = 0;
+}
+
+void TFRecordWriter::append(std::span<const std::byte> bytes) {
+  if (!in_record_ || bytes.size() > record_left_) {
+    throw std::logic_error("TFRecordWriter: append beyond the record's length");
+  }
+  record_crc_ = crc32c(bytes, record_crc_);
+  put(bytes.data(), bytes.size());
+  record_left_ -= bytes.size();
+}
+
+void TFRecordWriter::end_record() {
+  if (!in_record_ || record_left_ != 0) {
+    throw std::logic_error("TFRecordWriter: end_record before the record's length was appended");
+  }
+  char footer[kTFRecordFooterBytes];
+  store_le32(footer, mask_crc(record_crc_));
+  put(footer, sizeof footer);
+  in_record_ = false;
 }
 
 void TFRecordWriter::close() {

@@ -65,6 +65,12 @@ class TFRecordWriter {
   void write(std::span<const std::byte> record) {
     write(std::string_view(reinterpret_cast<const char*>(record.data()), record.size()));
   }
+  // One record written in pieces, for records too large to hold in memory at once: begin_record
+  // with the record's length, append exactly that many bytes, end_record (which writes the CRC of
+  // the data and throws std::logic_error when the bytes appended do not add up to the length).
+  void begin_record(uint64_t length);
+  void append(std::span<const std::byte> bytes);
+  void end_record();
   // Flushes and closes the file; throws io::IoError naming it when a write failed.
   void close();
 
@@ -74,7 +80,10 @@ class TFRecordWriter {
   std::string path_;
   io::Compression compression_;
   std::FILE* file_ = nullptr;
-  void* gz_ = nullptr;  // gzFile
+  void* gz_ = nullptr;        // gzFile
+  uint64_t record_left_ = 0;  // bytes still to append to the record begun
+  uint32_t record_crc_ = 0;
+  bool in_record_ = false;
 };
 
 }  // namespace pipeprof::pipelines::formats

@@ -1,0 +1,126 @@
+// Data generation in DLIO's layout: the files a DLIO workload's `dataset` section describes, with
+// DLIO's names, folders and sample sizes, filled with uniform random bytes.
+//
+//   <data_folder>/train/[<subfolder>/]<prefix>_<i>_of_<N>.<format>   (and valid/ for eval files)
+//
+// i is zero-padded to the number of digits of N; with num_subfolders_train > 1 file i goes to the
+// subfolder i % num_subfolders_train, zero-padded to the digits of num_subfolders_train. Each
+// file's samples are d1 x d2 uint8 arrays, (d1, d2) drawn once per file (train files, then eval
+// files) from N(sqrt(record_length), record_length_stdev / (2 sqrt(record_length))), truncated to
+// an integer and at least 1; without a stdev d1 = d2 = int(sqrt(record_length)). What a file holds:
+//   tfrecord  one tf.Example per sample: image (bytes, d1 * d2), size (int64, the mean dimension)
+//   npz       x: uint8 [d1, d2, samples], y: int64 [samples] of zeros (numpy's savez, stored)
+//   npy       uint8 [d1, d2, samples]
+//   hdf5      records: uint8 [samples, d1, d2], labels: int64 [samples] of zeros
+//   jpeg      one grayscale d1 x d2 image (quality 75, as PIL's default); samples are ignored
+//   raw       samples records of exactly record_length bytes back to back (fixed_length_records'
+//             layout: no header or footer), so record_length_stdev must be 0
+//
+// Each file is written under a hidden temporary name in its folder (".<name>.tmp") and renamed
+// when complete, so a file with its final name is always complete; a run finds complete files and
+// keeps them (idempotent), and replaces a leftover temporary file. The payload of file k is a
+// function of the seed and k only, so a run that is interrupted and resumed writes the same bytes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pipeprof::pipelines::formats {
+
+enum class DataFormat { kTFRecord, kNpz, kNpy, kHdf5, kJpeg, kRaw };
+
+std::string_view data_format_name(DataFormat format);  // also the files' extension
+std::optional<DataFormat> parse_data_format(std::string_view name);
+std::string data_format_names();  // "tfrecord, npz, npy, hdf5, jpeg, raw"
+
+// The keys of DLIO's `dataset` section that data generation reads, with DLIO's defaults.
+// record_length_resize only matters to readers (DLIO's resized image); it is kept for them.
+struct DlioDataset {
+  std::string data_folder = "./data";
+  DataFormat format = DataFormat::kTFRecord;
+  int64_t num_files_train = 8;
+  int64_t num_files_eval = 0;
+  int64_t num_samples_per_file = 1;
+  double record_length = 64 * 1024;  // bytes; DLIO accepts a float here
+  double record_length_stdev = 0;
+  double record_length_resize = 0;
+  int64_t num_subfolders_train = 0;
+  int64_t num_subfolders_eval = 0;
+  std::string file_prefix = "img";
+  uint64_t seed = 10;  // DLIO seeds numpy's generator with 10 before generating
+};
+
+// A value of a DlioDataset that cannot be generated; key() is its DLIO key ("num_files_train").
+class DatasetConfigError : public std::invalid_argument {
+ public:
+  DatasetConfigError(std::string key, const std::string& what)
+      : std::invalid_argument(key + ": " + what), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
+};
+
+// Throws DatasetConfigError for the first value that is out of range.
+void validate(const DlioDataset& dataset);
+
+struct DatasetFile {
+  std::string path;   // data_folder/train/.../img_07_of_16.npz
+  int64_t index = 0;  // within its split
+  bool eval = false;  // valid/ rather than train/
+  int64_t dim1 = 1;   // each sample is dim1 x dim2 bytes (raw: record_length bytes)
+  int64_t dim2 = 1;
+  uint64_t bytes = 0;  // the samples' payload (not counting the format's own framing)
+};
+
+// Every file of the dataset in DLIO's order (train, then eval), and the folders DLIO creates
+// (train/, valid/ and their subfolders). Validates first.
+std::vector<DatasetFile> dataset_files(const DlioDataset& dataset);
+std::vector<std::string> dataset_folders(const DlioDataset& dataset);
+
+// The hidden name a file is written under before it is renamed into place.
+std::string temporary_name(const std::string& path);
+
+// Entries under data_folder that are neither the dataset's files, its folders nor their temporary
+// names (relative paths, sorted, at most `limit`). An absent folder holds none.
+std::vector<std::string> other_files(const DlioDataset& dataset, size_t limit = 10);
+
+struct GenerateProgress {
+  int64_t files_done = 0;  // written or kept
+  int64_t files_total = 0;
+  uint64_t bytes_written = 0;  // file bytes written by this run
+  double seconds = 0;
+};
+
+struct GenerateOptions {
+  int threads = 0;         // files written in parallel; 0: one per hardware thread
+  bool overwrite = false;  // rewrite complete files too
+  // Checked between chunks: when it becomes true, the files in progress are abandoned (their
+  // temporary files removed) and generate_dataset returns with interrupted set.
+  const std::atomic<bool>* stop = nullptr;
+  // Called from the calling thread about every `progress_interval_s` and once at the end.
+  std::function<void(const GenerateProgress&)> on_progress;
+  double progress_interval_s = 0.2;
+};
+
+struct GenerateResult {
+  int64_t files_written = 0;
+  int64_t files_kept = 0;  // already complete
+  uint64_t bytes_written = 0;
+  double seconds = 0;
+  bool interrupted = false;
+};
+
+// Creates the folders and writes every missing file (or every file, with overwrite). Does not check
+// for other files (the caller decides, with other_files). Throws DatasetConfigError for a bad
+// configuration and FormatError naming the file when one cannot be written (a full disk); no
+// temporary file is left behind either way.
+GenerateResult generate_dataset(const DlioDataset& dataset, const GenerateOptions& options = {});
+
+}  // namespace pipeprof::pipelines::formats

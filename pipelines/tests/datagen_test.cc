@@ -1,0 +1,529 @@
+// Data generation in DLIO's layout (formats/datagen.h): names, folders and sizes as DLIO makes
+// them; every format read back by pipeprof's own readers (and by numpy, h5py and PIL where
+// python3 has them); idempotence, leftover temporary files, interruption and write errors; and
+// the streaming pieces the generator is built on (TFRecordWriter's records in pieces,
+// encode_example_around, encode_npy_header, RandomBytes).
+#include "pipeprof/pipelines/datagen.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "formats/example.h"
+#include "formats/mapped_file.h"
+#include "formats/npy.h"
+#include "formats/random_bytes.h"
+#include "formats/tfrecord.h"
+#include "io/byte_stream.h"
+#include "pipeprof/pipelines/files.h"
+#include "pipeprof/pipelines/formats.h"
+#include "pipeprof_testing/temp_dir.h"
+#include "python_util.h"
+
+namespace pipeprof::pipelines::formats {
+namespace {
+
+namespace fs = std::filesystem;
+using pipeprof::testing_support::TempDir;
+
+DlioDataset small(const TempDir& tmp, DataFormat format) {
+  DlioDataset d;
+  d.data_folder = (tmp / "data").string();
+  d.format = format;
+  d.num_files_train = 4;
+  d.num_files_eval = 2;
+  d.num_samples_per_file = 3;
+  d.record_length = 4096;
+  d.record_length_stdev = format == DataFormat::kRaw ? 0 : 1024;
+  return d;
+}
+
+std::vector<std::string> temporary_files(const fs::path& root) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.path().filename().string().ends_with(".tmp")) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::span<const std::byte> bytes_of(const std::string& s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+// ---- layout ----
+
+TEST(DatagenLayout, NamesPaddingAndSubfoldersAsDlio) {
+  DlioDataset d;
+  d.data_folder = "/data/unet/";  // DLIO strips the trailing slash
+  d.format = DataFormat::kNpz;
+  d.num_files_train = 12;
+  d.num_files_eval = 3;
+  d.num_subfolders_train = 3;
+  const auto files = dataset_files(d);
+  ASSERT_EQ(files.size(), 15U);
+  // i padded to the digits of N; subfolder i % 3 padded to the digits of 3.
+  EXPECT_EQ(files[0].path, "/data/unet/train/0/img_00_of_12.npz");
+  EXPECT_EQ(files[4].path, "/data/unet/train/1/img_04_of_12.npz");
+  EXPECT_EQ(files[11].path, "/data/unet/train/2/img_11_of_12.npz");
+  EXPECT_EQ(files[12].path, "/data/unet/valid/img_0_of_3.npz");
+  EXPECT_TRUE(files[12].eval);
+  EXPECT_EQ(files[12].index, 0);
+  EXPECT_EQ(dataset_folders(d),
+            (std::vector<std::string>{"/data/unet/train", "/data/unet/valid", "/data/unet/train/0",
+                                      "/data/unet/train/1", "/data/unet/train/2"}));
+
+  d.num_files_train = 10;  // "10" has two digits: img_00_of_10 .. img_09_of_10
+  d.num_files_eval = 0;
+  d.num_subfolders_train = 10;
+  d.file_prefix = "sample";
+  d.format = DataFormat::kTFRecord;
+  const auto ten = dataset_files(d);
+  EXPECT_EQ(ten[0].path, "/data/unet/train/00/sample_00_of_10.tfrecord");
+  EXPECT_EQ(ten[9].path, "/data/unet/train/09/sample_09_of_10.tfrecord");
+  d.num_subfolders_train = 1;  // one subfolder is none
+  EXPECT_EQ(dataset_files(d)[3].path, "/data/unet/train/sample_03_of_10.tfrecord");
+}
+
+TEST(DatagenLayout, SizesFollowDlioDistribution) {
+  DlioDataset d;
+  d.data_folder = "/d";
+  d.record_length = 10001.5;  // a float, as DLIO allows: int(sqrt) = 100
+  d.num_samples_per_file = 2;
+  for (const DatasetFile& f : dataset_files(d)) {
+    EXPECT_EQ(f.dim1, 100);
+    EXPECT_EQ(f.dim2, 100);
+    EXPECT_EQ(f.bytes, 2U * 100 * 100);
+  }
+  // N(sqrt(len), stdev / (2 sqrt(len))): mean 1000, stdev 100 here.
+  d.record_length = 1e6;
+  d.record_length_stdev = 2e5;
+  d.num_files_train = 2000;
+  double sum = 0, sq = 0;
+  const auto files = dataset_files(d);
+  for (const DatasetFile& f : files) {
+    for (const double v : {f.dim1, f.dim2}) {
+      sum += v;
+      sq += v * v;
+    }
+  }
+  const double n = 2.0 * static_cast<double>(files.size());
+  const double mean = sum / n;
+  const double sd = std::sqrt(sq / n - mean * mean);
+  EXPECT_NEAR(mean, 1000, 8);
+  EXPECT_NEAR(sd, 100, 8);
+  // Deterministic from the seed; another seed, other sizes.
+  EXPECT_EQ(dataset_files(d)[7].dim1, files[7].dim1);
+  d.seed = 11;
+  const auto other = dataset_files(d);
+  EXPECT_FALSE(other[0].dim1 == files[0].dim1 && other[0].dim2 == files[0].dim2 &&
+               other[1].dim1 == files[1].dim1);
+  // Raw records are record_length bytes exactly.
+  d.format = DataFormat::kRaw;
+  d.record_length = 1000;
+  d.record_length_stdev = 0;
+  EXPECT_EQ(dataset_files(d)[0].bytes, 2U * 1000);  // two samples a file
+}
+
+TEST(DatagenLayout, BadValuesNameTheirKey) {
+  auto key_of = [](DlioDataset d) -> std::string {
+    try {
+      validate(d);
+    } catch (const DatasetConfigError& e) {
+      return e.key();
+    }
+    return "";
+  };
+  DlioDataset ok;
+  EXPECT_EQ(key_of(ok), "");
+  DlioDataset d = ok;
+  d.num_files_train = -1;
+  EXPECT_EQ(key_of(d), "num_files_train");
+  d = ok;
+  d.num_files_train = 0;  // and no eval files: nothing to write
+  EXPECT_EQ(key_of(d), "num_files_train");
+  d = ok;
+  d.num_samples_per_file = 0;
+  EXPECT_EQ(key_of(d), "num_samples_per_file");
+  d = ok;
+  d.record_length = 0.5;
+  EXPECT_EQ(key_of(d), "record_length");
+  d = ok;
+  d.record_length_stdev = -1;
+  EXPECT_EQ(key_of(d), "record_length_stdev");
+  d = ok;
+  d.file_prefix = "a/b";
+  EXPECT_EQ(key_of(d), "file_prefix");
+  d = ok;
+  d.num_subfolders_eval = -2;
+  EXPECT_EQ(key_of(d), "num_subfolders_eval");
+  d = ok;
+  d.format = DataFormat::kRaw;
+  d.record_length_stdev = 10;
+  EXPECT_EQ(key_of(d), "record_length_stdev");
+  d.record_length_stdev = 0;
+  d.record_length = 100.5;
+  EXPECT_EQ(key_of(d), "record_length");
+  EXPECT_EQ(parse_data_format("hdf5"), DataFormat::kHdf5);
+  EXPECT_EQ(parse_data_format("png"), std::nullopt);
+  EXPECT_EQ(data_format_names(), "tfrecord, npz, npy, hdf5, jpeg, raw");
+}
+
+// ---- every format, read back ----
+
+class DatagenFormat : public ::testing::TestWithParam<DataFormat> {};
+
+TEST_P(DatagenFormat, WritesTheLayoutAndReadsBack) {
+  const TempDir tmp;
+  const DlioDataset d = small(tmp, GetParam());
+  const GenerateResult r = generate_dataset(d, {.threads = 2});
+  EXPECT_EQ(r.files_written, 6);
+  EXPECT_EQ(r.files_kept, 0);
+  EXPECT_FALSE(r.interrupted);
+  EXPECT_TRUE(temporary_files(d.data_folder).empty());
+  EXPECT_TRUE(other_files(d).empty());
+  const auto files = dataset_files(d);
+  uint64_t on_disk = 0;
+  std::set<std::string> payloads;
+  for (const DatasetFile& f : files) {
+    ASSERT_TRUE(fs::is_regular_file(f.path)) << f.path;
+    on_disk += fs::file_size(f.path);
+    const int64_t n = d.num_samples_per_file;
+    switch (d.format) {
+      case DataFormat::kTFRecord: {
+        TFRecordReader reader(io::open_stream(f.path, io::Compression::kNone));
+        std::string rebuilt;
+        int64_t records = 0;
+        while (auto rec = reader.next()) {
+          ++records;
+          const auto features = decode_example(rec->bytes(), {"image", "size"});
+          ASSERT_EQ(features[0].kind, FeatureKind::kBytes);
+          ASSERT_EQ(features[0].bytes.size(), 1U);
+          EXPECT_EQ(static_cast<int64_t>(features[0].bytes[0].size()), f.dim1 * f.dim2);
+          EXPECT_EQ(features[1].int64s, std::vector<int64_t>{64});  // int(sqrt(4096))
+          const auto& img = features[0].bytes[0];
+          payloads.insert(std::string(reinterpret_cast<const char*>(img.data()), img.size()));
+          rebuilt += tfrecord_frame(encode_example(
+              {{"image",
+                {.kind = FeatureKind::kBytes,
+                 .bytes = {std::string(reinterpret_cast<const char*>(img.data()), img.size())}}},
+               {"size", {.kind = FeatureKind::kInt64, .int64s = {64}}}}));
+        }
+        EXPECT_EQ(records, n);
+        // Byte for byte what TFRecordWriter and encode_example write.
+        EXPECT_EQ(rebuilt, contents(f.path));
+        break;
+      }
+      case DataFormat::kNpz: {
+        const NamedTensors a = read_npz(f.path);
+        ASSERT_EQ(a.size(), 2U);
+        EXPECT_EQ(a[0].first, "x");
+        EXPECT_EQ(a[0].second.dtype(), DType::kUInt8);
+        EXPECT_EQ(a[0].second.shape(), (Shape{f.dim1, f.dim2, n}));
+        EXPECT_EQ(a[1].first, "y");
+        EXPECT_EQ(a[1].second.dtype(), DType::kInt64);
+        EXPECT_EQ(a[1].second.shape(), (Shape{n}));
+        for (int64_t v : a[1].second.values<int64_t>())
+          EXPECT_EQ(v, 0);
+        payloads.insert(
+            std::string(reinterpret_cast<const char*>(a[0].second.data()), a[0].second.nbytes()));
+        break;
+      }
+      case DataFormat::kNpy: {
+        const Tensor t = read_npy(f.path);
+        EXPECT_EQ(t.dtype(), DType::kUInt8);
+        EXPECT_EQ(t.shape(), (Shape{f.dim1, f.dim2, n}));
+        payloads.insert(std::string(reinterpret_cast<const char*>(t.data()), t.nbytes()));
+        break;
+      }
+      case DataFormat::kHdf5: {
+        const NamedTensors a = read_hdf5(f.path, {"records", "labels"});
+        EXPECT_EQ(a[0].second.dtype(), DType::kUInt8);
+        EXPECT_EQ(a[0].second.shape(), (Shape{n, f.dim1, f.dim2}));
+        EXPECT_EQ(a[1].second.shape(), (Shape{n}));
+        payloads.insert(
+            std::string(reinterpret_cast<const char*>(a[0].second.data()), a[0].second.nbytes()));
+        break;
+      }
+      case DataFormat::kJpeg: {
+        const std::string bytes = read_file(f.path);
+        const Tensor img = decode_jpeg(bytes_of(bytes), 0, f.path);
+        EXPECT_EQ(img.shape(), (Shape{f.dim1, f.dim2, 1}));
+        payloads.insert(bytes);
+        break;
+      }
+      case DataFormat::kRaw:
+        EXPECT_EQ(fs::file_size(f.path), static_cast<uint64_t>(n * 4096));
+        payloads.insert(contents(f.path));
+        break;
+    }
+  }
+  EXPECT_EQ(r.bytes_written, on_disk);
+  // Every file (every sample, for tfrecord) has its own payload.
+  EXPECT_EQ(payloads.size(), d.format == DataFormat::kTFRecord ? files.size() * 3 : files.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, DatagenFormat,
+                         ::testing::Values(DataFormat::kTFRecord, DataFormat::kNpz,
+                                           DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg,
+                                           DataFormat::kRaw),
+                         [](const auto& param_info) {
+                           return std::string(data_format_name(param_info.param));
+                         });
+
+TEST(Datagen, RawRecordsReadByFixedLengthRecords) {
+  const TempDir tmp;
+  DlioDataset d = small(tmp, DataFormat::kRaw);
+  d.record_length = 1000;
+  generate_dataset(d);
+  std::vector<std::string> names;
+  for (const DatasetFile& f : dataset_files(d))
+    names.push_back(f.path);
+  const auto records = fixed_length_records(names, {.record_bytes = 1000}).collect();
+  ASSERT_EQ(records.size(), 6U * 3);
+  for (const Element& e : records)
+    EXPECT_EQ(e[0].shape(), (Shape{1000}));
+}
+
+TEST(Datagen, PayloadLooksUniform) {
+  const TempDir tmp;
+  DlioDataset d = small(tmp, DataFormat::kRaw);
+  d.num_files_train = 1;
+  d.num_files_eval = 0;
+  d.num_samples_per_file = 1;
+  d.record_length = 1 << 20;
+  generate_dataset(d);
+  const std::string s = contents(dataset_files(d)[0].path);
+  std::vector<double> count(256);
+  for (unsigned char c : s)
+    count[c] += 1;
+  const double expected = static_cast<double>(s.size()) / 256;
+  double chi2 = 0;
+  for (double c : count)
+    chi2 += (c - expected) * (c - expected) / expected;
+  EXPECT_LT(chi2, 400) << "255 degrees of freedom";  // p < 1e-7 for a uniform source
+}
+
+TEST(Datagen, PythonReadsEveryFormat) {
+  PIPEPROF_REQUIRE_PYTHON_MODULE("numpy");
+  PIPEPROF_REQUIRE_PYTHON_MODULE("h5py");
+  PIPEPROF_REQUIRE_PYTHON_MODULE("PIL");
+  const TempDir tmp;
+  for (const DataFormat f :
+       {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg}) {
+    DlioDataset d = small(tmp, f);
+    d.data_folder = (tmp / std::string(data_format_name(f))).string();
+    generate_dataset(d);
+  }
+  // Each file's shape as numpy / h5py / PIL see it, against the sizes of the layout.
+  const auto r = testing::run_python(R"PY(
+import glob, os, sys
+import numpy as np, h5py
+from PIL import Image
+root = sys.argv[1]
+for path in sorted(glob.glob(root + "/*/*/*.*")):
+    fmt = path.rsplit(".", 1)[1]
+    if fmt == "npz":
+        z = np.load(path)
+        assert sorted(z.files) == ["x", "y"], z.files
+        assert z["x"].dtype == np.uint8 and z["y"].tolist() == [0, 0, 0]
+        shape = z["x"].shape
+    elif fmt == "npy":
+        a = np.load(path)
+        assert a.dtype == np.uint8
+        shape = a.shape
+    elif fmt == "hdf5":
+        with h5py.File(path, "r") as h:
+            assert h["records"].dtype == np.uint8 and list(h["labels"][:]) == [0, 0, 0]
+            n, d1, d2 = h["records"].shape
+            shape = (d1, d2, n)
+    elif fmt == "jpeg":
+        im = Image.open(path)
+        assert im.mode == "L", im.mode
+        shape = (im.size[1], im.size[0], 1)
+    print(os.path.relpath(path, root), *shape)
+)PY",
+                                     tmp.path());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string expected;
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const DataFormat f :
+       {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg}) {
+    DlioDataset d = small(tmp, f);
+    d.data_folder = (tmp / std::string(data_format_name(f))).string();
+    for (const DatasetFile& file : dataset_files(d)) {
+      lines.emplace_back(
+          fs::path(file.path).lexically_relative(tmp.path()).string(),
+          fmt::format("{} {} {}", file.dim1, file.dim2, f == DataFormat::kJpeg ? 1 : 3));
+    }
+  }
+  std::sort(lines.begin(), lines.end());
+  for (const auto& [path, shape] : lines)
+    expected += path + " " + shape + "\n";
+  EXPECT_EQ(r.out, expected);
+}
+
+// ---- idempotence, leftovers, interruption, errors ----
+
+TEST(Datagen, SecondRunKeepsCompleteFilesAndReplacesALeftover) {
+  const TempDir tmp;
+  const DlioDataset d = small(tmp, DataFormat::kNpy);
+  generate_dataset(d);
+  const auto files = dataset_files(d);
+  std::vector<std::string> before;
+  for (const DatasetFile& f : files)
+    before.push_back(contents(f.path));
+  const auto mtime = fs::last_write_time(files[0].path);
+
+  GenerateResult again = generate_dataset(d);
+  EXPECT_EQ(again.files_written, 0);
+  EXPECT_EQ(again.files_kept, 6);
+  EXPECT_EQ(again.bytes_written, 0U);
+  EXPECT_EQ(fs::last_write_time(files[0].path), mtime);
+
+  // A run killed while writing file 2 left its temporary file; file 4 is complete but a stale
+  // temporary lies beside it.
+  fs::remove(files[2].path);
+  std::ofstream(temporary_name(files[2].path)) << "partial";
+  std::ofstream(temporary_name(files[4].path)) << "stale";
+  EXPECT_TRUE(other_files(d).empty());  // temporaries are the dataset's own
+  again = generate_dataset(d);
+  EXPECT_EQ(again.files_written, 1);
+  EXPECT_EQ(again.files_kept, 5);
+  EXPECT_TRUE(temporary_files(d.data_folder).empty());
+  for (size_t i = 0; i < files.size(); ++i)
+    EXPECT_EQ(contents(files[i].path), before[i]) << files[i].path;  // same seed, same bytes
+
+  again = generate_dataset(d, {.overwrite = true});
+  EXPECT_EQ(again.files_written, 6);
+  EXPECT_EQ(contents(files[3].path), before[3]);
+}
+
+TEST(Datagen, OtherFilesAreListed) {
+  const TempDir tmp;
+  const DlioDataset d = small(tmp, DataFormat::kRaw);
+  EXPECT_TRUE(other_files(d).empty());  // no folder yet
+  generate_dataset(d);
+  EXPECT_TRUE(other_files(d).empty());
+  std::ofstream(tmp / "data" / "notes.txt") << "x";
+  fs::create_directories(tmp / "data" / "index" / "train");
+  std::ofstream(tmp / "data" / "train" / "img_9_of_9.raw") << "x";
+  EXPECT_EQ(other_files(d),
+            (std::vector<std::string>{"index", "notes.txt", "train/img_9_of_9.raw"}));
+  EXPECT_EQ(other_files(d, 1).size(), 1U);
+}
+
+TEST(Datagen, StopLeavesNoPartialFile) {
+  const TempDir tmp;
+  DlioDataset d = small(tmp, DataFormat::kTFRecord);
+  d.num_files_train = 8;
+  d.num_samples_per_file = 8;
+  d.record_length = 8 << 20;  // 64 MiB a file: long enough to be stopped in the middle
+  d.record_length_stdev = 0;
+  std::atomic<bool> stop{false};
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    stop = true;
+  });
+  const GenerateResult r = generate_dataset(d, {.threads = 2, .stop = &stop});
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_LT(r.files_written, 10);
+  EXPECT_TRUE(temporary_files(d.data_folder).empty());
+  for (const DatasetFile& f : dataset_files(d)) {  // the files that are there are whole
+    if (!fs::exists(f.path)) continue;
+    TFRecordReader reader(io::open_stream(f.path, io::Compression::kNone));
+    int records = 0;
+    while (reader.next())
+      ++records;
+    EXPECT_EQ(records, 8) << f.path;
+  }
+}
+
+TEST(Datagen, AWriteErrorNamesTheFileAndLeavesNothing) {
+  const TempDir tmp;
+  const DlioDataset d = small(tmp, DataFormat::kRaw);
+  const auto files = dataset_files(d);
+  fs::create_directories(fs::path(files[1].path).parent_path());
+  fs::create_directories(files[1].path + "/in_the_way");  // the final name is a folder
+  try {
+    generate_dataset(d, {.threads = 1});
+    ADD_FAILURE() << "no error";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(files[1].path), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(temporary_files(d.data_folder).empty());
+}
+
+// ---- the streaming pieces ----
+
+TEST(DatagenPieces, ExampleAroundAValueIsEncodeExample) {
+  const std::vector<std::pair<std::string, FeatureValue>> rest{
+      {"size", {.kind = FeatureKind::kInt64, .int64s = {300}}},
+      {"label", {.kind = FeatureKind::kBytes, .bytes = {"cat"}}}};
+  for (const size_t n : {0, 1, 127, 128, 16383, 16384, 70000}) {
+    const std::string value(n, 'v');
+    auto all = rest;
+    all.insert(all.begin(), {"image", {.kind = FeatureKind::kBytes, .bytes = {value}}});
+    const ExampleFrame f = encode_example_around("image", n, rest);
+    EXPECT_EQ(f.head + value + f.tail, encode_example(all)) << n;
+  }
+}
+
+TEST(DatagenPieces, RecordInPiecesIsTheRecord) {
+  const TempDir tmp;
+  const std::string data(5000, 'd');
+  {
+    TFRecordWriter w((tmp / "a").string());
+    w.write(data);
+    w.close();
+  }
+  {
+    TFRecordWriter w((tmp / "b").string());
+    w.begin_record(data.size());
+    w.append(bytes_of(data.substr(0, 1234)));
+    w.append(bytes_of(data.substr(1234)));
+    w.end_record();
+    w.close();
+  }
+  EXPECT_EQ(contents((tmp / "a").string()), contents((tmp / "b").string()));
+  TFRecordWriter w((tmp / "c").string());
+  w.begin_record(10);
+  EXPECT_THROW(w.append(bytes_of(std::string(11, 'x'))), std::logic_error);
+  EXPECT_THROW(w.end_record(), std::logic_error);
+}
+
+TEST(DatagenPieces, NpyHeaderThenValuesIsEncodeNpy) {
+  const Tensor t = random_tensor(DType::kUInt8, {3, 5, 2}, 1);
+  std::vector<std::byte> joined = encode_npy_header(DType::kUInt8, t.shape());
+  joined.insert(joined.end(), t.data(), t.data() + t.nbytes());
+  EXPECT_EQ(joined, encode_npy(t));
+}
+
+TEST(DatagenPieces, RandomBytesDoNotDependOnHowTheStreamIsSplit) {
+  std::vector<std::byte> whole(1000), parts(1000);
+  RandomBytes(7).fill(whole);
+  RandomBytes r(7);
+  size_t at = 0;
+  for (const size_t n : {1, 63, 64, 65, 3, 500, 304}) {
+    r.fill(std::span(parts).subspan(at, n));
+    at += n;
+  }
+  ASSERT_EQ(at, parts.size());
+  EXPECT_EQ(whole, parts);
+  std::vector<std::byte> other(1000);
+  RandomBytes(8).fill(other);
+  EXPECT_NE(whole, other);
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines::formats
