@@ -18,7 +18,7 @@ void on_signal(int sig) {
     return;
   }
   constexpr char kMessage[] =
-      "\ninterrupted: finishing the current element and writing results (again to abort)\n";
+      "\ninterrupted: stopping cleanly and keeping what is complete (again to abort)\n";
   (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
 }
 
