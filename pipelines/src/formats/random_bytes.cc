@@ -17,7 +17,11 @@ constexpr int kLanes = 8;
 
 // xoshiro256+ (Blackman and Vigna) in kLanes lanes: the output is s0 + s3; the state moves by
 // shifts and xors only, which vectorize.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Two clones, picked by an ifunc resolver when the program is loaded. Not under a sanitizer: the
+// resolver runs during relocation, before the sanitizer's runtime is set up, and its instrumented
+// code would crash there.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void xoshiro_blocks(uint64_t* state0, uint64_t* state1, uint64_t* state2, uint64_t* state3,
