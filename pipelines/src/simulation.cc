@@ -26,25 +26,30 @@ Elem to_elem(const Element& element) {
   }
 }
 
-Time SimContext::copy_ms(double bytes, std::string_view who) const {
+namespace {
+
+// `bytes` at `gb_per_s` (GB/s = 1e6 bytes per ms); NeedsMeasurement naming `who`, what it does
+// with the bytes and the rate, when the rate was not measured.
+Time at_rate(double bytes, double gb_per_s, std::string_view who, std::string_view verb,
+             std::string_view per, std::string_view rate) {
   if (bytes <= 0) return 0;
-  if (rates.memcpy_gb_per_s <= 0) {
+  if (gb_per_s <= 0) {
     throw NeedsMeasurement(
-        fmt::format("{}: copies {:.0f} bytes per element and the machine's memcpy bandwidth was "
-                    "not measured",
-                    who, bytes));
+        fmt::format("{}: {} {:.0f} bytes per {} and the machine's {} was not "
+                    "measured",
+                    who, verb, bytes, per, rate));
   }
-  return bytes / (rates.memcpy_gb_per_s * 1e6);  // GB/s = 1e6 bytes per ms
+  return bytes / (gb_per_s * 1e6);
+}
+
+}  // namespace
+
+Time SimContext::copy_ms(double bytes, std::string_view who) const {
+  return at_rate(bytes, rates.memcpy_gb_per_s, who, "copies", "element", "memcpy bandwidth");
 }
 
 Time SimContext::fill_ms(double bytes, std::string_view who) const {
-  if (bytes <= 0) return 0;
-  if (rates.fill_gb_per_s <= 0) {
-    throw NeedsMeasurement(
-        fmt::format("{}: fills {:.0f} bytes per call and the machine's fill rate was not measured",
-                    who, bytes));
-  }
-  return bytes / (rates.fill_gb_per_s * 1e6);
+  return at_rate(bytes, rates.fill_gb_per_s, who, "fills", "call", "fill rate");
 }
 
 nlohmann::json substitute_element(const nlohmann::json& j, double value, std::string_view who) {

@@ -95,7 +95,7 @@ formats::DlioDataset resolve(const Options& o, std::map<std::string, std::string
   try {
     formats::validate(d);
   } catch (const formats::DatasetConfigError& e) {
-    const std::string what = std::string(e.what()).substr(e.key().size() + 2);
+    const std::string& what = e.detail();
     if (given(e.key()))
       throw InputError(fmt::format("{}: {}", o.flags.at(e.key())->get_name(), what));
     if (const auto it = file_keys.find(e.key()); it != file_keys.end()) {

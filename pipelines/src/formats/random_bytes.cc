@@ -13,7 +13,7 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-constexpr int kLanes = 8;
+constexpr int kLanes = RandomBytes::kLanes;
 
 // xoshiro256+ (Blackman and Vigna) in kLanes lanes: the output is s0 + s3; the state moves by
 // shifts and xors only, which vectorize.

@@ -12,13 +12,13 @@ namespace pipeprof::pipelines::formats {
 
 class RandomBytes {
  public:
+  static constexpr int kLanes = 8;  // generators side by side
   explicit RandomBytes(uint64_t seed);
   // Fills `out`; consecutive calls continue one stream (the bytes do not depend on how the stream
   // is split into calls).
   void fill(std::span<std::byte> out);
 
  private:
-  static constexpr int kLanes = 8;  // as in random_bytes.cc
   static constexpr size_t kBlock = kLanes * sizeof(uint64_t);
   void blocks(std::byte* out, size_t count);
 

@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pipeprof::pipelines::formats {
@@ -56,15 +57,20 @@ struct DlioDataset {
   uint64_t seed = 10;  // DLIO seeds numpy's generator with 10 before generating
 };
 
-// A value of a DlioDataset that cannot be generated; key() is its DLIO key ("num_files_train").
+// A value of a DlioDataset that cannot be generated; key() is its DLIO key ("num_files_train"),
+// detail() what is wrong with it, and what() both ("<key>: <detail>").
 class DatasetConfigError : public std::invalid_argument {
  public:
-  DatasetConfigError(std::string key, const std::string& what)
-      : std::invalid_argument(key + ": " + what), key_(std::move(key)) {}
+  DatasetConfigError(std::string key, std::string detail)
+      : std::invalid_argument(key + ": " + detail),
+        key_(std::move(key)),
+        detail_(std::move(detail)) {}
   const std::string& key() const { return key_; }
+  const std::string& detail() const { return detail_; }
 
  private:
   std::string key_;
+  std::string detail_;
 };
 
 // Throws DatasetConfigError for the first value that is out of range.
