@@ -41,7 +41,10 @@ class BenchDir {
   BenchDir& operator=(const BenchDir&) = delete;
   bool ok() const { return !path_.empty(); }
   std::string file(int i, const char* ext) const {
-    return (path_ / ("f" + std::to_string(i) + ext)).string();
+    std::string name = "f";  // appends: GCC 12 -O3 flags `"..." + std::string&&` (-Wrestrict)
+    name += std::to_string(i);
+    name += ext;
+    return (path_ / name).string();
   }
 
  private:

@@ -1,6 +1,7 @@
 // The file sources (list_files, tfrecord, fixed_length_records), the parse_example function and
 // the parallel-read pattern list_files -> interleave(tfrecord of the file), from C++ and from specs:
 // values, order, per-epoch shuffling, statistics of the reads, and errors naming file and offset.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,10 +49,13 @@ std::vector<std::string> write_shards(const TempDir& tmp, int files, int per_fil
                                       const std::string& compression = "none") {
   std::vector<std::string> paths;
   for (int i = 0; i < files; ++i) {
-    const std::string path = (tmp / ("shard-" + std::to_string(i) + ".tfrecord")).string();
+    std::string name = "shard-";  // appends: GCC 12 -O3 flags `"..." + std::string&&` (-Wrestrict)
+    name += std::to_string(i);
+    name += ".tfrecord";
+    const std::string path = (tmp / name).string();
     formats::TFRecordWriter w(path, io::parse_compression(compression));
     for (int j = 0; j < per_file; ++j)
-      w.write("f" + std::to_string(i) + "r" + std::to_string(j));
+      w.write(fmt::format("f{}r{}", i, j));
     w.close();
     paths.push_back(path);
   }

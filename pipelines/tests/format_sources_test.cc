@@ -1,5 +1,6 @@
 // The npy, npz and hdf5 sources: files in order, rows, interleave over file-name elements
 // ("$element"), spec round trips and errors naming the file.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -30,7 +31,7 @@ Tensor iota(int64_t start, Shape shape) {
 std::vector<std::string> write_files(const TempDir& tmp) {
   std::vector<std::string> stems;
   for (int i = 0; i < 3; ++i) {
-    const std::string stem = (tmp / ("f" + std::to_string(i))).string();
+    const std::string stem = (tmp / fmt::format("f{}", i)).string();
     formats::write_npy(stem + ".npy", iota(10 * i, {2, 3}));
     const formats::NamedTensors arrays{{"x", iota(10 * i, {2, 3})}, {"y", iota(100 * i, {2})}};
     formats::write_npz(stem + ".npz", arrays, i % 2 == 1);

@@ -202,7 +202,12 @@ std::vector<std::string> dataset_folders(const DlioDataset& d) {
 
 std::string temporary_name(const std::string& path) {
   const fs::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + ".tmp")).string();
+  // Built by appends: GCC 12 at -O3 misreads `"." + std::string&&` as an overlapping copy
+  // (-Wrestrict), which fails a -Werror release build.
+  std::string name = ".";
+  name += p.filename().string();
+  name += ".tmp";
+  return (p.parent_path() / name).string();
 }
 
 std::vector<std::string> other_files(const DlioDataset& d, size_t limit) {
