@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# TFRecord read bandwidth against fio, on the same files, block size and threads, in one run, warm
-# (page-cached) and cold (files dropped from the page cache before each pass: fsync +
+# TFRecord and npz read bandwidth against fio, on the same files, block size and threads, in one
+# run, warm (page-cached) and cold (files dropped from the page cache before each pass: fsync +
 # posix_fadvise DONTNEED, no root needed; fio's --invalidate=1 does the same).
 #
 #   scripts/bench_storage.sh [build dir]      (default: build)
 #
 # Environment: STORAGE_DIR (default: a temporary folder, removed at the end), FILES (8), FILE_MB
-# (64), THREADS (2), BS (262144), RECORD_KB (112: resnet50-like samples), DIRECT=1 (O_DIRECT).
-# Prints fio's and pipeprof's MB/s and their ratio for each case.
+# (64), THREADS (2), BS (262144), RECORD_KB (112: resnet50-like samples), DIRECT=1 (O_DIRECT,
+# TFRecord only), FORMATS ("tfrecord npz"), ROUNDS (3).
+# Prints fio's and pipeprof's MB/s and their ratio for each format and case.
 set -euo pipefail
 
 BUILD_DIR=${1:-build}
@@ -32,7 +33,7 @@ export PIPEPROF_STORAGE_DIRECT="$DIRECT"
 
 # pipeprof's MB/s (1e6 bytes/s) from Google Benchmark's JSON.
 pipeprof_mbps() {
-  PIPEPROF_STORAGE_COLD=$1 "$BENCH" --benchmark_filter='^BM_TFRecordRead/' \
+  PIPEPROF_STORAGE_COLD=$1 "$BENCH" --benchmark_filter="^$BM/" \
     --benchmark_format=json 2>/dev/null |
     python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.1f" % (b["bytes_per_second"] / 1e6))'
 }
@@ -48,7 +49,7 @@ fio_mbps() {
     local t
     for ((t = 0; t < THREADS; t++)); do
       local names=() i=0 f
-      for f in "$STORAGE_DIR"/*.tfrecord; do
+      for f in "$STORAGE_DIR"/*."$EXT"; do
         [ $((i % THREADS)) -eq "$t" ] && names+=("${f//:/\\:}")
         i=$((i + 1))
       done
@@ -61,21 +62,29 @@ fio_mbps() {
     python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.1f" % (j["jobs"][0]["read"]["bw_bytes"] / 1e6))'
 }
 
-# Make the files (the benchmark writes them when the folder has none).
-PIPEPROF_STORAGE_COLD=0 "$BENCH" --benchmark_filter='^BM_TFRecordRead/' --benchmark_min_time=0.01 >/dev/null 2>&1
-echo "files: $(ls "$STORAGE_DIR"/*.tfrecord | wc -l) x ${FILE_MB} MiB in $STORAGE_DIR; threads $THREADS, bs $BS, direct $DIRECT"
-# Each side runs ROUNDS times, alternating, and keeps its best pass: on a shared machine the
-# other processes' load then weighs on both alike.
+FORMATS=${FORMATS:-tfrecord npz}
 ROUNDS=${ROUNDS:-3}
 best() { python3 -c "import sys; print(max(float(x) for x in sys.argv[1:]))" "$@"; }
-printf '%-6s %12s %14s %8s\n' case fio_MB/s pipeprof_MB/s ratio
-for mode in warm cold; do
-  cold=0; [ $mode = cold ] && cold=1
-  fs=() ps=()
-  for ((r = 0; r < ROUNDS; r++)); do
-    fs+=("$(fio_mbps $cold)")
-    ps+=("$(pipeprof_mbps $cold)")
+printf '%-9s %-6s %12s %14s %8s\n' format case fio_MB/s pipeprof_MB/s ratio
+for EXT in $FORMATS; do
+  case $EXT in
+    tfrecord) BM=BM_TFRecordRead ;;
+    npz) BM=BM_NpzRead ;;
+    *) echo "bench_storage.sh: unknown format '$EXT' (tfrecord or npz)" >&2; exit 2 ;;
+  esac
+  # Make the files (the benchmark writes them when the folder has none).
+  PIPEPROF_STORAGE_COLD=0 "$BENCH" --benchmark_filter="^$BM/" --benchmark_min_time=0.01 >/dev/null 2>&1
+  echo "# $EXT: $(ls "$STORAGE_DIR"/*."$EXT" | wc -l) x ${FILE_MB} MiB in $STORAGE_DIR; threads $THREADS, bs $BS, direct $DIRECT" >&2
+  # Each side runs ROUNDS times, alternating, and keeps its best pass: on a shared machine the
+  # other processes' load then weighs on both alike.
+  for mode in warm cold; do
+    cold=0; [ $mode = cold ] && cold=1
+    fs=() ps=()
+    for ((r = 0; r < ROUNDS; r++)); do
+      fs+=("$(fio_mbps $cold)")
+      ps+=("$(pipeprof_mbps $cold)")
+    done
+    f=$(best "${fs[@]}") p=$(best "${ps[@]}")
+    printf '%-9s %-6s %12s %14s %8s\n' "$EXT" $mode "$f" "$p" "$(python3 -c "print('%.2f' % ($p / $f))")"
   done
-  f=$(best "${fs[@]}") p=$(best "${ps[@]}")
-  printf '%-6s %12s %14s %8s\n' $mode "$f" "$p" "$(python3 -c "print('%.2f' % ($p / $f))")"
 done

@@ -5,12 +5,17 @@
 //                                record (ns_per_record) and the CRC's share of it (crc_ns_per_record)
 //   BM_TFRecordRead              the parallel-read pipeline list_files -> interleave(tfrecord),
 //                                bytes/s, on the files scripts/bench_storage.sh shares with fio
+//   BM_NpzRead                   the same over numpy .npz archives in DLIO's npz layout (a stored
+//                                uint8 member x and an int64 member y): list_files ->
+//                                interleave(npz_files), the archives' bytes per second
 //
 // BM_TFRecordRead reads the environment: PIPEPROF_STORAGE_DIR (a folder of *.tfrecord files; made
 // when empty: PIPEPROF_STORAGE_FILES files of PIPEPROF_STORAGE_FILE_MB MiB, records of
 // PIPEPROF_STORAGE_RECORD_KB KiB), PIPEPROF_STORAGE_THREADS (interleave cycle and parallelism),
 // PIPEPROF_STORAGE_BS (read buffer bytes), PIPEPROF_STORAGE_COLD=1 (drop every file from the
-// page cache before each read), PIPEPROF_STORAGE_DIRECT=1 (O_DIRECT).
+// page cache before each read), PIPEPROF_STORAGE_DIRECT=1 (O_DIRECT), PIPEPROF_STORAGE_VERIFY_CRC=0
+// (records' CRCs not checked: the CRC's share of the time). BM_NpzRead reads the same
+// variables (its files are *.npz; O_DIRECT does not apply: archives are mapped).
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -27,7 +32,9 @@
 #include "io/byte_stream.h"
 #include "io/storage.h"
 #include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/file_sources.h"
 #include "pipeprof/pipelines/files.h"
+#include "pipeprof/pipelines/formats.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::pipelines {
@@ -139,10 +146,11 @@ void BM_TFRecordRead(benchmark::State& state) {
   FileReadOptions read{.buffer_size = env_int("PIPEPROF_STORAGE_BS", kDefaultReadBufferSize),
                        .direct = env_int("PIPEPROF_STORAGE_DIRECT", 0) != 0,
                        .drop_caches = cold};
+  const bool verify = env_int("PIPEPROF_STORAGE_VERIFY_CRC", 1) != 0;
   const Dataset ds =
       list_files(dir + "/*.tfrecord", {.shuffle = false})
-          .interleave(DatasetFn([read](const Element& f) {
-                        return tfrecord({file_name(f)}, {.read = read});
+          .interleave(DatasetFn([read, verify](const Element& f) {
+                        return tfrecord({file_name(f)}, {.verify_crc = verify, .read = read});
                       }),
                       {.cycle_length = threads, .parallelism = threads});
   int64_t bytes = 0;
@@ -156,9 +164,71 @@ void BM_TFRecordRead(benchmark::State& state) {
   state.SetBytesProcessed(bytes);
   state.SetLabel(std::to_string(files.size()) + " files, " + std::to_string(threads) +
                  " threads, bs " + std::to_string(read.buffer_size) + (cold ? ", cold" : ", warm") +
-                 (read.direct ? ", O_DIRECT" : ""));
+                 (read.direct ? ", O_DIRECT" : "") + (verify ? "" : ", CRCs not checked"));
 }
 BENCHMARK(BM_TFRecordRead)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// Makes the npz benchmark's files unless the folder already has *.npz files: DLIO's npz layout,
+// x uint8 [record, record, samples] and y int64 [samples] of zeros, stored (numpy's savez).
+std::vector<std::string> ensure_npz_files(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  auto files = io::match_files(dir + "/*.npz");
+  if (!files.empty()) return files;
+  const int64_t n = env_int("PIPEPROF_STORAGE_FILES", 8);
+  const int64_t mb = env_int("PIPEPROF_STORAGE_FILE_MB", 64);
+  constexpr int64_t kSide = 224;  // resnet50-like samples of 224 x 224 bytes
+  const int64_t samples = std::max<int64_t>(1, mb * (1 << 20) / (kSide * kSide));
+  for (int64_t i = 0; i < n; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/img_%03lld_of_%03lld.npz", static_cast<long long>(i),
+                  static_cast<long long>(n));
+    formats::write_npz(dir + name,
+                       {{"x", formats::random_tensor(DType::kUInt8, {kSide, kSide, samples},
+                                                     static_cast<uint64_t>(i) + 1)},
+                        {"y", Tensor(DType::kInt64, {samples})}},
+                       /*compressed=*/false);
+  }
+  return io::match_files(dir + "/*.npz");
+}
+
+void BM_NpzRead(benchmark::State& state) {
+  const std::string dir = bench_dir();
+  const auto files = ensure_npz_files(dir);
+  const int64_t threads = env_int("PIPEPROF_STORAGE_THREADS", 1);
+  const bool cold = env_int("PIPEPROF_STORAGE_COLD", 0) != 0;
+  int64_t archive_bytes = 0;
+  for (const auto& f : files)
+    archive_bytes += static_cast<int64_t>(std::filesystem::file_size(f));
+  const Dataset ds =
+      list_files(dir + "/*.npz", {.shuffle = false})
+          .interleave(DatasetFn([](const Element& f) { return npz_files({file_name(f)}); }),
+                      {.cycle_length = threads, .parallelism = threads});
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      for (const auto& f : files)
+        io::drop_from_page_cache(f);
+      state.ResumeTiming();
+    }
+    auto it = ds.iterate();
+    uint64_t sum = 0;
+    while (auto e = it->next()) {
+      // Touch every page: a zero-copy view of a mapping is paid for as well.
+      for (const Tensor& t : *e) {
+        const auto* p = reinterpret_cast<const unsigned char*>(t.data());
+        for (size_t i = 0; i < t.nbytes(); i += 4096)
+          sum += p[i];
+      }
+    }
+    benchmark::DoNotOptimize(sum);
+    bytes += archive_bytes;
+  }
+  state.SetBytesProcessed(bytes);
+  state.SetLabel(std::to_string(files.size()) + " files, " + std::to_string(threads) +
+                 " threads" + (cold ? ", cold" : ", warm"));
+}
+BENCHMARK(BM_NpzRead)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 }  // namespace
 }  // namespace pipeprof::pipelines

@@ -334,6 +334,9 @@ root = sys.argv[1]
 for path in sorted(glob.glob(root + "/*/*/*.*")):
     fmt = path.rsplit(".", 1)[1]
     if fmt == "npz":
+        import zipfile
+        with zipfile.ZipFile(path) as archive:
+            assert archive.testzip() is None  # every member's CRC-32
         z = np.load(path)
         assert sorted(z.files) == ["x", "y"], z.files
         assert z["x"].dtype == np.uint8 and z["y"].tolist() == [0, 0, 0]
@@ -421,6 +424,41 @@ TEST(Datagen, OtherFilesAreListed) {
   EXPECT_EQ(other_files(d),
             (std::vector<std::string>{"index", "notes.txt", "train/img_9_of_9.raw"}));
   EXPECT_EQ(other_files(d, 1).size(), 1U);
+}
+
+// DLIO's index/ files for tfrecord, checked against the records' offsets as the reader finds them
+// (DALI's tfrecord2idx: "<offset> <framed length>" per record).
+TEST(Datagen, TFRecordIndexFilesMatchTheRecords) {
+  const TempDir tmp;
+  DlioDataset d = small(tmp, DataFormat::kTFRecord);
+  d.num_files_eval = 1;
+  generate_dataset(d);
+  EXPECT_TRUE(other_files(d).empty());
+  const auto files = dataset_files(d);
+  for (const DatasetFile& f : files) {
+    const std::string index = index_file_of(d, f);
+    EXPECT_EQ(index, (tmp / "data" / "index" / (f.eval ? "valid" : "train") /
+                      (fs::path(f.path).filename().string() + ".idx"))
+                         .string());
+    std::string expected;
+    TFRecordReader reader(io::open_stream(f.path, io::Compression::kNone));
+    std::vector<uint64_t> offsets;
+    while (auto r = reader.next())
+      offsets.push_back(r->offset);
+    offsets.push_back(fs::file_size(f.path));
+    ASSERT_EQ(offsets.size(), static_cast<size_t>(d.num_samples_per_file) + 1);
+    for (size_t i = 0; i + 1 < offsets.size(); ++i)
+      expected += fmt::format("{} {}\n", offsets[i], offsets[i + 1] - offsets[i]);
+    EXPECT_EQ(contents(index), expected) << index;
+  }
+  EXPECT_EQ(index_file_of(small(tmp, DataFormat::kNpz), files[0]), "");
+  // A complete file whose index went missing gets it back; the file itself is kept.
+  fs::remove(index_file_of(d, files[1]));
+  const std::string data_before = contents(files[1].path);
+  const GenerateResult again = generate_dataset(d);
+  EXPECT_EQ(again.files_written, 0);
+  EXPECT_TRUE(fs::is_regular_file(index_file_of(d, files[1])));
+  EXPECT_EQ(contents(files[1].path), data_before);
 }
 
 TEST(Datagen, StopLeavesNoPartialFile) {

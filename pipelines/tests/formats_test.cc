@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <cstring>
 #include <fstream>
@@ -374,6 +375,83 @@ TEST(NpyCorruption, FlippedHeaderBytesNeverCrash) {
 }
 
 // --- npz ---
+
+// The file mapped at `p` in this process, from /proc/self/maps ("" when none).
+std::string mapped_file_at(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2 || at < lo || at >= hi) continue;
+    const size_t slash = line.find('/');
+    return slash == std::string::npos ? "" : line.substr(slash);
+  }
+  return "";
+}
+
+TEST(Npz, StoredMembersAreViewsOfTheMappingAndDeflatedOnesAreNot) {
+  const TempDir tmp;
+  const NamedTensors z{{"x", arange(DType::kUInt8, {64, 1024})}, {"y", arange(DType::kInt64, {9})}};
+  const auto stored = (tmp / "stored.npz").string();
+  const auto deflated = (tmp / "deflated.npz").string();
+  write_npz(stored, z, false);
+  write_npz(deflated, z, true);
+  const NamedTensors s = read_npz(stored);
+  ASSERT_EQ(s.size(), 2U);
+  EXPECT_EQ(s[0].second, z[0].second);
+  EXPECT_EQ(s[1].second, z[1].second);
+  // uint8 values need no alignment: always a view of the archive's mapping.
+  EXPECT_EQ(mapped_file_at(s[0].second.data()), stored);
+  const NamedTensors d = read_npz(deflated);
+  ASSERT_EQ(d.size(), 2U);
+  EXPECT_EQ(d[0].second, z[0].second);
+  EXPECT_EQ(mapped_file_at(d[0].second.data()), "");
+  // Writing to a view copies first: the archive is unchanged.
+  Tensor w = read_npz(stored, {"x"})[0].second;
+  w.mutable_values<uint8_t>()[0] = 99;
+  EXPECT_EQ(read_npz(stored, {"x"})[0].second, z[0].second);
+}
+
+TEST(NpzStreamWriter, WritesWhatReadNpzAndLibzipRead) {
+  const TempDir tmp;
+  const auto path = (tmp / "s.npz").string();
+  const Tensor x = arange(DType::kFloat32, {33, 7});
+  const Tensor y = arange(DType::kInt64, {5});
+  {
+    NpzStreamWriter w(path);
+    for (const auto& [key, t] : NamedTensors{{"x", x}, {"y", y}}) {
+      const auto header = encode_npy_header(t.dtype(), t.shape());
+      w.begin(key, header.size() + t.nbytes());
+      w.append(header);
+      // In uneven pieces, as a generator hands them over.
+      const std::span<const std::byte> values(t.data(), t.nbytes());
+      for (size_t at = 0; at < values.size(); at += 100)
+        w.append(values.subspan(at, std::min<size_t>(100, values.size() - at)));
+      w.end();
+    }
+    w.close();
+  }
+  const NamedTensors back = read_npz(path);
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].first, "x");
+  EXPECT_EQ(back[0].second, x);
+  EXPECT_EQ(back[1].first, "y");
+  EXPECT_EQ(back[1].second, y);
+  EXPECT_EQ(npz_keys(path), (std::vector<std::string>{"x", "y"}));
+  // Same bytes as libzip's stored archive, less its headers: a damaged byte is caught.
+  auto bytes = file_bytes(path);
+  bytes[bytes.size() / 2] ^= std::byte{0x01};
+  write_bytes(tmp / "bad.npz", bytes);
+  expect_format_error([&] { read_npz((tmp / "bad.npz").string()); }, {"bad.npz"}, "flipped");
+
+  NpzStreamWriter misuse((tmp / "m.npz").string());
+  misuse.begin("a", 4);
+  EXPECT_THROW(misuse.append(std::vector<std::byte>(5)), std::logic_error);
+  EXPECT_THROW(misuse.end(), std::logic_error);
+  NpzStreamWriter huge((tmp / "h.npz").string());
+  expect_format_error([&] { huge.begin("x", uint64_t{5} << 30); }, {"h.npz", "4 GiB"}, "zip64");
+}
 
 TEST(NpzCorruption, TruncatedFlippedAndOversizedArchivesAreErrors) {
   const TempDir tmp;

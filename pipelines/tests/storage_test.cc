@@ -100,6 +100,18 @@ TEST(Crc32c, ExtendsAcrossPiecesAndMatchesABitwiseDefinition) {
   }
 }
 
+TEST(Crc32Ieee, StandardTestVectorAndZlibAgree) {
+  const auto bytes = [](std::string_view v) { return std::as_bytes(std::span(v.data(), v.size())); };
+  EXPECT_EQ(formats::crc32_ieee(bytes("123456789")), 0xCBF43926U);
+  EXPECT_EQ(formats::crc32_ieee(bytes("")), 0U);
+  const std::string data = random_bytes(100003, 5);
+  const uint32_t zlib = static_cast<uint32_t>(
+      ::crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+  EXPECT_EQ(formats::crc32_ieee(bytes(data)), zlib);
+  const std::string_view a(data.data(), 4097), b(data.data() + 4097, data.size() - 4097);
+  EXPECT_EQ(formats::crc32_ieee(bytes(b), formats::crc32_ieee(bytes(a))), zlib);
+}
+
 TEST(Crc32c, MaskIsTensorFlows) {
   EXPECT_EQ(formats::mask_crc(0), 0xa282ead8U);
   EXPECT_EQ(formats::mask_crc(0xE3069283U), ((0xE3069283U >> 15) | (0xE3069283U << 17)) + 0xa282ead8U);

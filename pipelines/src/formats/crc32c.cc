@@ -4,6 +4,8 @@
 #include <array>
 #include <cstring>
 
+#include <zlib.h>
+
 #if defined(PIPEPROF_HAVE_ISAL)
 #include <isa-l/crc.h>
 #elif defined(__x86_64__)
@@ -78,6 +80,24 @@ uint32_t crc32c(std::span<const std::byte> data, uint32_t crc) {
   if (have_sse42()) return crc_sse42(data.data(), data.size(), crc);
 #endif
   return crc_table(data.data(), data.size(), crc);
+#endif
+}
+
+uint32_t crc32_ieee(std::span<const std::byte> data, uint32_t crc) {
+  auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  size_t n = data.size();
+#if defined(PIPEPROF_HAVE_ISAL)
+  // crc32_gzip_refl takes and returns the CRC as zlib does (seed 0 for a fresh one).
+  return crc32_gzip_refl(crc, const_cast<unsigned char*>(p), n);
+#else
+  uLong c = crc;
+  while (n > 0) {
+    const size_t chunk = std::min<size_t>(n, size_t{1} << 30);
+    c = ::crc32(c, p, static_cast<uInt>(chunk));
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(c);
 #endif
 }
 

@@ -3,8 +3,10 @@
 //
 // The byte formats (raw, npy, tfrecord) stream their payload: random bytes are made a chunk at a
 // time into a buffer that stays in cache and written at once, so a file of any size costs one pass
-// of the generator and the kernel's copy. The container formats (npz, hdf5, jpeg) hold the file's
-// arrays in memory and hand them to their library writers (write_npz, write_hdf5, encode_jpeg).
+// of the generator and the kernel's copy; so does npz (NpzStreamWriter: stored members, their
+// CRC-32s computed as the bytes pass), and hdf5 (libhdf5 lays the file out and writes the labels;
+// the records' bytes are streamed into the space it allocated). jpeg holds each image in memory
+// for libturbojpeg.
 #include "pipeprof/pipelines/datagen.h"
 
 #include <fcntl.h>
@@ -24,8 +26,10 @@
 #include <vector>
 
 #include "formats/example.h"
+#include "formats/hdf5.h"
 #include "formats/mapped_file.h"
 #include "formats/npy.h"
+#include "formats/npz.h"
 #include "formats/random_bytes.h"
 #include "formats/tfrecord.h"
 #include "pipeprof/pipelines/formats.h"
@@ -56,8 +60,11 @@ struct Shared {
 // A file written with write(2) (no stdio buffer: the chunks are already large).
 class FileOut {
  public:
-  explicit FileOut(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  enum class Mode { kCreate, kExisting };  // kExisting: written in place (write_at)
+  explicit FileOut(const std::string& path, Mode mode = Mode::kCreate) : path_(path) {
+    fd_ = ::open(path.c_str(),
+                 mode == Mode::kCreate ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_WRONLY | O_CLOEXEC,
+                 0644);
     if (fd_ < 0)
       throw FormatError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
   }
@@ -75,6 +82,18 @@ class FileOut {
         throw FormatError(fmt::format("{}: write failed: {}", path_,
                                       n < 0 ? std::strerror(errno) : "no progress"));
       }
+      bytes = bytes.subspan(static_cast<size_t>(n));
+    }
+  }
+  void write_at(uint64_t offset, std::span<const std::byte> bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        throw FormatError(fmt::format("{}: write failed: {}", path_,
+                                      n < 0 ? std::strerror(errno) : "no progress"));
+      }
+      offset += static_cast<uint64_t>(n);
       bytes = bytes.subspan(static_cast<size_t>(n));
     }
   }
@@ -111,6 +130,45 @@ void fill_random(Tensor& t, RandomBytes& rng, Shared& shared) {
   rng.fill({t.mutable_data(), t.nbytes()});
 }
 
+// A tfrecord file's records, each around one sample: tf.Example {image: the sample's bytes, size:
+// DLIO's mean dimension}.
+ExampleFrame tfrecord_frame_of(const DlioDataset& d, const DatasetFile& file) {
+  const auto dimension = static_cast<int64_t>(std::sqrt(d.record_length));
+  const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+  return encode_example_around("image", sample,
+                               {{"size", {.kind = FeatureKind::kInt64, .int64s = {dimension}}}});
+}
+
+// Writes `bytes` to `path` through its temporary name (removed on failure).
+void write_small_file(const std::string& path, std::string_view bytes) {
+  const std::string tmp = temporary_name(path);
+  try {
+    FileOut f(tmp);
+    f.write(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    f.close();
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) throw FormatError(fmt::format("{}: cannot rename {} into place: {}", path, tmp, ec.message()));
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+}
+
+// The tfrecord index of `file` (DALI's tfrecord2idx, as DLIO writes it): every record of a file
+// has the same framed size, so the index follows from the layout alone.
+void write_tfrecord_index(const DlioDataset& d, const DatasetFile& file) {
+  const ExampleFrame frame = tfrecord_frame_of(d, file);
+  const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+  const uint64_t framed = kTFRecordHeaderBytes + frame.head.size() + sample + frame.tail.size() +
+                          kTFRecordFooterBytes;
+  std::string text;
+  for (int64_t i = 0; i < d.num_samples_per_file; ++i)
+    text += fmt::format("{} {}\n", static_cast<uint64_t>(i) * framed, framed);
+  write_small_file(index_file_of(d, file), text);
+}
+
 // Writes `file` (its payload from `seed`) to `out`; returns the bytes the file holds when the
 // writer does not count them as it goes.
 uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std::string& out,
@@ -140,11 +198,9 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
       return 0;
     }
     case DataFormat::kTFRecord: {
-      // tf.Example {image: the sample's bytes, size: DLIO's mean dimension}, framed as it streams.
-      const auto dimension = static_cast<int64_t>(std::sqrt(d.record_length));
+      // Each record framed around its sample as the sample streams.
       const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
-      const ExampleFrame frame = encode_example_around(
-          "image", sample, {{"size", {.kind = FeatureKind::kInt64, .int64s = {dimension}}}});
+      const ExampleFrame frame = tfrecord_frame_of(d, file);
       const auto as_bytes = [](const std::string& s) {
         return std::as_bytes(std::span(s.data(), s.size()));
       };
@@ -161,17 +217,53 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
              (frame.head.size() + frame.tail.size() + kTFRecordHeaderBytes + kTFRecordFooterBytes);
     }
     case DataFormat::kNpz: {
-      Tensor x(DType::kUInt8, shape);
-      fill_random(x, rng, shared);
-      write_npz(out, {{"x", std::move(x)}, {"y", Tensor(DType::kInt64, {samples})}}, false);
-      return fs::file_size(out);
+      // numpy's savez: x the payload, y int64 zeros, both stored.
+      const auto x_header = encode_npy_header(DType::kUInt8, shape);
+      const auto y_header = encode_npy_header(DType::kInt64, {samples});
+      const uint64_t y_bytes = static_cast<uint64_t>(samples) * sizeof(int64_t);
+      if (x_header.size() + file.bytes + y_header.size() + y_bytes + 4096 >
+          NpzStreamWriter::kMaxBytes) {
+        // Past what a zip without zip64 holds: in memory, through libzip.
+        Tensor x(DType::kUInt8, shape);
+        fill_random(x, rng, shared);
+        write_npz(out, {{"x", std::move(x)}, {"y", Tensor(DType::kInt64, {samples})}}, false);
+        return fs::file_size(out);
+      }
+      buffer.resize(static_cast<size_t>(std::min<uint64_t>(kChunkBytes, std::max(file.bytes, y_bytes))));
+      NpzStreamWriter w(out);
+      w.begin("x", x_header.size() + file.bytes);
+      w.append(x_header);
+      stream_random(file.bytes, rng, buffer, shared, [&](auto chunk) { w.append(chunk); });
+      w.end();
+      w.begin("y", y_header.size() + y_bytes);
+      w.append(y_header);
+      std::fill(buffer.begin(), buffer.end(), std::byte{0});
+      for (uint64_t left = y_bytes; left > 0;) {
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(left, buffer.size()));
+        w.append(std::span<const std::byte>(buffer.data(), k));
+        left -= k;
+      }
+      w.end();
+      w.close();
+      return fs::file_size(out) - file.bytes;  // the payload was counted as it went
     }
     case DataFormat::kHdf5: {
-      Tensor records(DType::kUInt8, {samples, file.dim1, file.dim2});
-      fill_random(records, rng, shared);
-      write_hdf5(out,
-                 {{"records", std::move(records)}, {"labels", Tensor(DType::kInt64, {samples})}});
-      return fs::file_size(out);
+      // The layout through libhdf5 (records allocated, labels written), then the records' bytes
+      // streamed into their place, outside the library's process-wide lock.
+      const auto extents = create_hdf5_layout(
+          out, {{.name = "records", .dtype = DType::kUInt8, .shape = {samples, file.dim1, file.dim2}}},
+          {{"labels", Tensor(DType::kInt64, {samples})}});
+      if (extents.size() != 1 || extents[0].bytes != file.bytes)
+        throw FormatError(fmt::format("{}: libhdf5 laid the records out unexpectedly", out));
+      buffer.resize(static_cast<size_t>(std::min<uint64_t>(kChunkBytes, std::max<uint64_t>(1, file.bytes))));
+      FileOut f(out, FileOut::Mode::kExisting);
+      uint64_t at = extents[0].offset;
+      stream_random(file.bytes, rng, buffer, shared, [&](auto chunk) {
+        f.write_at(at, chunk);
+        at += chunk.size();
+      });
+      f.close();
+      return fs::file_size(out) - file.bytes;  // the records were counted as they went
     }
     case DataFormat::kJpeg: {
       Tensor image(DType::kUInt8, {file.dim1, file.dim2, 1});
@@ -208,6 +300,11 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
     if (!options.overwrite && fs::is_regular_file(files[k].path, ec)) {
       fs::remove(temporary_name(files[k].path), ec);  // a stale leftover beside a complete file
       ++result.files_kept;
+      // A complete file whose index is missing (a run stopped between the two): the index alone.
+      if (const std::string index = index_file_of(d, files[k]);
+          !index.empty() && !fs::is_regular_file(index, ec)) {
+        write_tfrecord_index(d, files[k]);
+      }
     } else {
       todo.push_back(k);
     }
@@ -235,6 +332,7 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
           throw FormatError(
               fmt::format("{}: cannot rename {} into place: {}", file.path, tmp, ec.message()));
         }
+        if (d.format == DataFormat::kTFRecord) write_tfrecord_index(d, file);
         written.fetch_add(1);
       } catch (...) {
         std::error_code ec;

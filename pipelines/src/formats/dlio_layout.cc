@@ -191,6 +191,11 @@ std::vector<DatasetFile> dataset_files(const DlioDataset& d) {
 std::vector<std::string> dataset_folders(const DlioDataset& d) {
   validate(d);
   std::vector<std::string> out{split_folder(d, false), split_folder(d, true)};
+  if (d.format == DataFormat::kTFRecord) {
+    out.push_back((root_of(d) / "index").string());
+    out.push_back((root_of(d) / "index" / "train").string());
+    out.push_back((root_of(d) / "index" / "valid").string());
+  }
   for (const bool eval : {false, true}) {
     const int64_t subfolders = eval ? d.num_subfolders_eval : d.num_subfolders_train;
     if (subfolders <= 1) continue;
@@ -198,6 +203,13 @@ std::vector<std::string> dataset_folders(const DlioDataset& d) {
       out.push_back(folder_of(d, eval, i));
   }
   return out;
+}
+
+std::string index_file_of(const DlioDataset& d, const DatasetFile& f) {
+  if (d.format != DataFormat::kTFRecord) return "";
+  std::string name = fs::path(f.path).filename().string();
+  name += ".idx";
+  return (root_of(d) / "index" / (f.eval ? "valid" : "train") / name).string();
 }
 
 std::string temporary_name(const std::string& path) {
@@ -221,6 +233,10 @@ std::vector<std::string> other_files(const DlioDataset& d, size_t limit) {
   for (const DatasetFile& f : dataset_files(d)) {
     known.insert(rel(f.path));
     known.insert(rel(temporary_name(f.path)));
+    if (const std::string index = index_file_of(d, f); !index.empty()) {
+      known.insert(rel(index));
+      known.insert(rel(temporary_name(index)));
+    }
   }
   std::vector<std::string> other;
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);

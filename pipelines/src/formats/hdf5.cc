@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <stdexcept>
+#include <vector>
 
 #include "formats/format_error.h"
 
@@ -223,6 +225,52 @@ NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& 
   return out;
 }
 
+namespace {
+
+// Creates dataset `name` (intermediate groups as needed) of `dtype` and `shape`: contiguous, or
+// chunked by rows and deflated at `deflate_level` > 0; `streamed`: contiguous, its space allocated
+// now and never filled (its bytes are written outside the library). Returns the dataset's id.
+hid_t create_dataset(hid_t file, const std::string& where, const std::string& name, DType dtype,
+                     const Shape& shape, int deflate_level, bool streamed) {
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Handle space(shape.empty() ? H5Screate(H5S_SCALAR)
+                             : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+               H5Sclose);
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= d;
+  if (streamed) {
+    H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
+    H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+    H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  } else if (deflate_level > 0 && !shape.empty() && elements > 0) {
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], 64));
+    H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
+    H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(deflate_level, 9)));
+  }
+  Handle btype(dtype == DType::kBool ? bool_type() : -1, close_enum);
+  const hid_t ftype = dtype == DType::kBool ? btype.get() : file_type_of(dtype);
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  const hid_t ds =
+      H5Dcreate2(file, name.c_str(), ftype, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT);
+  if (ds < 0) throw FormatError(fmt::format("{}: cannot create: {}", where, last_error()));
+  return ds;
+}
+
+void write_tensor(hid_t ds, const Tensor& tensor, const std::string& where) {
+  Handle btype(tensor.dtype() == DType::kBool ? bool_type() : -1, close_enum);
+  const hid_t mtype = tensor.dtype() == DType::kBool ? btype.get() : native_type_of(tensor.dtype());
+  if (tensor.num_elements() > 0 &&
+      H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.data()) < 0) {
+    throw FormatError(fmt::format("{}: write failed: {}", where, last_error()));
+  }
+}
+
+}  // namespace
+
 void write_hdf5(const std::string& path, const NamedTensors& datasets,
                 const Hdf5WriteOptions& options) {
   std::lock_guard<std::mutex> lock(hdf5_mutex());
@@ -231,34 +279,48 @@ void write_hdf5(const std::string& path, const NamedTensors& datasets,
   if (!file.ok()) throw FormatError(fmt::format("{}: cannot create: {}", path, last_error()));
   for (const auto& [name, tensor] : datasets) {
     const std::string where = fmt::format("{}: dataset '{}'", path, name);
-    std::vector<hsize_t> dims(tensor.shape().begin(), tensor.shape().end());
-    Handle space(tensor.rank() == 0 ? H5Screate(H5S_SCALAR)
-                                    : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                 H5Sclose);
-    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-    if (options.deflate_level > 0 && tensor.rank() > 0 && tensor.num_elements() > 0) {
-      std::vector<hsize_t> chunk = dims;
-      chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], 64));
-      H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
-      H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(options.deflate_level, 9)));
-    }
-    Handle btype(tensor.dtype() == DType::kBool ? bool_type() : -1, close_enum);
-    const hid_t ftype = tensor.dtype() == DType::kBool ? btype.get() : file_type_of(tensor.dtype());
-    const hid_t mtype = tensor.dtype() == DType::kBool ? btype.get() : native_type_of(tensor.dtype());
-    // Intermediate groups are created as needed ("a/b/c").
-    Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-    H5Pset_create_intermediate_group(lcpl.get(), 1);
-    Handle ds(H5Dcreate2(file.get(), name.c_str(), ftype, space.get(), lcpl.get(), dcpl.get(),
-                         H5P_DEFAULT),
+    Handle ds(create_dataset(file.get(), where, name, tensor.dtype(), tensor.shape(),
+                             options.deflate_level, false),
               H5Dclose);
-    if (!ds.ok()) throw FormatError(fmt::format("{}: cannot create: {}", where, last_error()));
-    if (tensor.num_elements() > 0 &&
-        H5Dwrite(ds.get(), mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.data()) < 0) {
-      throw FormatError(fmt::format("{}: write failed: {}", where, last_error()));
-    }
+    write_tensor(ds.get(), tensor, where);
   }
   if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0)
     throw FormatError(fmt::format("{}: cannot write: {}", path, last_error()));
+}
+
+std::vector<Hdf5Extent> create_hdf5_layout(const std::string& path,
+                                           const std::vector<Hdf5StreamedDataset>& streamed,
+                                           const NamedTensors& written) {
+  std::lock_guard<std::mutex> lock(hdf5_mutex());
+  quiet_errors();
+  std::vector<Hdf5Extent> out;
+  {
+    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!file.ok()) throw FormatError(fmt::format("{}: cannot create: {}", path, last_error()));
+    for (const Hdf5StreamedDataset& d : streamed) {
+      if (d.dtype == DType::kBool)
+        throw std::invalid_argument("create_hdf5_layout: a streamed dataset cannot be bool");
+      const std::string where = fmt::format("{}: dataset '{}'", path, d.name);
+      Handle ds(create_dataset(file.get(), where, d.name, d.dtype, d.shape, 0, true), H5Dclose);
+      int64_t elements = 1;
+      for (int64_t n : d.shape)
+        elements *= n;
+      const auto bytes = static_cast<uint64_t>(elements) * dtype_size(d.dtype);
+      const haddr_t at = H5Dget_offset(ds.get());
+      if (bytes > 0 && at == HADDR_UNDEF)
+        throw FormatError(fmt::format("{}: the library placed no contiguous storage", where));
+      out.push_back({.name = d.name, .offset = bytes > 0 ? static_cast<uint64_t>(at) : 0, .bytes = bytes});
+    }
+    for (const auto& [name, tensor] : written) {
+      const std::string where = fmt::format("{}: dataset '{}'", path, name);
+      Handle ds(create_dataset(file.get(), where, name, tensor.dtype(), tensor.shape(), 0, false),
+                H5Dclose);
+      write_tensor(ds.get(), tensor, where);
+    }
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0)
+      throw FormatError(fmt::format("{}: cannot write: {}", path, last_error()));
+  }  // closed: the file now spans every allocated dataset
+  return out;
 }
 
 }  // namespace pipeprof::pipelines::formats

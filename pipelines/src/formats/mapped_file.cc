@@ -53,6 +53,19 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size));
 }
 
+void MappedFile::prefault(std::span<const std::byte> range) const {
+#if defined(MADV_POPULATE_READ)
+  if (range.empty()) return;
+  static const auto kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(range.data()) & ~(kPage - 1);
+  const auto end = reinterpret_cast<uintptr_t>(range.data() + range.size());
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): a page-aligned address inside the mapping
+  (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
+#else
+  (void)range;
+#endif
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
 }

@@ -1,13 +1,19 @@
 #include "formats/npz.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <memory>
-#include <unistd.h>
+#include <stdexcept>
 
+#include "formats/crc32c.h"
 #include "formats/format_error.h"
 #include "formats/mapped_file.h"
 #include "formats/npy.h"
@@ -32,13 +38,94 @@ std::string zip_message(zip_error_t* error) {
   return s;
 }
 
+// libzip's view of the mapped file: a seekable source over its bytes that also notes where its
+// last read began. A stored member read raw (ZIP_FL_COMPRESSED) starts with a read at its first
+// data byte, so that offset locates the member in the mapping: its values are then checked and
+// viewed there, not copied out. (A zip archive states where a member's local header is, not where
+// its data is; libzip reads the local header, the source learns the rest.)
+class MappedSource {
+ public:
+  explicit MappedSource(const MappedFile& file) : file_(file) { zip_error_init(&error_); }
+  ~MappedSource() { zip_error_fini(&error_); }
+  MappedSource(const MappedSource&) = delete;
+  MappedSource& operator=(const MappedSource&) = delete;
+
+  int64_t last_read_at() const { return last_read_at_; }
+
+  static zip_int64_t callback(void* state, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+    return static_cast<MappedSource*>(state)->command(data, len, cmd);
+  }
+
+ private:
+  zip_int64_t command(void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+    const uint64_t size = file_.size();
+    switch (cmd) {
+      case ZIP_SOURCE_OPEN:
+        pos_ = 0;
+        return 0;
+      case ZIP_SOURCE_READ: {
+        const uint64_t n = std::min<uint64_t>(len, size - std::min(pos_, size));
+        last_read_at_ = static_cast<int64_t>(pos_);
+        if (n > 0) std::memcpy(data, file_.bytes().data() + pos_, n);
+        pos_ += n;
+        return static_cast<zip_int64_t>(n);
+      }
+      case ZIP_SOURCE_CLOSE:
+      case ZIP_SOURCE_FREE:  // the state belongs to the archive's owner
+        return 0;
+      case ZIP_SOURCE_STAT: {
+        if (len < sizeof(zip_stat_t)) break;
+        auto* st = static_cast<zip_stat_t*>(data);
+        zip_stat_init(st);
+        st->size = size;
+        st->comp_size = size;
+        st->comp_method = ZIP_CM_STORE;
+        st->valid |= ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
+        return sizeof(zip_stat_t);
+      }
+      case ZIP_SOURCE_ERROR:
+        return zip_error_to_data(&error_, data, len);
+      case ZIP_SOURCE_SEEK: {
+        const zip_int64_t to = zip_source_seek_compute_offset(pos_, size, data, len, &error_);
+        if (to < 0) return -1;
+        pos_ = static_cast<uint64_t>(to);
+        return 0;
+      }
+      case ZIP_SOURCE_TELL:
+        return static_cast<zip_int64_t>(pos_);
+      case ZIP_SOURCE_SUPPORTS:
+        return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE,
+                                              ZIP_SOURCE_STAT, ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE,
+                                              ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL,
+                                              ZIP_SOURCE_SUPPORTS, -1);
+      default:
+        break;
+    }
+    zip_error_set(&error_, ZIP_ER_OPNOTSUPP, 0);
+    return -1;
+  }
+
+  const MappedFile& file_;
+  uint64_t pos_ = 0;
+  int64_t last_read_at_ = -1;
+  zip_error_t error_;
+};
+
+// An archive over a mapped file. The source outlives the archive (declared first).
+struct Archive {
+  std::unique_ptr<MappedSource> source;
+  ZipPtr zip;
+  zip_t* get() const { return zip.get(); }
+};
+
 // The archive over the mapped file (libzip reads it from memory).
-ZipPtr open_archive(const MappedFile& file) {
+Archive open_archive(const MappedFile& file) {
   // libzip takes an empty file for an empty archive; numpy never writes one.
   if (file.size() == 0) throw FormatError(fmt::format("{}: offset 0: an empty file, not a zip archive", file.path()));
+  Archive a{std::make_unique<MappedSource>(file), nullptr};
   zip_error_t error;
   zip_error_init(&error);
-  zip_source_t* src = zip_source_buffer_create(file.bytes().data(), file.size(), 0, &error);
+  zip_source_t* src = zip_source_function_create(&MappedSource::callback, a.source.get(), &error);
   if (src == nullptr) {
     const std::string msg = zip_message(&error);
     zip_error_fini(&error);
@@ -52,7 +139,8 @@ ZipPtr open_archive(const MappedFile& file) {
     throw FormatError(fmt::format("{}: not a readable zip archive: {}", file.path(), msg));
   }
   zip_error_fini(&error);
-  return ZipPtr(za);
+  a.zip = ZipPtr(za);
+  return a;
 }
 
 std::string key_of(const std::string& name) {
@@ -88,7 +176,39 @@ void finish(zip_file_t* f, const std::string& where, size_t offset) {
   if (got > 0) throw FormatError(fmt::format("{}: offset {}: bytes past the member's size", where, offset));
 }
 
-Tensor read_member(zip_t* za, zip_uint64_t index, const MappedFile& file, const std::string& name) {
+// A stored member's bytes where they lie in the mapping, when the source saw where and the CRC-32
+// the archive states for them matches (checked here with ISA-L's CRC, several times zlib's speed);
+// an empty span otherwise, and the member is then read through libzip, which reports any damage.
+std::span<const std::byte> locate_stored(const Archive& a, zip_uint64_t index, const zip_stat_t& st,
+                                         const MappedFile& file, const std::string& where) {
+  if (st.comp_method != ZIP_CM_STORE || (st.valid & ZIP_STAT_CRC) == 0 || st.size == 0) return {};
+  ZipFilePtr raw(zip_fopen_index(a.get(), index, ZIP_FL_COMPRESSED));
+  if (!raw) return {};
+  std::byte first{};
+  read_exactly(raw.get(), &first, 1, where, 0);
+  const int64_t at = a.source->last_read_at();
+  if (at < 0 || st.size > file.size() - static_cast<uint64_t>(at) ||
+      file.bytes()[static_cast<size_t>(at)] != first) {
+    return {};
+  }
+  const auto bytes = file.bytes().subspan(static_cast<size_t>(at), static_cast<size_t>(st.size));
+  // A piece at a time: its pages mapped at once (not a fault per few pages), then checked while
+  // they are still in cache.
+  constexpr size_t kPiece = size_t{4} << 20;
+  uint32_t crc = 0;
+  for (size_t done = 0; done < bytes.size(); done += kPiece) {
+    const auto piece = bytes.subspan(done, std::min(kPiece, bytes.size() - done));
+    file.prefault(piece);
+    crc = crc32_ieee(piece, crc);
+  }
+  if (crc != st.crc) return {};
+  return bytes;
+}
+
+Tensor read_member(const Archive& a, zip_uint64_t index,
+                   const std::shared_ptr<const MappedFile>& mapped, const std::string& name) {
+  zip_t* za = a.get();
+  const MappedFile& file = *mapped;
   const std::string where = fmt::format("{}: member '{}'", file.path(), name);
   zip_stat_t st;
   zip_stat_init(&st);
@@ -107,6 +227,9 @@ Tensor read_member(zip_t* za, zip_uint64_t index, const MappedFile& file, const 
         "{}: declared size {} (compressed {}) is impossible for an archive of {} bytes", where,
         st.size, st.comp_size, file.size()));
   }
+  // Stored (numpy's savez): decoded where it lies, a view of the mapping when the layout allows.
+  if (const auto bytes = locate_stored(a, index, st, file, where); !bytes.empty())
+    return decode_npy(bytes, where, mapped);
   ZipFilePtr f(zip_fopen_index(za, index, 0));
   if (!f) throw FormatError(fmt::format("{}: {}", where, zip_strerror(za)));
   const auto size = static_cast<size_t>(st.size);
@@ -149,7 +272,7 @@ Tensor read_member(zip_t* za, zip_uint64_t index, const MappedFile& file, const 
 
 std::vector<std::string> npz_keys(const std::string& path) {
   const auto file = MappedFile::open(path);
-  ZipPtr za = open_archive(*file);
+  const Archive za = open_archive(*file);
   std::vector<std::string> keys;
   const zip_int64_t n = zip_get_num_entries(za.get(), 0);
   for (zip_int64_t i = 0; i < n; ++i) {
@@ -162,7 +285,7 @@ std::vector<std::string> npz_keys(const std::string& path) {
 
 NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys) {
   const auto file = MappedFile::open(path);
-  ZipPtr za = open_archive(*file);
+  const Archive za = open_archive(*file);
   NamedTensors out;
   const zip_int64_t n = zip_get_num_entries(za.get(), 0);
   if (keys.empty()) {
@@ -170,7 +293,7 @@ NamedTensors read_npz(const std::string& path, const std::vector<std::string>& k
       const auto index = static_cast<zip_uint64_t>(i);
       const char* name = zip_get_name(za.get(), index, 0);
       if (name == nullptr) throw FormatError(fmt::format("{}: entry {}: {}", path, i, zip_strerror(za.get())));
-      out.emplace_back(key_of(name), read_member(za.get(), index, *file, name));
+      out.emplace_back(key_of(name), read_member(za, index, file, name));
     }
     return out;
   }
@@ -182,7 +305,7 @@ NamedTensors read_npz(const std::string& path, const std::vector<std::string>& k
       if (index < 0) throw FormatError(fmt::format("{}: no array '{}' in the archive", path, key));
     }
     const char* stored = zip_get_name(za.get(), static_cast<zip_uint64_t>(index), 0);
-    out.emplace_back(key, read_member(za.get(), static_cast<zip_uint64_t>(index), *file,
+    out.emplace_back(key, read_member(za, static_cast<zip_uint64_t>(index), file,
                                       stored != nullptr ? stored : name));
   }
   return out;
@@ -224,6 +347,167 @@ void write_npz(const std::string& path, const NamedTensors& arrays, bool compres
     throw FormatError(fmt::format("{}: cannot write: {}", path, msg));
   }
   (void)za.release();  // closed
+}
+
+// --- NpzStreamWriter: the zip layout (APPNOTE 4.3) of stored members, no zip64 ---
+namespace {
+
+constexpr uint32_t kLocalHeaderSignature = 0x04034b50;
+constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
+constexpr uint32_t kEndSignature = 0x06054b50;
+constexpr uint16_t kVersionNeeded = 20;              // 2.0: stored members, no zip64
+constexpr uint16_t kVersionMadeBy = (3 << 8) | 20;   // Unix, 2.0
+constexpr uint32_t kExternalAttributes = 0100644U << 16;  // a regular file, rw-r--r--
+constexpr size_t kLocalHeaderBytes = 30;
+constexpr size_t kCrcOffsetInLocalHeader = 14;
+
+class LittleEndian {
+ public:
+  void u16(uint16_t v) {
+    bytes_.push_back(static_cast<std::byte>(v & 0xFF));
+    bytes_.push_back(static_cast<std::byte>(v >> 8));
+  }
+  void u32(uint32_t v) {
+    u16(static_cast<uint16_t>(v & 0xFFFF));
+    u16(static_cast<uint16_t>(v >> 16));
+  }
+  void text(const std::string& s) {
+    for (char c : s)
+      bytes_.push_back(static_cast<std::byte>(c));
+  }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+}  // namespace
+
+NpzStreamWriter::NpzStreamWriter(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw FormatError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+  // The members' modification time, in MS-DOS form (2-second resolution, from 1980).
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  if (localtime_r(&now, &local) != nullptr && local.tm_year >= 80) {
+    dos_time_ = static_cast<uint16_t>((local.tm_hour << 11) | (local.tm_min << 5) | (local.tm_sec / 2));
+    dos_date_ = static_cast<uint16_t>(((local.tm_year - 80) << 9) | ((local.tm_mon + 1) << 5) | local.tm_mday);
+  } else {
+    dos_date_ = (1 << 5) | 1;  // 1980-01-01
+  }
+}
+
+NpzStreamWriter::~NpzStreamWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void NpzStreamWriter::write(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw FormatError(fmt::format("{}: write failed: {}", path_,
+                                    n < 0 ? std::strerror(errno) : "no progress"));
+    }
+    offset_ += static_cast<uint64_t>(n);
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+}
+
+void NpzStreamWriter::begin(const std::string& key, uint64_t bytes) {
+  if (fd_ < 0 || in_member_) throw std::logic_error("NpzStreamWriter: begin after close or inside a member");
+  Member m{.name = key + ".npy", .offset = offset_, .size = bytes, .crc = 0};
+  if (m.name.size() > 0xFFFF) throw FormatError(fmt::format("{}: member name too long", path_));
+  if (offset_ + kLocalHeaderBytes + m.name.size() + bytes > kMaxBytes) {
+    throw FormatError(fmt::format("{}: member '{}' of {} bytes would take the archive past 4 GiB "
+                                  "(stored archives are written without zip64)",
+                                  path_, m.name, bytes));
+  }
+  LittleEndian h;
+  h.u32(kLocalHeaderSignature);
+  h.u16(kVersionNeeded);
+  h.u16(0);  // flags
+  h.u16(0);  // stored
+  h.u16(dos_time_);
+  h.u16(dos_date_);
+  h.u32(0);  // CRC-32: written when the member ends
+  h.u32(static_cast<uint32_t>(bytes));
+  h.u32(static_cast<uint32_t>(bytes));
+  h.u16(static_cast<uint16_t>(m.name.size()));
+  h.u16(0);  // no extra field
+  h.text(m.name);
+  write(h.bytes());
+  members_.push_back(std::move(m));
+  left_ = bytes;
+  in_member_ = true;
+}
+
+void NpzStreamWriter::append(std::span<const std::byte> bytes) {
+  if (!in_member_ || bytes.size() > left_) {
+    throw std::logic_error("NpzStreamWriter: append beyond the member's size");
+  }
+  members_.back().crc = crc32_ieee(bytes, members_.back().crc);
+  write(bytes);
+  left_ -= bytes.size();
+}
+
+void NpzStreamWriter::end() {
+  if (!in_member_ || left_ != 0) {
+    throw std::logic_error("NpzStreamWriter: end before the member's bytes were appended");
+  }
+  const Member& m = members_.back();
+  std::array<std::byte, 4> crc{};
+  for (size_t i = 0; i < 4; ++i)
+    crc[i] = static_cast<std::byte>((m.crc >> (8 * i)) & 0xFF);
+  const auto at = static_cast<off_t>(m.offset + kCrcOffsetInLocalHeader);
+  if (::pwrite(fd_, crc.data(), crc.size(), at) != static_cast<ssize_t>(crc.size())) {
+    throw FormatError(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
+  }
+  in_member_ = false;
+}
+
+void NpzStreamWriter::close() {
+  if (fd_ < 0) return;
+  if (in_member_) throw std::logic_error("NpzStreamWriter: close inside a member");
+  if (members_.size() > 0xFFFF) throw FormatError(fmt::format("{}: too many members", path_));
+  const uint64_t directory_at = offset_;
+  LittleEndian d;
+  for (const Member& m : members_) {
+    d.u32(kCentralHeaderSignature);
+    d.u16(kVersionMadeBy);
+    d.u16(kVersionNeeded);
+    d.u16(0);  // flags
+    d.u16(0);  // stored
+    d.u16(dos_time_);
+    d.u16(dos_date_);
+    d.u32(m.crc);
+    d.u32(static_cast<uint32_t>(m.size));
+    d.u32(static_cast<uint32_t>(m.size));
+    d.u16(static_cast<uint16_t>(m.name.size()));
+    d.u16(0);  // extra field
+    d.u16(0);  // comment
+    d.u16(0);  // disk
+    d.u16(0);  // internal attributes
+    d.u32(kExternalAttributes);
+    d.u32(static_cast<uint32_t>(m.offset));
+    d.text(m.name);
+  }
+  const uint64_t directory_bytes = d.bytes().size();
+  if (directory_at + directory_bytes + 22 > 0xFFFFFFFFULL) {
+    throw FormatError(fmt::format("{}: the archive would pass 4 GiB (no zip64)", path_));
+  }
+  d.u32(kEndSignature);
+  d.u16(0);  // this disk
+  d.u16(0);  // the directory's disk
+  d.u16(static_cast<uint16_t>(members_.size()));
+  d.u16(static_cast<uint16_t>(members_.size()));
+  d.u32(static_cast<uint32_t>(directory_bytes));
+  d.u32(static_cast<uint32_t>(directory_at));
+  d.u16(0);  // comment
+  write(d.bytes());
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) throw FormatError(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
 }
 
 }  // namespace pipeprof::pipelines::formats

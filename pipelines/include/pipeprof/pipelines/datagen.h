@@ -86,9 +86,16 @@ struct DatasetFile {
 };
 
 // Every file of the dataset in DLIO's order (train, then eval), and the folders DLIO creates
-// (train/, valid/ and their subfolders). Validates first.
+// (train/, valid/ and their subfolders; for tfrecord also index/, index/train/ and index/valid/).
+// Validates first.
 std::vector<DatasetFile> dataset_files(const DlioDataset& dataset);
 std::vector<std::string> dataset_folders(const DlioDataset& dataset);
+
+// tfrecord only: the index file DLIO writes beside each file for DALI (its tfrecord2idx: a line
+// "<offset> <length>" per record, both in bytes, the length framing included), at
+// data_folder/index/{train,valid}/<file name>.idx; "" for the other formats. Its folders are among
+// dataset_folders.
+std::string index_file_of(const DlioDataset& dataset, const DatasetFile& file);
 
 // The hidden name a file is written under before it is renamed into place.
 std::string temporary_name(const std::string& path);
