@@ -28,16 +28,52 @@ struct OnlineTuner::Candidate {
   std::string reason;
 };
 
-OnlineTuner::OnlineTuner(pipelines::Model& model, TunerOptions options)
-    : model_(model), options_(std::move(options)) {
+OnlineTuner::OnlineTuner(TunerOptions options) : options_(std::move(options)) {
   if (options_.cpu_budget <= 0)
     options_.cpu_budget = std::max(1u, std::thread::hardware_concurrency());
   if (options_.initial_period.count() <= 0) options_.initial_period = std::chrono::milliseconds(1);
   options_.max_period = std::max(options_.max_period, options_.initial_period);
   element_bytes_.store(options_.element_bytes, std::memory_order_relaxed);
+  reset_state();
+}
+
+OnlineTuner::OnlineTuner(pipelines::Model& model, TunerOptions options)
+    : OnlineTuner(std::move(options)) {
+  model_ = &model;
+  attached_ = true;
+}
+
+void OnlineTuner::reset_state() {
   period_ns_.store(options_.initial_period.count(), std::memory_order_relaxed);
   start_ns_ = trace::now_ns();
+  quiet_ = 0;
+  windows_.clear();
+  cpu_samples_.clear();
   cpu_samples_.emplace_back(start_ns_, trace::process_cpu_ns());
+  rate_known_ = false;
+}
+
+void OnlineTuner::attach(pipelines::Model& model) {
+  {
+    std::lock_guard<std::mutex> lock(model_mu_);
+    model_ = &model;
+    reset_state();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    attached_ = true;
+  }
+  cv_.notify_all();
+}
+
+void OnlineTuner::detach() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    attached_ = false;
+  }
+  // A tick in progress holds model_mu_: once it is ours, no tick uses the model any more.
+  std::lock_guard<std::mutex> lock(model_mu_);
+  model_ = nullptr;
 }
 
 OnlineTuner::~OnlineTuner() {
@@ -68,11 +104,17 @@ void OnlineTuner::stop() {
 void OnlineTuner::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
+    if (!attached_) {
+      cv_.wait(lock, [&] { return stop_ || attached_; });
+      continue;
+    }
     lock.unlock();
     tick();
     lock.lock();
+    // Woken early by stop() or by a detach() and attach() (a new model starts with the first
+    // period).
     cv_.wait_for(lock, std::chrono::nanoseconds(period_ns_.load(std::memory_order_relaxed)),
-                 [&] { return stop_; });
+                 [&] { return stop_ || !attached_; });
   }
 }
 
@@ -97,8 +139,10 @@ double OnlineTuner::process_cpu_rate() {
 }
 
 bool OnlineTuner::tick() {
+  const std::lock_guard<std::mutex> model_lock(model_mu_);
+  if (model_ == nullptr) return false;
   ticks_.fetch_add(1, std::memory_order_relaxed);
-  const PerformanceModel model = PerformanceModel::from(model_);
+  const PerformanceModel model = PerformanceModel::from(*model_);
   // A stage with no CPU sample yet is charged the process's CPU rate per busy worker: a pipeline
   // that sleeps shows a low rate, one that computes a high one. Before the first rate is known,
   // a whole core.
@@ -281,7 +325,7 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
 }
 
 pipelines::Knob* OnlineTuner::knob_of(const std::string& stage_key, const std::string& knob) const {
-  for (pipelines::Node* n : model_.nodes()) {
+  for (pipelines::Node* n : model_->nodes()) {
     if (n->key() != stage_key) continue;
     for (pipelines::Knob* k : n->knobs()) {
       if (k->name() == knob) return k;
@@ -315,8 +359,13 @@ std::vector<KnobChange> OnlineTuner::changes() const {
 }
 
 std::vector<KnobValue> OnlineTuner::final_values() const {
+  const std::lock_guard<std::mutex> lock(model_mu_);
+  return model_ == nullptr ? std::vector<KnobValue>{} : knob_values(*model_);
+}
+
+std::vector<KnobValue> knob_values(const pipelines::Model& model) {
   std::vector<KnobValue> out;
-  for (pipelines::Node* n : model_.nodes()) {
+  for (pipelines::Node* n : model.nodes()) {
     for (pipelines::Knob* k : n->knobs())
       out.push_back({n->key(), n->name(), k->name(), k->value()});
   }

@@ -74,14 +74,19 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   const int64_t t0 = trace::now_ns();
   std::vector<autotune::KnobValue> picked;  // the tuner's values, carried to the next epoch
   tuned = nullptr;
+  // One tuner thread for the whole run, attached to each epoch's iterator in turn: no thread is
+  // started or joined between epochs.
+  std::optional<autotune::OnlineTuner> tuner;
+  size_t changes_seen = 0;
   for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
     trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
     auto it = dataset.iterate();
-    std::optional<autotune::OnlineTuner> tuner;
-    if (options.autotune && !it->model().knobs().empty()) {
+    const bool tuning = options.autotune && !it->model().knobs().empty();
+    if (tuning) {
       autotune::apply_values(it->model(), picked);
-      tuner.emplace(it->model());
-      tuner->start();
+      if (!tuner) tuner.emplace(autotune::TunerOptions{});
+      tuner->attach(it->model());
+      tuner->start();  // once: a no-op while the thread runs
     }
     it->model().record_knobs();
     bool first_of_epoch = true;
@@ -112,14 +117,17 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
       }
       step_ns += trace::now_ns() - w1;
     }
-    if (tuner) {
-      tuner->stop();
-      picked = tuner->final_values();
+    if (tuning) {
+      tuner->detach();
+      picked = autotune::knob_values(it->model());
       if (tuned.is_null()) tuned = {{"changes", nlohmann::json::array()}};
-      for (nlohmann::json change : autotune::to_json(tuner->changes())) {
+      const std::vector<autotune::KnobChange> changes = tuner->changes();
+      for (size_t i = changes_seen; i < changes.size(); ++i) {
+        nlohmann::json change = autotune::to_json(std::vector{changes[i]})[0];
         change["epoch"] = epoch;
         tuned["changes"].push_back(std::move(change));
       }
+      changes_seen = changes.size();
       tuned["final"] = autotune::to_json(picked);
     }
     // Statistics are complete once the iterators have flushed them, i.e. after the tree is gone.

@@ -231,6 +231,7 @@ void prepare_worker_thread() {
 
 void prepare_worker_thread(const std::string& stage_name, int64_t index) {
   set_minimal_timer_slack();
+  tls_timing = ThreadTiming{};  // a reused thread (ops/worker_thread.h) starts its task afresh
   trace::Recorder::global().set_thread_name(stage_name + " #" + std::to_string(index));
 }
 

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "ops/worker_thread.h"
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/iterator.h"
@@ -68,8 +69,11 @@ inline Dataset spec_dataset(std::string_view json) {
   return spec(json).dataset;
 }
 
-// Number of threads of this process (entries of /proc/self/task).
+// Number of threads of this process (entries of /proc/self/task), parked worker threads let go
+// first (ops/worker_thread.h): what is left runs something, so a thread an iterator failed to stop
+// is still counted.
 inline int thread_count() {
+  ops::release_parked_worker_threads();
   int n = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
     ++n;

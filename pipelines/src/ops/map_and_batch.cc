@@ -13,6 +13,7 @@
 #include "ops/common.h"
 #include "ops/map.h"
 #include "ops/stage_reader.h"
+#include "ops/worker_thread.h"
 #include "pipeprof/pipelines/functions.h"
 #include "pipeprof/pipelines/registry.h"
 #include "pipeprof/pipelines/sleep.h"
@@ -158,7 +159,8 @@ class ParallelMapAndBatchIterator final : public Iterator {
     const int64_t want = parallelism();
     stats().buffer_capacity.store(want, std::memory_order_relaxed);
     while (static_cast<int64_t>(workers_.size()) < want)
-      workers_.emplace_back([this, i = static_cast<int64_t>(workers_.size())] { work(i); });
+      workers_.emplace_back(fmt::format("{} #{}", stage_name(), workers_.size()),
+                            [this, i = static_cast<int64_t>(workers_.size())] { work(i); });
     if (want != last_parallelism_) {
       last_parallelism_ = want;
       work_cv_.notify_all();
@@ -225,7 +227,7 @@ class ParallelMapAndBatchIterator final : public Iterator {
   bool pulling_ = false;
   bool input_ended_ = false;
   bool stop_ = false;
-  std::vector<std::thread> workers_;
+  std::vector<WorkerThread> workers_;
 };
 
 }  // namespace

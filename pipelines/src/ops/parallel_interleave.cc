@@ -7,6 +7,8 @@
 // change takes effect at once). Nobody is woken for a change it cannot use: the consumer only when
 // what it waits for arrives (its slot has an element or is drained, or, non-deterministic, any slot
 // has one), a worker only when a pull can start and no worker that is awake will take it.
+#include <fmt/format.h>
+
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "ops/common.h"
 #include "ops/handoff.h"
 #include "ops/interleave.h"
+#include "ops/worker_thread.h"
 #include "pipeprof/pipelines/sleep.h"
 
 namespace pipeprof::pipelines::ops {
@@ -153,7 +156,8 @@ class ParallelInterleaveIterator final : public Iterator {
   void spawn_workers() {
     const int64_t want = parallelism();
     while (static_cast<int64_t>(workers_.size()) < want)
-      workers_.emplace_back([this, i = static_cast<int64_t>(workers_.size())] { work(i); });
+      workers_.emplace_back(fmt::format("{} #{}", stage_name(), workers_.size()),
+                            [this, i = static_cast<int64_t>(workers_.size())] { work(i); });
   }
 
   // A slot a worker may pull now, preferring the one the consumer needs next; nullptr if none.
@@ -216,7 +220,7 @@ class ParallelInterleaveIterator final : public Iterator {
   int64_t buffered_ = 0;
   bool started_ = false;
   bool input_done_ = false;
-  std::vector<std::thread> workers_;
+  std::vector<WorkerThread> workers_;
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 // flight plus slots filled but not yet taken never exceed the parallelism, which is read on every
 // decision, so a knob change takes effect at once. Workers and the consumer are woken only when
 // they wait and can make progress; both poll briefly before they block (see handoff.h).
+#include <fmt/format.h>
+
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "ops/common.h"
 #include "ops/handoff.h"
 #include "ops/map.h"
+#include "ops/worker_thread.h"
 #include "pipeprof/pipelines/sleep.h"
 
 namespace pipeprof::pipelines::ops {
@@ -76,7 +79,8 @@ class ParallelMapIterator final : public Iterator {
     const int64_t want = parallelism();
     stats().buffer_capacity.store(want, std::memory_order_relaxed);
     while (static_cast<int64_t>(workers_.size()) < want)
-      workers_.emplace_back([this, i = static_cast<int64_t>(workers_.size())] { work(i); });
+      workers_.emplace_back(fmt::format("{} #{}", stage_name(), workers_.size()),
+                            [this, i = static_cast<int64_t>(workers_.size())] { work(i); });
   }
 
   // With the lock held: tells the workers that a pull can start, if one can. Waking a blocked one
@@ -134,7 +138,7 @@ class ParallelMapIterator final : public Iterator {
   HandoffQueue queue_;  // slots in input order
   static constexpr int64_t kWakeWorthNs = 10 * trace::kNsPerUs;
   int64_t fn_avg_ns_ = kWakeWorthNs * 8;  // moving average of a call; assumed slow at first
-  std::vector<std::thread> workers_;
+  std::vector<WorkerThread> workers_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "ops/prefetch.h"
 
+#include <fmt/format.h>
 #include <stdexcept>
 #include <thread>
 
@@ -7,6 +8,7 @@
 #include "ops/handoff.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "ops/stage_reader.h"
+#include "ops/worker_thread.h"
 #include "pipeprof/pipelines/registry.h"
 
 namespace pipeprof::pipelines {
@@ -39,7 +41,8 @@ class PrefetchIterator final : public Iterator {
  protected:
   std::optional<Element> next_impl() override {
     std::unique_lock<std::mutex> lock(handoff_.mutex());
-    if (!producer_.joinable()) producer_ = std::thread([this] { produce(); });
+    if (!producer_.joinable())
+      producer_ = WorkerThread(fmt::format("{} #0", stage_name()), [this] { produce(); });
     const bool ready = handoff_.wait(
         lock, handoff_.consumer(), [&] { return queue_.ready() || queue_.drained(); },
         [&] { return BlockedScope(*this); });
@@ -98,7 +101,7 @@ class PrefetchIterator final : public Iterator {
   Knob* knob_ = nullptr;
   Handoff handoff_;
   HandoffQueue queue_;  // guarded by handoff_.mutex()
-  std::thread producer_;
+  WorkerThread producer_;
 };
 
 }  // namespace

@@ -9,6 +9,10 @@
 //   for (const auto& c : tuner.changes()) ...   // what was moved, when and why
 //   tuner.final_values();                        // what autotune picked
 //
+// One tuner (and one thread) may serve the iterators of several epochs in turn: constructed
+// without a model, it is attach()ed to each iterator's model and detach()ed before that iterator
+// goes, so an epoch starts and ends without creating or joining a thread.
+//
 // The rule (one decision per tick; see online_tuner.cc for the details):
 // - A parallelism knob is a candidate when its stage is saturated: every worker is running the
 //   stage's function and no finished element waits for the consumer, so one more worker would
@@ -72,7 +76,7 @@ struct KnobValue {
 };
 
 struct KnobChange {
-  double time_ms = 0;  // since start()
+  double time_ms = 0;  // since start(), or since the model was attached
   std::string stage_key, stage, knob;
   int64_t old_value = 0, new_value = 0;
   std::string reason;
@@ -84,6 +88,8 @@ class OnlineTuner {
   static constexpr const char* kThreadName = "pipeprof-tuner";
 
   explicit OnlineTuner(pipelines::Model& model, TunerOptions options = {});
+  // No model yet: the thread, once started, waits for attach().
+  explicit OnlineTuner(TunerOptions options);
   ~OnlineTuner();  // stops and joins the thread
   OnlineTuner(const OnlineTuner&) = delete;
   OnlineTuner& operator=(const OnlineTuner&) = delete;
@@ -91,6 +97,12 @@ class OnlineTuner {
   void start();  // starts the thread (no-op when running)
   void stop();   // wakes and joins the thread (no-op when stopped)
   bool running() const { return thread_.joinable(); }
+
+  // Watches `model` from now on (the decision state starts afresh; changes() keeps what earlier
+  // models saw). detach(): no tick touches the model once it returns; the thread, if running,
+  // waits for the next attach(). final_values() reads the attached model.
+  void attach(pipelines::Model& model);
+  void detach();
 
   // One decision now, on the caller's thread (what the thread does every tick). Returns whether
   // a knob moved. Not to be called while the thread runs.
@@ -112,7 +124,11 @@ class OnlineTuner {
   pipelines::Knob* knob_of(const std::string& stage_key, const std::string& knob) const;
   double process_cpu_rate();
 
-  pipelines::Model& model_;
+  void reset_state();  // with model_mu_ held
+
+  // The model and the decision state below are used by tick() with model_mu_ held.
+  mutable std::mutex model_mu_;
+  pipelines::Model* model_ = nullptr;
   TunerOptions options_;
   int64_t start_ns_ = 0;
   std::atomic<int64_t> element_bytes_{0};
@@ -131,12 +147,16 @@ class OnlineTuner {
   std::deque<std::pair<int64_t, int64_t>> cpu_samples_;  // (wall, process CPU) at each tick
   bool rate_known_ = false;
 
-  mutable std::mutex mu_;  // guards changes_ and stop_
+  mutable std::mutex mu_;  // guards changes_, stop_ and attached_
   std::condition_variable cv_;
   bool stop_ = false;
+  bool attached_ = false;
   std::vector<KnobChange> changes_;
   std::thread thread_;
 };
+
+// Every knob of `model` and its value now.
+std::vector<KnobValue> knob_values(const pipelines::Model& model);
 
 // Sets each value's knob in `model` when the stage and knob exist (warm start from an earlier
 // iterator of the same pipeline). Returns how many were set.

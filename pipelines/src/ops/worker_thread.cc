@@ -1,0 +1,202 @@
+#include "ops/worker_thread.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace pipeprof::pipelines::ops {
+namespace detail {
+
+// One thread of the cache. `assigned` counts the tasks given to it, `completed` those that have
+// returned; a WorkerThread waits for `completed` to reach its ticket.
+struct ParkedWorker {
+  std::string name;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::function<void()> task;  // the next task (guarded by mu)
+  uint64_t assigned = 0, completed = 0;
+  bool exit = false;    // asked to leave while parked
+  bool exited = false;  // has left its loop
+  int64_t tid = 0;      // the thread's kernel id
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::ParkedWorker;
+
+struct Cache {
+  std::mutex mu;
+  std::vector<std::shared_ptr<ParkedWorker>> parked;  // oldest first
+};
+
+// Never destroyed: detached threads may still be parked in it while the process exits. A child
+// created by fork() gets a fresh one (the parent's lock may have been held by another thread at
+// the fork, and its parked threads were not copied).
+Cache* g_cache = nullptr;
+
+Cache& cache() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_cache = new Cache;  // NOLINT(cppcoreguidelines-owning-memory): intentionally never freed
+    ::pthread_atfork(nullptr, nullptr, [] { g_cache = new Cache; });
+  });
+  return *g_cache;
+}
+
+// Takes `w` out of the parked list; false when it was not there (a spawner took it first).
+bool unpark(Cache& c, const std::shared_ptr<ParkedWorker>& w) {
+  const auto it = std::find(c.parked.begin(), c.parked.end(), w);
+  if (it == c.parked.end()) return false;
+  c.parked.erase(it);
+  return true;
+}
+
+void run_worker(std::shared_ptr<ParkedWorker> w) {
+  std::unique_lock<std::mutex> lock(w->mu);
+  w->tid = static_cast<int64_t>(::syscall(SYS_gettid));
+  while (true) {
+    if (w->assigned == w->completed) {
+      // Parked: wait for a task, for release, or until idle for too long.
+      const bool woken = w->cv.wait_for(lock, WorkerThread::kIdleExit,
+                                        [&] { return w->assigned > w->completed || w->exit; });
+      if (!woken || (w->exit && w->assigned == w->completed)) {
+        lock.unlock();
+        bool leave = false;
+        {
+          Cache& c = cache();
+          const std::lock_guard<std::mutex> cache_lock(c.mu);
+          leave = unpark(c, w);
+        }
+        lock.lock();
+        // Asked to leave by release (already unparked), or idle and nobody took it meanwhile.
+        if (w->exit || leave) break;
+        continue;  // a spawner took it: its task is on the way
+      }
+    }
+    std::function<void()> task = std::move(w->task);
+    w->task = nullptr;
+    lock.unlock();
+    task();  // an exception ends the process, as it would on a std::thread
+    task = nullptr;  // the task's captures go before the joiner hears of it
+    bool parked = false;
+    {
+      Cache& c = cache();
+      const std::lock_guard<std::mutex> cache_lock(c.mu);
+      if (static_cast<int>(c.parked.size()) < WorkerThread::kMaxParked) {
+        // Parked before the joiner is told: the next epoch's spawn of this name finds it.
+        c.parked.push_back(w);
+        parked = true;
+      }
+    }
+    lock.lock();
+    ++w->completed;
+    w->cv.notify_all();
+    if (!parked && w->assigned == w->completed) break;
+  }
+  w->exited = true;
+  w->cv.notify_all();
+}
+
+}  // namespace
+
+WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
+  Cache& c = cache();
+  std::shared_ptr<ParkedWorker> w;
+  {
+    const std::lock_guard<std::mutex> lock(c.mu);
+    for (auto it = c.parked.rbegin(); it != c.parked.rend(); ++it) {
+      if ((*it)->name == name) {
+        w = *it;
+        c.parked.erase(std::next(it).base());
+        break;
+      }
+    }
+  }
+  const bool fresh = w == nullptr;
+  if (fresh) {
+    w = std::make_shared<ParkedWorker>();
+    w->name = std::move(name);
+  }
+  {
+    const std::lock_guard<std::mutex> lock(w->mu);
+    w->task = std::move(task);
+    ticket_ = ++w->assigned;
+  }
+  if (fresh) {
+    std::thread(run_worker, w).detach();  // throws std::system_error, as std::thread does
+  } else {
+    w->cv.notify_all();
+  }
+  worker_ = std::move(w);
+}
+
+WorkerThread::WorkerThread(WorkerThread&& other) noexcept
+    : worker_(std::move(other.worker_)), ticket_(std::exchange(other.ticket_, 0)) {}
+
+WorkerThread& WorkerThread::operator=(WorkerThread&& other) noexcept {
+  if (this != &other) {
+    if (joinable()) join();
+    worker_ = std::move(other.worker_);
+    ticket_ = std::exchange(other.ticket_, 0);
+  }
+  return *this;
+}
+
+WorkerThread::~WorkerThread() {
+  if (joinable()) join();
+}
+
+void WorkerThread::join() {
+  if (!worker_) return;
+  {
+    std::unique_lock<std::mutex> lock(worker_->mu);
+    worker_->cv.wait(lock, [&] { return worker_->completed >= ticket_; });
+  }
+  worker_.reset();
+}
+
+int release_parked_worker_threads() {
+  std::vector<std::shared_ptr<ParkedWorker>> all;
+  {
+    Cache& c = cache();
+    const std::lock_guard<std::mutex> lock(c.mu);
+    all.swap(c.parked);
+  }
+  for (const auto& w : all) {
+    const std::lock_guard<std::mutex> lock(w->mu);
+    w->exit = true;
+    w->cv.notify_all();
+  }
+  std::vector<int64_t> tids;
+  for (const auto& w : all) {
+    std::unique_lock<std::mutex> lock(w->mu);
+    w->cv.wait(lock, [&] { return w->exited; });
+    tids.push_back(w->tid);
+  }
+  // Left the loop is not yet gone: wait (a little) until the kernel has removed each thread.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (const int64_t tid : tids) {
+    const std::string task = fmt::format("/proc/self/task/{}", tid);
+    while (::access(task.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return static_cast<int>(all.size());
+}
+
+int parked_worker_threads() {
+  Cache& c = cache();
+  const std::lock_guard<std::mutex> lock(c.mu);
+  return static_cast<int>(c.parked.size());
+}
+
+}  // namespace pipeprof::pipelines::ops

@@ -1,0 +1,54 @@
+// The threads of the parallel operations (prefetch's producer, the workers of parallel map,
+// parallel interleave and map_and_batch), kept for reuse. A thread whose task has returned parks
+// instead of exiting, and the next task started under the same name (the same stage's worker in
+// the next epoch's iterator: "prefetch #0", "interleave #1") runs on it, so an epoch starts and
+// ends without creating or joining a thread: a wake-up instead of a clone and an exit. A trace
+// lane keeps its name, since a parked thread only takes work under the name it had.
+//
+// A WorkerThread is joined like a std::thread: join() (or the destructor) waits until the task has
+// returned; the thread itself then parks. At most kMaxParked threads are parked; a thread parked
+// for kIdleExit exits. In a child created by fork() the cache starts empty (the parent's parked
+// threads do not exist there).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace pipeprof::pipelines::ops {
+
+namespace detail {
+struct ParkedWorker;
+}
+
+class WorkerThread {
+ public:
+  static constexpr int kMaxParked = 64;
+  static constexpr std::chrono::seconds kIdleExit{10};
+
+  WorkerThread() = default;
+  // Runs `task` on a thread parked under `name`, else on a new thread. Throws std::system_error
+  // when no thread can be created (as std::thread does).
+  WorkerThread(std::string name, std::function<void()> task);
+  WorkerThread(WorkerThread&& other) noexcept;
+  WorkerThread& operator=(WorkerThread&& other) noexcept;
+  WorkerThread(const WorkerThread&) = delete;
+  WorkerThread& operator=(const WorkerThread&) = delete;
+  ~WorkerThread();  // joins when still joinable
+
+  bool joinable() const { return worker_ != nullptr; }
+  void join();  // waits for the task to return
+
+ private:
+  std::shared_ptr<detail::ParkedWorker> worker_;
+  uint64_t ticket_ = 0;
+};
+
+// Ends every parked thread and waits until each has left the process (for tests that count its
+// threads; a running program never needs it). Returns how many there were.
+int release_parked_worker_threads();
+int parked_worker_threads();
+
+}  // namespace pipeprof::pipelines::ops

@@ -1,0 +1,133 @@
+// Worker threads kept for reuse (ops/worker_thread.h): a task runs and is joined like a thread's;
+// the thread parks and takes the next task of its name; other names get threads of their own;
+// tasks of one name started together run at once; parked threads are let go on request; an
+// epoch of a pipeline reuses the threads of the epoch before.
+#include "ops/worker_thread.h"
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "pipeprof/pipelines/dataset.h"
+#include "pipeprof/pipelines/functions.h"
+#include "test_util.h"
+
+namespace pipeprof::pipelines::ops {
+namespace {
+
+using namespace std::chrono_literals;
+
+int64_t tid() {
+  return static_cast<int64_t>(::syscall(SYS_gettid));
+}
+
+TEST(WorkerThread, JoinWaitsForTheTaskAndTheThreadIsReusedUnderItsName) {
+  release_parked_worker_threads();
+  std::atomic<bool> done{false};
+  int64_t first = 0, second = 0, other = 0;
+  WorkerThread a("test worker #0", [&] {
+    std::this_thread::sleep_for(20ms);
+    first = tid();
+    done = true;
+  });
+  EXPECT_TRUE(a.joinable());
+  a.join();
+  EXPECT_FALSE(a.joinable());
+  EXPECT_TRUE(done.load());  // join returned after the task
+  EXPECT_NE(first, tid());
+  EXPECT_EQ(parked_worker_threads(), 1);
+  WorkerThread("test worker #0", [&] { second = tid(); }).join();
+  EXPECT_EQ(second, first) << "the parked thread of the same name runs the next task";
+  WorkerThread("test worker #1", [&] { other = tid(); }).join();
+  EXPECT_NE(other, first) << "a parked thread only takes tasks of its own name";
+  EXPECT_EQ(parked_worker_threads(), 2);
+  EXPECT_EQ(release_parked_worker_threads(), 2);
+  EXPECT_EQ(parked_worker_threads(), 0);
+}
+
+TEST(WorkerThread, TasksOfOneNameStartedTogetherRunAtOnce) {
+  release_parked_worker_threads();
+  std::atomic<int> inside{0}, most{0};
+  std::mutex mu;
+  std::set<int64_t> tids;
+  {
+    std::vector<WorkerThread> threads;
+    for (int i = 0; i < 3; ++i) {
+      threads.emplace_back("test same #0", [&] {
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(50ms);
+        --inside;
+        const std::lock_guard<std::mutex> lock(mu);
+        tids.insert(tid());
+      });
+    }
+  }  // the destructors join
+  EXPECT_EQ(most.load(), 3);
+  EXPECT_EQ(tids.size(), 3U);
+  EXPECT_EQ(release_parked_worker_threads(), 3);
+}
+
+TEST(WorkerThread, MovedHandlesJoinOnce) {
+  std::atomic<int> runs{0};
+  WorkerThread a("test move #0", [&] { ++runs; });
+  WorkerThread b(std::move(a));
+  EXPECT_FALSE(a.joinable());  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  EXPECT_TRUE(b.joinable());
+  WorkerThread c;
+  c = std::move(b);
+  c.join();
+  EXPECT_EQ(runs.load(), 1);
+  c.join();  // a no-op once joined
+  release_parked_worker_threads();
+}
+
+TEST(WorkerThread, AReleasedThreadLeavesTheProcess) {
+  release_parked_worker_threads();
+  const int before = testing::thread_count();
+  WorkerThread("test release #0", [] {}).join();
+  EXPECT_EQ(parked_worker_threads(), 1);
+  // thread_count() lets parked threads go first: the count comes back.
+  EXPECT_EQ(testing::wait_for_thread_count(before), before);
+  EXPECT_EQ(parked_worker_threads(), 0);
+}
+
+// The second epoch of a pipeline with a prefetch and a parallel map runs on the threads the first
+// one parked: no new thread appears.
+TEST(WorkerThread, TheNextEpochRunsOnTheParkedThreads) {
+  release_parked_worker_threads();
+  const Dataset ds = range(50)
+                         .map(make_function("increment"), {.parallelism = 2})
+                         .prefetch(4);
+  auto epoch = [&] {
+    auto it = ds.iterate();
+    int64_t n = 0;
+    while (it->next())
+      ++n;
+    EXPECT_EQ(n, 50);
+  };
+  epoch();
+  const int parked = parked_worker_threads();
+  EXPECT_EQ(parked, 3) << "the prefetch thread and the map's two workers";
+  std::set<int64_t> threads_before;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    threads_before.insert(std::stoll(entry.path().filename().string()));
+  epoch();
+  std::set<int64_t> threads_after;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    threads_after.insert(std::stoll(entry.path().filename().string()));
+  EXPECT_EQ(threads_after, threads_before);
+  EXPECT_EQ(parked_worker_threads(), 3);
+  release_parked_worker_threads();
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines::ops
