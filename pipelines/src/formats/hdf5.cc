@@ -21,9 +21,13 @@ std::mutex& hdf5_mutex() {
   return mu;
 }
 
-// Silences libhdf5's own printing of error stacks (once); errors are reported by message.
+// Before the first call into libhdf5 (once): no clean-up at exit (H5dont_atexit), and no printing
+// of its error stacks (errors are reported by message). Every file is closed before its call
+// returns, so the exit-time clean-up has nothing to write; after reading damaged files it only
+// found blocks the library itself had lost and printed "HDF5: infinite loop closing library".
 void quiet_errors() {
   static const bool done = [] {
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
