@@ -243,5 +243,40 @@ TEST(OnlineTuner, FinalValuesWarmStartAnotherIterator) {
   EXPECT_EQ(json[0]["value"], 5);
 }
 
+// One tuner serves two iterators in turn: its thread keeps running (one thread, never restarted),
+// it ticks on the attached model only, and detach() lets go of a model before it goes.
+TEST(OnlineTuner, OneThreadServesSuccessiveIterators) {
+  const auto ds = pipelines::range(1000)
+                      .map(pipelines::make_function("sleep_ms", {{"ms", 0.5}}),
+                           {.parallelism = kAutotune})
+                      .prefetch(kAutotune);
+  const std::string name = OnlineTuner::kThreadName;
+  const size_t before = threads_named(name);
+  OnlineTuner tuner(TunerOptions{.cpu_budget = 4, .initial_period = 1ms});
+  EXPECT_TRUE(tuner.final_values().empty());  // nothing attached yet
+  tuner.start();
+  std::this_thread::sleep_for(20ms);  // the thread names itself once it runs
+  EXPECT_EQ(threads_named(name), before + 1);
+  EXPECT_EQ(tuner.ticks(), 0) << "no model, no tick";
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto it = ds.iterate();
+    tuner.attach(it->model());
+    int64_t n = 0;
+    while (it->next() && ++n < 200) {
+    }
+    EXPECT_EQ(tuner.final_values().size(), 2u);
+    EXPECT_GT(tuner.ticks(), 0);
+    tuner.detach();
+    const int64_t ticks = tuner.ticks();
+    it.reset();  // the model goes; a tick now would touch freed memory (the sanitizers see it)
+    std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(tuner.ticks(), ticks) << "detached: no tick";
+    EXPECT_TRUE(tuner.running());
+    EXPECT_EQ(threads_named(name), before + 1) << "the same thread, not a new one";
+  }
+  tuner.stop();
+  EXPECT_FALSE(tuner.running());
+}
+
 }  // namespace
 }  // namespace pipeprof::autotune

@@ -82,10 +82,19 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
     trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
     auto it = dataset.iterate();
     const bool tuning = options.autotune && !it->model().knobs().empty();
+    // Declared after the iterator, so destroyed before it: on any way out of the epoch (an error
+    // included) the tuner lets go of the model before the model goes.
+    struct Detach {
+      autotune::OnlineTuner* tuner = nullptr;
+      ~Detach() {
+        if (tuner != nullptr) tuner->detach();
+      }
+    } detach_guard;
     if (tuning) {
       autotune::apply_values(it->model(), picked);
       if (!tuner) tuner.emplace(autotune::TunerOptions{});
       tuner->attach(it->model());
+      detach_guard.tuner = &*tuner;
       tuner->start();  // once: a no-op while the thread runs
     }
     it->model().record_knobs();
