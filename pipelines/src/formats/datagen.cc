@@ -9,12 +9,9 @@
 // for libturbojpeg.
 #include "pipeprof/pipelines/datagen.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -26,6 +23,7 @@
 #include <vector>
 
 #include "formats/example.h"
+#include "formats/file_out.h"
 #include "formats/hdf5.h"
 #include "formats/mapped_file.h"
 #include "formats/npy.h"
@@ -55,58 +53,6 @@ struct Shared {
       throw Stopped{};
     }
   }
-};
-
-// A file written with write(2) (no stdio buffer: the chunks are already large).
-class FileOut {
- public:
-  enum class Mode { kCreate, kExisting };  // kExisting: written in place (write_at)
-  explicit FileOut(const std::string& path, Mode mode = Mode::kCreate) : path_(path) {
-    fd_ = ::open(path.c_str(),
-                 mode == Mode::kCreate ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_WRONLY | O_CLOEXEC,
-                 0644);
-    if (fd_ < 0)
-      throw FormatError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
-  }
-  ~FileOut() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileOut(const FileOut&) = delete;
-  FileOut& operator=(const FileOut&) = delete;
-
-  void write(std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        throw FormatError(fmt::format("{}: write failed: {}", path_,
-                                      n < 0 ? std::strerror(errno) : "no progress"));
-      }
-      bytes = bytes.subspan(static_cast<size_t>(n));
-    }
-  }
-  void write_at(uint64_t offset, std::span<const std::byte> bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        throw FormatError(fmt::format("{}: write failed: {}", path_,
-                                      n < 0 ? std::strerror(errno) : "no progress"));
-      }
-      offset += static_cast<uint64_t>(n);
-      bytes = bytes.subspan(static_cast<size_t>(n));
-    }
-  }
-  void close() {
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0)
-      throw FormatError(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
 };
 
 // Makes `n` random bytes chunk by chunk and hands each chunk to `sink`, counting and checking for

@@ -1,13 +1,11 @@
 #include "formats/npz.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 #include <zip.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -383,9 +381,8 @@ class LittleEndian {
 
 }  // namespace
 
-NpzStreamWriter::NpzStreamWriter(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw FormatError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+NpzStreamWriter::NpzStreamWriter(const std::string& path)
+    : out_(std::make_unique<FileOut>(path)) {
   // The members' modification time, in MS-DOS form (2-second resolution, from 1980).
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -397,31 +394,21 @@ NpzStreamWriter::NpzStreamWriter(const std::string& path) : path_(path) {
   }
 }
 
-NpzStreamWriter::~NpzStreamWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+NpzStreamWriter::~NpzStreamWriter() = default;
 
 void NpzStreamWriter::write(std::span<const std::byte> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      throw FormatError(fmt::format("{}: write failed: {}", path_,
-                                    n < 0 ? std::strerror(errno) : "no progress"));
-    }
-    offset_ += static_cast<uint64_t>(n);
-    bytes = bytes.subspan(static_cast<size_t>(n));
-  }
+  out_->write(bytes);
+  offset_ += bytes.size();
 }
 
 void NpzStreamWriter::begin(const std::string& key, uint64_t bytes) {
-  if (fd_ < 0 || in_member_) throw std::logic_error("NpzStreamWriter: begin after close or inside a member");
+  if (!out_ || in_member_) throw std::logic_error("NpzStreamWriter: begin after close or inside a member");
   Member m{.name = key + ".npy", .offset = offset_, .size = bytes, .crc = 0};
-  if (m.name.size() > 0xFFFF) throw FormatError(fmt::format("{}: member name too long", path_));
+  if (m.name.size() > 0xFFFF) throw FormatError(fmt::format("{}: member name too long", out_->path()));
   if (offset_ + kLocalHeaderBytes + m.name.size() + bytes > kMaxBytes) {
     throw FormatError(fmt::format("{}: member '{}' of {} bytes would take the archive past 4 GiB "
                                   "(stored archives are written without zip64)",
-                                  path_, m.name, bytes));
+                                  out_->path(), m.name, bytes));
   }
   LittleEndian h;
   h.u32(kLocalHeaderSignature);
@@ -459,17 +446,14 @@ void NpzStreamWriter::end() {
   std::array<std::byte, 4> crc{};
   for (size_t i = 0; i < 4; ++i)
     crc[i] = static_cast<std::byte>((m.crc >> (8 * i)) & 0xFF);
-  const auto at = static_cast<off_t>(m.offset + kCrcOffsetInLocalHeader);
-  if (::pwrite(fd_, crc.data(), crc.size(), at) != static_cast<ssize_t>(crc.size())) {
-    throw FormatError(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
-  }
+  out_->write_at(m.offset + kCrcOffsetInLocalHeader, crc);
   in_member_ = false;
 }
 
 void NpzStreamWriter::close() {
-  if (fd_ < 0) return;
+  if (!out_) return;
   if (in_member_) throw std::logic_error("NpzStreamWriter: close inside a member");
-  if (members_.size() > 0xFFFF) throw FormatError(fmt::format("{}: too many members", path_));
+  if (members_.size() > 0xFFFF) throw FormatError(fmt::format("{}: too many members", out_->path()));
   const uint64_t directory_at = offset_;
   LittleEndian d;
   for (const Member& m : members_) {
@@ -494,7 +478,7 @@ void NpzStreamWriter::close() {
   }
   const uint64_t directory_bytes = d.bytes().size();
   if (directory_at + directory_bytes + 22 > 0xFFFFFFFFULL) {
-    throw FormatError(fmt::format("{}: the archive would pass 4 GiB (no zip64)", path_));
+    throw FormatError(fmt::format("{}: the archive would pass 4 GiB (no zip64)", out_->path()));
   }
   d.u32(kEndSignature);
   d.u16(0);  // this disk
@@ -505,9 +489,8 @@ void NpzStreamWriter::close() {
   d.u32(static_cast<uint32_t>(directory_at));
   d.u16(0);  // comment
   write(d.bytes());
-  const int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) throw FormatError(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
+  out_->close();
+  out_.reset();
 }
 
 }  // namespace pipeprof::pipelines::formats

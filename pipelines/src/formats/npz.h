@@ -11,9 +11,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "formats/file_out.h"
 
 namespace pipeprof::pipelines::formats {
 
@@ -48,8 +51,7 @@ class NpzStreamWriter {
   };
   void write(std::span<const std::byte> bytes);
 
-  std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<FileOut> out_;  // null once closed
   uint64_t offset_ = 0;
   uint64_t left_ = 0;
   bool in_member_ = false;
