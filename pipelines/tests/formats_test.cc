@@ -1,15 +1,15 @@
-// The readers and writers of pipelines/src/formats/: round trips, files written by numpy, h5py and
-// PIL read by pipeprof and pipeprof's files read by them, and the corruption battery (truncation,
-// flipped bytes, wrong magic, huge lengths and shapes, wrong dtype strings): every case is a
-// FormatError naming the file, never a crash, a hang or an allocation beyond the file's size.
+// The readers and writers of pipelines/src/formats/ (npz's own tests in npz_test.cc): round trips,
+// files written by numpy, h5py and PIL read by pipeprof and pipeprof's files read by them, and the
+// corruption battery (truncation, flipped bytes, wrong magic, huge lengths and shapes, wrong dtype
+// strings): every case is a FormatError naming the file, never a crash, a hang or an allocation
+// beyond the file's size.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <map>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +20,7 @@
 #include "formats/mapped_file.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
+#include "formats_test_util.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "python_util.h"
 
@@ -29,103 +30,7 @@ namespace {
 using pipeprof::testing_support::TempDir;
 using testing::run_python;
 
-std::vector<double> as_doubles(const Tensor& t) {
-  std::vector<double> out;
-  const auto n = static_cast<size_t>(t.num_elements());
-  for (size_t i = 0; i < n; ++i) {
-    switch (t.dtype()) {
-      case DType::kBool:
-        out.push_back(t.values<bool>()[i] ? 1 : 0);
-        break;
-      case DType::kUInt8:
-        out.push_back(t.values<uint8_t>()[i]);
-        break;
-      case DType::kInt32:
-        out.push_back(t.values<int32_t>()[i]);
-        break;
-      case DType::kInt64:
-        out.push_back(static_cast<double>(t.values<int64_t>()[i]));
-        break;
-      case DType::kFloat32:
-        out.push_back(t.values<float>()[i]);
-        break;
-      case DType::kFloat64:
-        out.push_back(t.values<double>()[i]);
-        break;
-    }
-  }
-  return out;
-}
-
-Shape shape_of(const nlohmann::json& j) {
-  return j.get<Shape>();
-}
-
-std::vector<std::byte> bytes_of(const std::string& s) {
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
-
-void write_bytes(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<std::byte> file_bytes(const std::filesystem::path& path) {
-  return bytes_of(read_file(path.string()));
-}
-
-Tensor arange(DType dtype, Shape shape) {
-  Tensor t(dtype, shape);
-  const auto n = static_cast<size_t>(t.num_elements());
-  std::byte* p = t.mutable_data();
-  for (size_t i = 0; i < n; ++i) {
-    const double v = static_cast<double>(i) * 1.5 - 3;
-    switch (dtype) {
-      case DType::kBool:
-        p[i] = std::byte{i % 3 == 0};
-        break;
-      case DType::kUInt8:
-        p[i] = std::byte(static_cast<uint8_t>(i * 7));
-        break;
-      case DType::kInt32: {
-        const auto x = static_cast<int32_t>(i) * -1000003;
-        std::memcpy(p + 4 * i, &x, 4);
-        break;
-      }
-      case DType::kInt64: {
-        const auto x = static_cast<int64_t>(i) * 1000000000007LL;
-        std::memcpy(p + 8 * i, &x, 8);
-        break;
-      }
-      case DType::kFloat32: {
-        const auto x = static_cast<float>(v);
-        std::memcpy(p + 4 * i, &x, 4);
-        break;
-      }
-      case DType::kFloat64:
-        std::memcpy(p + 8 * i, &v, 8);
-        break;
-    }
-  }
-  return t;
-}
-
-const std::vector<DType> kDtypes{DType::kBool,  DType::kUInt8,   DType::kInt32,
-                                 DType::kInt64, DType::kFloat32, DType::kFloat64};
-
-// Expects `fn` to throw a FormatError whose message holds every one of `parts`.
-template <typename Fn>
-void expect_format_error(Fn&& fn, const std::vector<std::string>& parts, const std::string& what) {
-  try {
-    fn();
-    ADD_FAILURE() << what << ": no error";
-  } catch (const FormatError& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << what << ": " << e.what();
-  }
-}
+using namespace test;  // NOLINT(google-build-using-namespace): the shared helpers
 
 // --- npy ---
 
@@ -372,153 +277,6 @@ TEST(NpyCorruption, FlippedHeaderBytesNeverCrash) {
     }
   }
   EXPECT_GE(errors, 60);  // every byte of the magic, version, length and most of the dict
-}
-
-// --- npz ---
-
-// The file mapped at `p` in this process, from /proc/self/maps ("" when none).
-std::string mapped_file_at(const void* p) {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  while (std::getline(maps, line)) {
-    unsigned long long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2 || at < lo || at >= hi) continue;
-    const size_t slash = line.find('/');
-    return slash == std::string::npos ? "" : line.substr(slash);
-  }
-  return "";
-}
-
-TEST(Npz, StoredMembersAreViewsOfTheMappingAndDeflatedOnesAreNot) {
-  const TempDir tmp;
-  const NamedTensors z{{"x", arange(DType::kUInt8, {64, 1024})}, {"y", arange(DType::kInt64, {9})}};
-  const auto stored = (tmp / "stored.npz").string();
-  const auto deflated = (tmp / "deflated.npz").string();
-  write_npz(stored, z, false);
-  write_npz(deflated, z, true);
-  const NamedTensors s = read_npz(stored);
-  ASSERT_EQ(s.size(), 2U);
-  EXPECT_EQ(s[0].second, z[0].second);
-  EXPECT_EQ(s[1].second, z[1].second);
-  // uint8 values need no alignment: always a view of the archive's mapping.
-  EXPECT_EQ(mapped_file_at(s[0].second.data()), stored);
-  const NamedTensors d = read_npz(deflated);
-  ASSERT_EQ(d.size(), 2U);
-  EXPECT_EQ(d[0].second, z[0].second);
-  EXPECT_EQ(mapped_file_at(d[0].second.data()), "");
-  // Writing to a view copies first: the archive is unchanged.
-  Tensor w = read_npz(stored, {"x"})[0].second;
-  w.mutable_values<uint8_t>()[0] = 99;
-  EXPECT_EQ(read_npz(stored, {"x"})[0].second, z[0].second);
-}
-
-TEST(NpzStreamWriter, WritesWhatReadNpzAndLibzipRead) {
-  const TempDir tmp;
-  const auto path = (tmp / "s.npz").string();
-  const Tensor x = arange(DType::kFloat32, {33, 7});
-  const Tensor y = arange(DType::kInt64, {5});
-  {
-    NpzStreamWriter w(path);
-    for (const auto& [key, t] : NamedTensors{{"x", x}, {"y", y}}) {
-      const auto header = encode_npy_header(t.dtype(), t.shape());
-      w.begin(key, header.size() + t.nbytes());
-      w.append(header);
-      // In uneven pieces, as a generator hands them over.
-      const std::span<const std::byte> values(t.data(), t.nbytes());
-      for (size_t at = 0; at < values.size(); at += 100)
-        w.append(values.subspan(at, std::min<size_t>(100, values.size() - at)));
-      w.end();
-    }
-    w.close();
-  }
-  const NamedTensors back = read_npz(path);
-  ASSERT_EQ(back.size(), 2U);
-  EXPECT_EQ(back[0].first, "x");
-  EXPECT_EQ(back[0].second, x);
-  EXPECT_EQ(back[1].first, "y");
-  EXPECT_EQ(back[1].second, y);
-  EXPECT_EQ(npz_keys(path), (std::vector<std::string>{"x", "y"}));
-  // Same bytes as libzip's stored archive, less its headers: a damaged byte is caught.
-  auto bytes = file_bytes(path);
-  bytes[bytes.size() / 2] ^= std::byte{0x01};
-  write_bytes(tmp / "bad.npz", bytes);
-  expect_format_error([&] { read_npz((tmp / "bad.npz").string()); }, {"bad.npz"}, "flipped");
-
-  NpzStreamWriter misuse((tmp / "m.npz").string());
-  misuse.begin("a", 4);
-  EXPECT_THROW(misuse.append(std::vector<std::byte>(5)), std::logic_error);
-  EXPECT_THROW(misuse.end(), std::logic_error);
-  NpzStreamWriter huge((tmp / "h.npz").string());
-  expect_format_error([&] { huge.begin("x", uint64_t{5} << 30); }, {"h.npz", "4 GiB"}, "zip64");
-}
-
-TEST(NpzCorruption, TruncatedFlippedAndOversizedArchivesAreErrors) {
-  const TempDir tmp;
-  const NamedTensors z{{"a", arange(DType::kFloat32, {16, 4})}, {"b", arange(DType::kInt64, {9})}};
-  for (bool compressed : {false, true}) {
-    SCOPED_TRACE(compressed ? "deflated" : "stored");
-    const auto path = tmp / "z.npz";
-    write_npz(path.string(), z, compressed);
-    const auto good = file_bytes(path);
-    EXPECT_EQ(read_npz(path.string()).size(), 2U);
-    const auto bad_path = tmp / "bad.npz";
-    for (size_t cut : {size_t{0}, size_t{3}, good.size() / 3, good.size() / 2, good.size() - 22,
-                       good.size() - 1}) {
-      write_bytes(bad_path, std::vector<std::byte>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
-      expect_format_error([&] { read_npz(bad_path.string()); }, {"bad.npz"},
-                          "truncated at " + std::to_string(cut));
-    }
-    // Every byte flipped in turn: an error or the right arrays, never a crash or wrong values
-    // without an error (the members' CRC-32s catch damaged data).
-    int errors = 0;
-    for (size_t i = 0; i < good.size(); ++i) {
-      auto bad = good;
-      bad[i] ^= std::byte{0xFF};
-      write_bytes(bad_path, bad);
-      try {
-        const NamedTensors back = read_npz(bad_path.string());
-        if (back.size() == 2 && back[0].first == "a" && back[1].first == "b") {
-          EXPECT_EQ(back[0].second, z[0].second) << "byte " << i;
-          EXPECT_EQ(back[1].second, z[1].second) << "byte " << i;
-        }
-      } catch (const FormatError& e) {
-        EXPECT_NE(std::string(e.what()).find("bad.npz"), std::string::npos) << e.what();
-        ++errors;
-      }
-    }
-    EXPECT_GE(errors, static_cast<int>(good.size() / 2));
-    // A central directory entry claiming a huge uncompressed size.
-    auto huge = good;
-    for (size_t i = 0; i + 4 < huge.size(); ++i) {
-      if (huge[i] == std::byte{'P'} && huge[i + 1] == std::byte{'K'} && huge[i + 2] == std::byte{1} &&
-          huge[i + 3] == std::byte{2}) {
-        for (size_t k = 0; k < 4; ++k)
-          huge[i + 24 + k] = std::byte{0x7F};
-      }
-    }
-    write_bytes(bad_path, huge);
-    expect_format_error([&] { read_npz(bad_path.string()); }, {"bad.npz"}, "huge size");
-  }
-  write_bytes(tmp / "text.npz", bytes_of("this is not a zip archive at all, just text"));
-  expect_format_error([&] { read_npz((tmp / "text.npz").string()); }, {"text.npz", "zip"}, "magic");
-  expect_format_error([&] { read_npz((tmp / "missing.npz").string()); }, {"missing.npz", "cannot open"},
-                      "missing");
-  write_npz((tmp / "ok.npz").string(), z, true);
-  expect_format_error([&] { read_npz((tmp / "ok.npz").string(), {"nope"}); }, {"no array 'nope'"}, "key");
-}
-
-TEST(NpzCorruption, AMemberWithAWrongDtypeIsNamed) {
-  PIPEPROF_REQUIRE_PYTHON_MODULE("numpy");
-  const TempDir tmp;
-  const auto r = run_python(R"PY(
-import sys
-import numpy as np
-np.savez(sys.argv[1] + '/c.npz', ok=np.zeros(3), bad=np.zeros(3, dtype='c8'))
-)PY", tmp.path());
-  ASSERT_EQ(r.code, 0) << r.out;
-  expect_format_error([&] { read_npz((tmp / "c.npz").string()); }, {"c.npz", "member 'bad.npy'", "<c8"},
-                      "complex member");
 }
 
 // --- hdf5 ---
