@@ -1,7 +1,8 @@
-// The byte-reading layer (io/), CRC-32C and the record formats (formats/): local files, buffered
-// and O_DIRECT streams, gzip, page-cache dropping, TFRecord byte for byte against an independent
-// writer, tf.Example, and the corruption battery (every truncation, every flipped byte, huge
-// lengths, a wrong gzip magic): each a clear error naming the file and the byte offset.
+// The byte-reading layer (io/), CRC-32C and the record formats (formats/): local files, buffered,
+// O_DIRECT and mapped streams, gzip, page-cache dropping, TFRecord byte for byte against an
+// independent writer, tf.Example, and the corruption battery (every truncation, every flipped byte,
+// huge lengths, a wrong gzip magic, through read calls and through a mapping): each a clear error
+// naming the file and the byte offset.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -68,8 +69,8 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
 
 std::vector<std::string> read_records(const std::string& file,
                                       io::Compression c = io::Compression::kNone,
-                                      size_t buffer = 64, bool verify = true) {
-  formats::TFRecordReader reader(io::open_stream(file, c, {}, buffer), verify);
+                                      size_t buffer = 64, bool verify = true, bool map = false) {
+  formats::TFRecordReader reader(io::open_stream(file, c, {.map = map}, buffer), verify);
   std::vector<std::string> out;
   while (auto r = reader.next())
     out.emplace_back(reinterpret_cast<const char*>(r->data.get()), r->size);
@@ -244,6 +245,84 @@ TEST(FileStream, SharedReadsAreViewsThatOutliveTheNextFill) {
   }
 }
 
+TEST(MappedStream, SharedReadsAreViewsOfTheMappingThatOutliveTheStream) {
+  const TempDir tmp;
+  const std::string data = random_bytes(10000, 11);
+  write_all(tmp / "f", data);
+  int64_t bytes = 0, calls = 0, firsts = 0;
+  uint64_t next_offset = 0;
+  auto stream = io::open_stream((tmp / "f").string(), io::Compression::kNone, {.map = true}, 4096,
+                                [&](const io::ReadEvent& e) {
+                                  EXPECT_EQ(e.offset, next_offset);  // windows, in order
+                                  next_offset += e.bytes;
+                                  bytes += static_cast<int64_t>(e.bytes);
+                                  ++calls;
+                                  firsts += e.first ? 1 : 0;
+                                });
+  ASSERT_NE(dynamic_cast<io::MappedStream*>(stream.get()), nullptr);
+  std::vector<io::SharedBytes> parts;
+  std::array<std::byte, 7> small{};
+  ASSERT_EQ(stream->read(small), small.size());
+  for (size_t n : {1U, 5000U, 3000U, 9999U}) {
+    parts.push_back(stream->read_shared(n));
+    if (parts.size() > 1) {  // consecutive views are consecutive bytes of one mapping
+      const auto& prev = parts[parts.size() - 2];
+      EXPECT_EQ(parts.back().data.get(), prev.data.get() + prev.size);
+    }
+  }
+  EXPECT_EQ(parts.back().size, 10000U - 7 - 1 - 5000 - 3000);
+  EXPECT_EQ(stream->read_shared(10).size, 0U);
+  EXPECT_EQ(*stream->remaining(), 0U);
+  EXPECT_EQ(bytes, 10000);
+  EXPECT_EQ(calls, 3);  // 4096-byte windows
+  EXPECT_EQ(firsts, 1);
+  stream.reset();  // the views keep the mapping
+  std::string joined(reinterpret_cast<const char*>(small.data()), small.size());
+  for (auto& p : parts)
+    joined.append(reinterpret_cast<const char*>(p.data.get()), p.size);
+  EXPECT_EQ(joined, data);
+  // A view may be written to: its own copy of the page, never the file.
+  parts[1].data.get()[0] = static_cast<std::byte>(~static_cast<unsigned char>(data[8]));
+  EXPECT_EQ(read_all(tmp / "f"), data);
+}
+
+TEST(MappedStream, OnlyUncompressedPageCachedNonEmptyFilesAreMapped) {
+  const TempDir tmp;
+  write_all(tmp / "f", random_bytes(5000, 12));
+  write_all(tmp / "empty", "");
+  const auto mapped = [&](const std::string& name, io::Compression c, io::OpenOptions o) {
+    auto s = io::open_stream((tmp / name).string(), c, o);
+    return dynamic_cast<io::MappedStream*>(s.get()) != nullptr;
+  };
+  EXPECT_TRUE(mapped("f", io::Compression::kNone, {.map = true}));
+  EXPECT_FALSE(mapped("f", io::Compression::kNone, {.map = false}));
+  EXPECT_FALSE(mapped("empty", io::Compression::kNone, {.map = true}));
+  EXPECT_EQ(read_records((tmp / "empty").string(), io::Compression::kNone, 64, true, true),
+            std::vector<std::string>{});
+  try {
+    EXPECT_FALSE(mapped("f", io::Compression::kNone, {.direct = true, .map = true}));
+  } catch (const IoError& e) {  // a file system without O_DIRECT (tmpfs)
+    EXPECT_NE(std::string(e.what()).find("O_DIRECT"), std::string::npos) << e.what();
+  }
+}
+
+// A file cut short while it is read through a mapping: an IoError naming the file and the bytes,
+// not a SIGBUS.
+TEST(MappedStream, AFileThatShrinksWhileReadIsAnErrorNotACrash) {
+  const TempDir tmp;
+  const std::string data = random_bytes(64 * 1024, 13);
+  write_all(tmp / "f", data);
+  auto stream =
+      io::open_stream((tmp / "f").string(), io::Compression::kNone, {.map = true}, 4096);
+  ASSERT_NE(dynamic_cast<io::MappedStream*>(stream.get()), nullptr);
+  const io::SharedBytes first = stream->read_shared(100);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(first.data.get()), 100), data.substr(0, 100));
+  std::filesystem::resize_file(tmp / "f", 8192);
+  expect_error<IoError>([&] { (void)stream->read_shared(20000); },
+                        {(tmp / "f").string(), "cannot be read",
+                         "shorter than when it was opened"});
+}
+
 TEST(GzipStream, InflatesConcatenatedMembers) {
   const TempDir tmp;
   const std::string a = random_bytes(100000, 6) + std::string(50000, 'z'), b = "tail";
@@ -352,16 +431,21 @@ TEST(TFRecordCorruption, EveryTruncationIsTheRecordsBeforeItOrAnErrorAtItsOffset
     const auto it = std::find(boundaries.begin(), boundaries.end(), cut);
     if (it != boundaries.end()) {
       const auto k = static_cast<size_t>(it - boundaries.begin());
-      EXPECT_EQ(read_records(path), std::vector<std::string>(records.begin(), records.begin() + k))
-          << cut;
+      for (bool map : {false, true}) {
+        EXPECT_EQ(read_records(path, io::Compression::kNone, 64, true, map),
+                  std::vector<std::string>(records.begin(), records.begin() + k))
+            << cut << (map ? " mapped" : "");
+      }
       continue;
     }
     // Inside record k: an error naming the file and the record's offset.
     const auto k = static_cast<size_t>(std::upper_bound(boundaries.begin(), boundaries.end(), cut) -
                                        boundaries.begin() - 1);
-    expect_error<FormatError>([&] { read_records(path); },
-                              {path, "record at byte " + std::to_string(boundaries[k]) + ":",
-                               "truncated"});
+    for (bool map : {false, true}) {
+      expect_error<FormatError>(
+          [&] { read_records(path, io::Compression::kNone, 64, true, map); },
+          {path, "record at byte " + std::to_string(boundaries[k]) + ":", "truncated"});
+    }
   }
 }
 
@@ -381,8 +465,10 @@ TEST(TFRecordCorruption, EveryFlippedByteIsAnErrorAtItsRecord) {
     write_all(path, bad);
     const auto k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), i) -
                                        starts.begin() - 1);
-    expect_error<FormatError>([&] { read_records(path); },
-                              {path, "record at byte " + std::to_string(starts[k]) + ":"});
+    for (bool map : {false, true}) {
+      expect_error<FormatError>([&] { read_records(path, io::Compression::kNone, 64, true, map); },
+                                {path, "record at byte " + std::to_string(starts[k]) + ":"});
+    }
   }
 }
 
@@ -399,9 +485,11 @@ TEST(TFRecordCorruption, HugeLengthIsAnErrorNotAnAllocation) {
     header[static_cast<size_t>(8 + i)] = static_cast<char>((crc >> (8 * i)) & 0xFFU);
   const std::string file = formats::tfrecord_frame("ok") + header + "some bytes";
   write_all(tmp / "huge.tfrecord", file);
-  expect_error<FormatError>([&] { read_records((tmp / "huge.tfrecord").string()); },
-                            {"huge.tfrecord", "record at byte 18:", "4611686018427387904",
-                             "bytes left in the file"});
+  for (bool map : {false, true}) {
+    expect_error<FormatError>(
+        [&] { read_records((tmp / "huge.tfrecord").string(), io::Compression::kNone, 64, true, map); },
+        {"huge.tfrecord", "record at byte 18:", "4611686018427387904", "bytes left in the file"});
+  }
   // Compressed, the size is unknown: the buffer grows only with the bytes that arrive, and the
   // end of the stream is a truncation error.
   formats::TFRecordWriter w((tmp / "huge.gz").string(), io::Compression::kGzip);

@@ -147,6 +147,45 @@ size_t FileStream::read(std::span<std::byte> out) {
   return done;
 }
 
+// ---- mapped ----
+
+MappedStream::MappedStream(std::unique_ptr<RandomAccessFile> file,
+                           std::shared_ptr<const FileMapping> mapping, size_t window_size,
+                           ReadObserver observer)
+    : file_(std::move(file)),
+      mapping_(std::move(mapping)),
+      window_size_(std::max<size_t>(window_size, 1)),
+      observer_(std::move(observer)) {}
+
+size_t MappedStream::ensure(size_t n) {
+  const uint64_t size = mapping_->size();
+  const uint64_t want = std::min<uint64_t>(size, pos_ + n);
+  while (mapped_ < want) {
+    const auto window = static_cast<size_t>(std::min<uint64_t>(window_size_, size - mapped_));
+    const int64_t start = trace::ticks();
+    mapping_->populate(mapped_, window);
+    if (observer_) {
+      observer_(ReadEvent{file_->name(), mapped_, window, start, trace::ticks(), mapped_ == 0});
+    }
+    mapped_ += window;
+  }
+  return static_cast<size_t>(want - pos_);
+}
+
+size_t MappedStream::read(std::span<std::byte> out) {
+  const size_t n = ensure(out.size());
+  if (n > 0) std::memcpy(out.data(), mapping_->data() + pos_, n);
+  pos_ += n;
+  return n;
+}
+
+SharedBytes MappedStream::read_shared(size_t n) {
+  n = ensure(n);
+  SharedBytes out{std::shared_ptr<std::byte>(mapping_, mapping_->data() + pos_), n};
+  pos_ += n;
+  return out;
+}
+
 // ---- gzip ----
 
 struct GzipStream::State {
@@ -233,10 +272,16 @@ std::string_view compression_name(Compression c) {
 std::unique_ptr<ByteStream> open_stream(const std::string& name, Compression compression,
                                         const OpenOptions& options, size_t buffer_size,
                                         ReadObserver observer) {
-  auto file = std::make_unique<FileStream>(open_file(name, options), buffer_size,
-                                           std::move(observer));
-  if (compression == Compression::kNone) return file;
-  return std::make_unique<GzipStream>(std::move(file));
+  auto file = open_file(name, options);
+  if (compression == Compression::kNone && options.map) {
+    if (auto mapping = file->map()) {
+      return std::make_unique<MappedStream>(std::move(file), std::move(mapping), buffer_size,
+                                            std::move(observer));
+    }
+  }
+  auto stream = std::make_unique<FileStream>(std::move(file), buffer_size, std::move(observer));
+  if (compression == Compression::kNone) return stream;
+  return std::make_unique<GzipStream>(std::move(stream));
 }
 
 }  // namespace pipeprof::pipelines::io

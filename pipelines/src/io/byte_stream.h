@@ -83,6 +83,34 @@ class FileStream final : public ByteStream {
   bool first_read_ = true;
 };
 
+// Reads a file through its mapping (RandomAccessFile::map): read_shared hands out views of the
+// mapping itself (no copy at all); read copies. Ahead of the bytes it hands out, it maps the file's
+// pages window by window (window_size bytes at a time, each reported to the observer as one read),
+// so a file that is not cached is read from the device there, and a file that shrank meanwhile is an
+// IoError rather than a SIGBUS.
+class MappedStream final : public ByteStream {
+ public:
+  MappedStream(std::unique_ptr<RandomAccessFile> file, std::shared_ptr<const FileMapping> mapping,
+               size_t window_size = kDefaultBufferSize, ReadObserver observer = {});
+
+  size_t read(std::span<std::byte> out) override;
+  SharedBytes read_shared(size_t n) override;
+  uint64_t position() const override { return pos_; }
+  std::optional<uint64_t> remaining() const override { return mapping_->size() - pos_; }
+  const std::string& name() const override { return file_->name(); }
+
+ private:
+  // Maps the file's pages up to at least pos_ + n (whole windows); returns the bytes available.
+  size_t ensure(size_t n);
+
+  std::unique_ptr<RandomAccessFile> file_;
+  std::shared_ptr<const FileMapping> mapping_;
+  size_t window_size_;
+  ReadObserver observer_;
+  uint64_t pos_ = 0;
+  uint64_t mapped_ = 0;  // the file's bytes [0, mapped_) are mapped in
+};
+
 // Inflates a gzip stream (several concatenated members are one stream, as gunzip reads them).
 // Errors name the file and the compressed byte offset.
 class GzipStream final : public ByteStream {
@@ -109,7 +137,9 @@ enum class Compression { kNone, kGzip };
 Compression parse_compression(const std::string& name);
 std::string_view compression_name(Compression c);
 
-// Opens `name` as a stream of its (uncompressed) bytes.
+// Opens `name` as a stream of its (uncompressed) bytes. With `map`, an uncompressed file that can be
+// mapped is read through its mapping (MappedStream: records are views of the page cache, no copy);
+// otherwise, and for O_DIRECT, through read calls of buffer_size bytes (FileStream).
 std::unique_ptr<ByteStream> open_stream(const std::string& name, Compression compression,
                                         const OpenOptions& options = {},
                                         size_t buffer_size = kDefaultBufferSize,

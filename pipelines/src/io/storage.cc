@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <glob.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace pipeprof::pipelines::io {
 namespace {
@@ -58,6 +60,7 @@ class LocalFile final : public RandomAccessFile {
       throw IoError(fmt::format("{}: is a directory", name_));
     }
     size_ = static_cast<uint64_t>(st.st_size);
+    regular_ = S_ISREG(st.st_mode);
     if (!direct_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   }
   ~LocalFile() override { ::close(fd_); }
@@ -67,6 +70,19 @@ class LocalFile final : public RandomAccessFile {
   const std::string& name() const override { return name_; }
   uint64_t size() const override { return size_; }
   bool direct() const override { return direct_; }
+
+  std::shared_ptr<const FileMapping> map() const override {
+    if (direct_ || !regular_ || size_ == 0 || size_ > std::numeric_limits<size_t>::max()) {
+      return nullptr;
+    }
+    const auto bytes = static_cast<size_t>(size_);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) {
+      throw IoError(fmt::format("{}: cannot map: {}", name_, errno_text(errno)));
+    }
+    advise_huge_pages(p, bytes);
+    return std::make_shared<const FileMapping>(name_, static_cast<std::byte*>(p), bytes);
+  }
 
   size_t read_at(uint64_t offset, std::span<std::byte> out) override {
     if (direct_ && (offset % kDirectAlignment != 0 || out.size() % kDirectAlignment != 0 ||
@@ -94,11 +110,50 @@ class LocalFile final : public RandomAccessFile {
  private:
   std::string name_;
   bool direct_;
+  bool regular_ = false;
   int fd_ = -1;
   uint64_t size_ = 0;
 };
 
 }  // namespace
+
+void advise_huge_pages(void* data, size_t bytes) {
+#if defined(MADV_HUGEPAGE)
+  // Where transparent huge pages are enabled for madvise (or always), pages this mapping reads
+  // from the device come in 2 MiB folios, mapped by one page-table entry each: mapping them (and
+  // unmapping them) then costs almost nothing on later reads of the file, through any mapping.
+  // Elsewhere the call fails and changes nothing.
+  (void)::madvise(data, bytes, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+FileMapping::~FileMapping() {
+  ::munmap(data_, size_);
+}
+
+void FileMapping::populate(uint64_t offset, size_t bytes) const {
+#if defined(MADV_POPULATE_READ)
+  if (bytes == 0 || offset >= size_) return;
+  bytes = static_cast<size_t>(std::min<uint64_t>(bytes, size_ - offset));
+  static const auto kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / kPage * kPage;
+  while (::madvise(data_ + begin, offset + bytes - begin, MADV_POPULATE_READ) != 0) {
+    const int err = errno;
+    if (err == EINTR || err == EAGAIN) continue;
+    if (err == EINVAL || err == ENOSYS) return;  // a kernel without it
+    throw IoError(fmt::format("{}: bytes {} to {} cannot be read: {}", name_, offset,
+                              offset + bytes,
+                              err == EFAULT ? "the file is shorter than when it was opened"
+                                            : errno_text(err)));
+  }
+#else
+  (void)offset;
+  (void)bytes;
+#endif
+}
 
 std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options) {
   std::string path = name;

@@ -26,6 +26,36 @@ struct OpenOptions {
   // Local files: bypass the page cache (O_DIRECT). Reads must then use offsets, lengths and
   // buffers aligned to kDirectAlignment; FileStream does that for its callers.
   bool direct = false;
+  // open_stream: read an uncompressed local file through a mapping of it (see MappedStream).
+  bool map = false;
+};
+
+// Asks for huge pages for a file mapping (MADV_HUGEPAGE): see storage.cc. A hint only.
+void advise_huge_pages(void* data, size_t bytes);
+
+// A read-only view of a whole file in memory (mmap), shared by whoever holds bytes of it: the
+// mapping goes when its last holder does. Private and writable: a holder may write to its bytes
+// (copy on write, page by page); the file never changes.
+class FileMapping {
+ public:
+  FileMapping(std::string name, std::byte* data, size_t size)
+      : name_(std::move(name)), data_(data), size_(size) {}
+  ~FileMapping();
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+  // Maps the pages of [offset, offset + bytes) in one call (MADV_POPULATE_READ: from the page cache,
+  // or read from the device when not cached), so that later reads of them cannot fault. Throws
+  // IoError naming the file and offset when they cannot be read (the file shrank, an I/O error);
+  // does nothing where the kernel lacks the call (pages then fault in as they are read).
+  void populate(uint64_t offset, size_t bytes) const;
+
+ private:
+  std::string name_;
+  std::byte* data_;
+  size_t size_;
 };
 
 inline constexpr size_t kDirectAlignment = 4096;
@@ -42,6 +72,9 @@ class RandomAccessFile {
   virtual size_t read_at(uint64_t offset, std::span<std::byte> out) = 0;
   // True when reads bypass the page cache (and must be aligned).
   virtual bool direct() const { return false; }
+  // The whole file mapped into memory, where the backend can (a local regular file read through
+  // the page cache); nullptr otherwise. Throws IoError when mapping fails.
+  virtual std::shared_ptr<const FileMapping> map() const { return nullptr; }
 };
 
 // Opens a local path (or a file:// URL). Other schemes name the missing backend in the IoError.

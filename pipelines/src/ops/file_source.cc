@@ -61,12 +61,14 @@ void add_read_params(nlohmann::json& out, const FileReadOptions& read) {
   out["buffer_size"] = read.buffer_size;
   out["direct"] = read.direct;
   out["drop_caches"] = read.drop_caches;
+  out["mmap"] = read.mmap;
 }
 
 FileReadOptions read_options(const StageReader& s) {
   return {.buffer_size = s.integer("buffer_size"),
           .direct = s.boolean("direct"),
-          .drop_caches = s.boolean("drop_caches")};
+          .drop_caches = s.boolean("drop_caches"),
+          .mmap = s.boolean("mmap")};
 }
 
 std::vector<FieldSpec> read_fields() {
@@ -76,6 +78,10 @@ std::vector<FieldSpec> read_fields() {
            .doc = "O_DIRECT: bypass the page cache", .spelled_out = false},
           {.name = "drop_caches", .type = FieldType::kBoolean, .fallback = false,
            .doc = "drop each file from the page cache before reading it (cold reads)",
+           .spelled_out = false},
+          {.name = "mmap", .type = FieldType::kBoolean, .fallback = true,
+           .doc = "read uncompressed local files through a mapping (records are views, no copy); "
+                  "off: read calls into buffers",
            .spelled_out = false}};
 }
 
@@ -128,7 +134,7 @@ std::unique_ptr<io::ByteStream> open_source_file(const std::string& file, io::Co
                                                  const FileReadOptions& options,
                                                  ReadAccounting& accounting) {
   if (options.drop_caches) io::drop_from_page_cache(file);
-  return io::open_stream(file, compression, io::OpenOptions{.direct = options.direct},
+  return io::open_stream(file, compression, io::OpenOptions{.direct = options.direct, .map = options.mmap},
                          static_cast<size_t>(options.buffer_size), accounting.observer_for_file());
 }
 

@@ -28,6 +28,9 @@ struct FileReadOptions {
   int64_t buffer_size = kDefaultReadBufferSize;  // bytes per read call
   bool direct = false;       // O_DIRECT: bypass the page cache (aligned reads and buffer)
   bool drop_caches = false;  // drop each file from the page cache before reading it (a cold read)
+  // Read an uncompressed local file through a mapping of it: records are views of the page cache
+  // (no copy), its pages mapped buffer_size bytes at a time ahead of the reader. Not with direct.
+  bool mmap = true;
 };
 
 struct ListFilesOptions {
