@@ -7,7 +7,8 @@
 #
 # Environment: STORAGE_DIR (default: a temporary folder, removed at the end), FILES (8), FILE_MB
 # (64), THREADS (2), BS (262144), RECORD_KB (112: resnet50-like samples), DIRECT=1 (O_DIRECT,
-# TFRecord only), FORMATS ("tfrecord npz"), ROUNDS (3).
+# TFRecord only), MMAP=0 (TFRecord through read calls rather than a mapping), BUFFER (32: the
+# interleave's buffer_output_elements), FORMATS ("tfrecord npz"), ROUNDS (3).
 # Prints fio's and pipeprof's MB/s and their ratio for each format and case.
 set -euo pipefail
 
@@ -17,7 +18,7 @@ BENCH="$BUILD_DIR/harness/pipeprof-bench"
 command -v fio >/dev/null || { echo "bench_storage.sh: fio not found (apt-get install fio)" >&2; exit 2; }
 
 FILES=${FILES:-8} FILE_MB=${FILE_MB:-64} THREADS=${THREADS:-2} BS=${BS:-262144}
-RECORD_KB=${RECORD_KB:-112} DIRECT=${DIRECT:-0}
+RECORD_KB=${RECORD_KB:-112} DIRECT=${DIRECT:-0} MMAP=${MMAP:-1} BUFFER=${BUFFER:-32}
 OWN_DIR=0
 if [ -z "${STORAGE_DIR:-}" ]; then
   STORAGE_DIR=$(mktemp -d "${TMPDIR:-/var/tmp}/pipeprof_storage_XXXXXX")
@@ -29,7 +30,7 @@ trap cleanup EXIT
 export PIPEPROF_STORAGE_DIR="$STORAGE_DIR" PIPEPROF_STORAGE_FILES="$FILES"
 export PIPEPROF_STORAGE_FILE_MB="$FILE_MB" PIPEPROF_STORAGE_THREADS="$THREADS"
 export PIPEPROF_STORAGE_BS="$BS" PIPEPROF_STORAGE_RECORD_KB="$RECORD_KB"
-export PIPEPROF_STORAGE_DIRECT="$DIRECT"
+export PIPEPROF_STORAGE_DIRECT="$DIRECT" PIPEPROF_STORAGE_MMAP="$MMAP" PIPEPROF_STORAGE_BUFFER="$BUFFER"
 
 # pipeprof's MB/s (1e6 bytes/s) from Google Benchmark's JSON.
 pipeprof_mbps() {

@@ -1,8 +1,9 @@
 // Storage benchmarks (linked into pipeprof-bench):
 //
 //   BM_Crc32c/<bytes>            CRC-32C throughput (bytes/s)
-//   BM_TFRecordPerRecord/<bytes> the TFRecord reader over a page-cached file, CRCs on: time per
-//                                record (ns_per_record) and the CRC's share of it (crc_ns_per_record)
+//   BM_TFRecordPerRecord/bytes:<n>/mapped:<0|1>  the TFRecord reader over a page-cached file
+//                                (read calls, or a mapping), CRCs on: time per record
+//                                (ns_per_record) and the CRC's share of it (crc_ns_per_record)
 //   BM_TFRecordRead              the parallel-read pipeline list_files -> interleave(tfrecord),
 //                                bytes/s, on the files scripts/bench_storage.sh shares with fio
 //   BM_NpzRead                   the same over numpy .npz archives in DLIO's npz layout (a stored
@@ -13,8 +14,10 @@
 // when empty: PIPEPROF_STORAGE_FILES files of PIPEPROF_STORAGE_FILE_MB MiB, records of
 // PIPEPROF_STORAGE_RECORD_KB KiB), PIPEPROF_STORAGE_THREADS (interleave cycle and parallelism),
 // PIPEPROF_STORAGE_BS (read buffer bytes), PIPEPROF_STORAGE_COLD=1 (drop every file from the
-// page cache before each read), PIPEPROF_STORAGE_DIRECT=1 (O_DIRECT), PIPEPROF_STORAGE_VERIFY_CRC=0
-// (records' CRCs not checked: the CRC's share of the time). BM_NpzRead reads the same
+// page cache before each read), PIPEPROF_STORAGE_DIRECT=1 (O_DIRECT), PIPEPROF_STORAGE_MMAP=0 (read
+// calls into buffers instead of a mapping), PIPEPROF_STORAGE_BUFFER (the interleave's
+// buffer_output_elements; 0: its default), PIPEPROF_STORAGE_VERIFY_CRC=0 (records' CRCs not
+// checked: the CRC's share of the time). BM_NpzRead reads the same
 // variables (its files are *.npz; O_DIRECT does not apply: archives are mapped).
 #include <benchmark/benchmark.h>
 
@@ -88,7 +91,8 @@ void BM_TFRecordPerRecord(benchmark::State& state) {
   }
   int64_t records = 0;
   for (auto _ : state) {
-    formats::TFRecordReader reader(io::open_stream(file.path, io::Compression::kNone));
+    formats::TFRecordReader reader(
+        io::open_stream(file.path, io::Compression::kNone, {.map = state.range(1) != 0}));
     while (auto r = reader.next()) {
       benchmark::DoNotOptimize(r->data.get());
       ++records;
@@ -110,7 +114,10 @@ void BM_TFRecordPerRecord(benchmark::State& state) {
       static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["crc_ns_per_record"] = crc_ns;
 }
-BENCHMARK(BM_TFRecordPerRecord)->Arg(0)->Arg(100)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TFRecordPerRecord)
+    ->ArgsProduct({{0, 100, 1000, 100000}, {0, 1}})
+    ->ArgNames({"bytes", "mapped"})
+    ->Unit(benchmark::kMillisecond);
 
 std::string bench_dir() {
   if (const char* d = std::getenv("PIPEPROF_STORAGE_DIR"); d != nullptr && *d != '\0') return d;
@@ -145,14 +152,17 @@ void BM_TFRecordRead(benchmark::State& state) {
   const bool cold = env_int("PIPEPROF_STORAGE_COLD", 0) != 0;
   FileReadOptions read{.buffer_size = env_int("PIPEPROF_STORAGE_BS", kDefaultReadBufferSize),
                        .direct = env_int("PIPEPROF_STORAGE_DIRECT", 0) != 0,
-                       .drop_caches = cold};
+                       .drop_caches = cold,
+                       .mmap = env_int("PIPEPROF_STORAGE_MMAP", 1) != 0};
   const bool verify = env_int("PIPEPROF_STORAGE_VERIFY_CRC", 1) != 0;
   const Dataset ds =
       list_files(dir + "/*.tfrecord", {.shuffle = false})
           .interleave(DatasetFn([read, verify](const Element& f) {
                         return tfrecord({file_name(f)}, {.verify_crc = verify, .read = read});
                       }),
-                      {.cycle_length = threads, .parallelism = threads});
+                      {.cycle_length = threads,
+                       .parallelism = threads,
+                       .buffer_output_elements = env_int("PIPEPROF_STORAGE_BUFFER", 0)});
   int64_t bytes = 0;
   for (auto _ : state) {
     auto it = ds.iterate();
@@ -164,7 +174,7 @@ void BM_TFRecordRead(benchmark::State& state) {
   state.SetBytesProcessed(bytes);
   state.SetLabel(std::to_string(files.size()) + " files, " + std::to_string(threads) +
                  " threads, bs " + std::to_string(read.buffer_size) + (cold ? ", cold" : ", warm") +
-                 (read.direct ? ", O_DIRECT" : "") + (verify ? "" : ", CRCs not checked"));
+                 (read.direct ? ", O_DIRECT" : "") + (read.mmap && !read.direct ? ", mapped" : "") + (verify ? "" : ", CRCs not checked"));
 }
 BENCHMARK(BM_TFRecordRead)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 

@@ -365,5 +365,42 @@ TEST(Handoff, TimeIsCountedBlockedOnlyWhenTheThreadWaits) {
   EXPECT_EQ(made.load(), 1);
 }
 
+// --- WakeCoalescing -----------------------------------------------------------------------------
+
+TEST(WakeCoalescing, HoldsOnlyWhilePullsAreQuickTheConsumerBlocksAndMoreCanBePulled) {
+  WakeCoalescing c;
+  EXPECT_FALSE(c.hold(true, true)) << "no pull measured yet: not quick";
+  int64_t t = 1'000'000;
+  for (int i = 0; i < 8; ++i, t += 2'000)
+    c.pulled(t, t + 1'000);  // 1 us pulls
+  EXPECT_TRUE(c.hold(true, true));
+  EXPECT_FALSE(c.hold(false, true)) << "a consumer that is not blocked needs no wake-up";
+  EXPECT_FALSE(c.hold(true, false)) << "nothing more to pull: wake it now";
+  for (int i = 0; i < 8; ++i, t += 2'000'000)
+    c.pulled(t, t + 1'000'000);  // 1 ms pulls
+  EXPECT_FALSE(c.hold(true, true)) << "slow pulls are never held back";
+}
+
+TEST(WakeCoalescing, AWakeUpIsHeldBackAtMostTheMaximumDelay) {
+  WakeCoalescing c;
+  int64_t t = 5'000'000;
+  for (int i = 0; i < 8; ++i, t += 1'000)
+    c.pulled(t, t + 1'000);
+  // Back-to-back 1 us pulls: held until the first held element is kMaxDelayNs old, then released,
+  // and held again from the next one.
+  int held = 0;
+  int64_t first_end = 0;
+  for (;; t += 1'000) {
+    c.pulled(t, t + 1'000);
+    if (first_end == 0) first_end = t + 1'000;
+    if (!c.hold(true, true)) break;
+    ++held;
+  }
+  EXPECT_EQ(t + 1'000 - first_end, WakeCoalescing::kMaxDelayNs);
+  EXPECT_EQ(held, WakeCoalescing::kMaxDelayNs / 1'000);
+  c.pulled(t + 1'000, t + 2'000);
+  EXPECT_TRUE(c.hold(true, true)) << "a new hold starts after the release";
+}
+
 }  // namespace
 }  // namespace pipeprof::pipelines::ops

@@ -3,8 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -90,6 +94,48 @@ INSTANTIATE_TEST_SUITE_P(Parallelism, ParallelInterleave,
                            return param_info.param == kAutotune ? std::string("autotune")
                                                                 : std::to_string(param_info.param);
                          });
+
+TEST(Interleave, DeeperSlotBuffersKeepTheOrder) {
+  for (int64_t buffer : {1, 2, 3, 64}) {
+    EXPECT_THAT(collect_ints(range(1, 6).interleave(
+                    DatasetFn([](const Element& x) { return from_tensors(x).repeat(6); }),
+                    {.cycle_length = 2, .block_length = 4, .parallelism = 2,
+                     .buffer_output_elements = buffer})),
+                ElementsAreArray(kCase1))
+        << "buffer_output_elements " << buffer;
+  }
+  std::string spec = case1_spec("2");
+  const std::string block = R"("block_length": 4)";
+  spec.replace(spec.find(block), block.size(), block + R"(, "buffer_output_elements": 9)");
+  const Dataset ds = spec_dataset(spec);
+  EXPECT_THAT(collect_ints(ds), ElementsAreArray(kCase1));
+  EXPECT_EQ(ds.to_json()["stages"][1]["buffer_output_elements"], 9);
+}
+
+// Each open slot is pulled ahead by exactly its buffer's worth of elements while the consumer
+// does not take any: the pulls stop there (no more), and reach it (the buffer is used).
+TEST(Interleave, WorkersPullEachSlotAheadUpToItsBuffer) {
+  for (int64_t buffer : {0, 5}) {
+    auto pulls = std::make_shared<std::atomic<int64_t>>(0);
+    auto ds = range(2).interleave(
+        DatasetFn([pulls](const Element&) {
+          return range(1000).map(Function([pulls](Element x) {
+            pulls->fetch_add(1);
+            return x;
+          }));
+        }),
+        {.cycle_length = 2, .parallelism = 2, .buffer_output_elements = buffer});
+    auto it = ds.iterate();
+    ASSERT_TRUE(it->next().has_value());
+    // Two slots, each `expect` deep, plus the element taken.
+    const int64_t expect = 2 * (buffer == 0 ? 2 : buffer) + 1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pulls->load() < expect && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a pull too many
+    EXPECT_EQ(pulls->load(), expect) << "buffer_output_elements " << buffer;
+  }
+}
 
 TEST(Interleave, CycleLongerThanTheInputAndBlockLongerThanEachPipeline) {
   for (int64_t parallelism : std::vector<int64_t>{0, 2}) {
@@ -182,6 +228,11 @@ TEST(Interleave, InvalidOptions) {
   EXPECT_THROW(range(3).interleave(fn, {.cycle_length = 0}), std::invalid_argument);
   EXPECT_THROW(range(3).interleave(fn, {.block_length = 0}), std::invalid_argument);
   EXPECT_THROW(range(3).interleave(fn, {.parallelism = -4}), std::invalid_argument);
+  EXPECT_THROW(range(3).interleave(fn, {.buffer_output_elements = -1}), std::invalid_argument);
+  EXPECT_THROW(spec_dataset(R"({"stages": [{"op": "range", "stop": 3},
+    {"op": "interleave", "parallelism": 2, "buffer_output_elements": -2,
+     "pipeline": {"stages": [{"op": "range", "stop": 2}]}}]})"),
+               SpecError);
   EXPECT_THROW(range(3).interleave(DatasetFn{}), std::invalid_argument);
 }
 

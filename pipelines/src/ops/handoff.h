@@ -9,6 +9,12 @@
 //   when a thread of it waits: a polling thread sees the signal count move (no system call); else
 //   one blocked thread is woken (notify_one, after the lock is released). Nobody is ever woken for
 //   a change it cannot use, and a stream of quick hand-offs costs no futex call per element.
+//   When there are no free cores, polling fails, and a consumer faster than its producers blocks
+//   for every element: a futex wake-up and two context switches each, on the cores the producers
+//   need. A producer whose elements come in microseconds may therefore hold back the wake-up of a
+//   blocked consumer while it can go on pulling (WakeCoalescing), for at most kMaxDelayNs: the
+//   consumer then wakes once for several elements. Parallel interleave does (its workers read
+//   files record by record); prefetch and parallel map do not.
 // - HandoffQueue: bounded, ordered slots from producers to the consumer. A producer takes the turn
 //   (one at a time, so the input sees a single caller) and with it the next slot in order; it may
 //   give the turn back before it fills the slot (parallel map runs its function after that). The
@@ -67,6 +73,37 @@ class AdaptiveSpin {
 
  private:
   int64_t budget_ns_ = kHandoffSpinNs;
+};
+
+// One producer's choice between signalling a blocked consumer after each element and holding the
+// wake-up back while its elements come quickly (see the file comment). The delay it adds to an
+// element is at most kMaxDelayNs plus one pull, and only while pulls have been taking less than
+// kQuickPullNs: slow pipelines (milliseconds per element) are never delayed.
+class WakeCoalescing {
+ public:
+  static constexpr int64_t kQuickPullNs = 20 * trace::kNsPerUs;
+  static constexpr int64_t kMaxDelayNs = 100 * trace::kNsPerUs;
+
+  // A pull from start_ns to end_ns (trace::now_ns()).
+  void pulled(int64_t start_ns, int64_t end_ns) {
+    pull_ns_ = (pull_ns_ * 3 + (end_ns - start_ns)) / 4;
+    last_end_ns_ = end_ns;
+  }
+  // After the last pull's element was handed over: true to leave the consumer blocked for now (the
+  // caller pulls again at once); false to signal it now.
+  bool hold(bool consumer_blocked, bool can_pull_again) {
+    if (consumer_blocked && can_pull_again && pull_ns_ < kQuickPullNs) {
+      if (held_since_ns_ == 0) held_since_ns_ = last_end_ns_;
+      if (last_end_ns_ - held_since_ns_ < kMaxDelayNs) return true;
+    }
+    held_since_ns_ = 0;
+    return false;
+  }
+
+ private:
+  int64_t pull_ns_ = kQuickPullNs;  // moving average; starts out as not quick
+  int64_t last_end_ns_ = 0;
+  int64_t held_since_ns_ = 0;  // the end of the first pull whose wake-up is held back; 0: none
 };
 
 class Handoff {

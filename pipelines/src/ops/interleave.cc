@@ -83,6 +83,10 @@ InterleaveNode::InterleaveNode(Dataset input, DatasetFn fn_, InterleaveOptions o
     throw std::invalid_argument("interleave: cycle_length must be positive or kAutotune");
   if (options.block_length < 1)
     throw std::invalid_argument("interleave: block_length must be positive");
+  if (options.buffer_output_elements < 0 || options.buffer_output_elements > kMaxBufferOutput) {
+    throw std::invalid_argument("interleave: buffer_output_elements must be in [0, " +
+                                std::to_string(kMaxBufferOutput) + "]");
+  }
   if ((options.parallelism < 0 && options.parallelism != kAutotune) ||
       options.parallelism > kMaxParallelism) {
     throw std::invalid_argument("interleave: parallelism must be in [0, " +
@@ -104,6 +108,7 @@ nlohmann::json InterleaveNode::params() const {
           {"block_length", options.block_length},
           {"parallelism", tunable_json(options.parallelism)},
           {"deterministic", options.deterministic},
+          {"buffer_output_elements", options.buffer_output_elements},
           {"name", options.name}};
 }
 
@@ -131,6 +136,10 @@ const OpRegistration& interleave_registration() {
                   .doc = "absent: sequential", .spelled_out = false},
                  {.name = "deterministic", .type = FieldType::kBoolean, .fallback = true,
                   .spelled_out = false},
+                 {.name = "buffer_output_elements", .type = FieldType::kInteger, .fallback = 0,
+                  .min = 0, .max = kMaxBufferOutput,
+                  .doc = "parallel: elements each open pipeline buffers ahead; 0: block_length, at least 2",
+                  .spelled_out = false},
                  {.name = "name", .type = FieldType::kString, .fallback = "", .spelled_out = false}},
       .build = [](const StageReader& s, const Dataset* input) {
         return input->interleave(s.pipeline("pipeline"),
@@ -138,6 +147,7 @@ const OpRegistration& interleave_registration() {
                                   .block_length = s.integer("block_length"),
                                   .parallelism = s.tunable("parallelism"),
                                   .deterministic = s.boolean("deterministic"),
+                                  .buffer_output_elements = s.integer("buffer_output_elements"),
                                   .name = s.string("name")});
       },
       .simulate = simulate_interleave};

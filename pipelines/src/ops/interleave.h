@@ -7,8 +7,11 @@
 // parallelism 0 is sequential: a pipeline is opened only when the cycle first reaches its slot.
 // parallelism >= 1 (or kAutotune, a knob within [1, cycle_length]) opens all cycle_length
 // pipelines at once and lets that many workers pull them ahead into per-slot buffers; with
-// deterministic (the default) the output order is exactly the sequential one.
+// deterministic (the default) the output order is exactly the sequential one. Each slot buffers
+// buffer_output_elements elements (default: block_length, at least 2).
 #pragma once
+
+#include <algorithm>
 
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/simulation.h"
@@ -16,6 +19,12 @@
 namespace pipeprof::pipelines::ops {
 
 inline constexpr int64_t kMaxCycleLength = 4096;  // catches typos before they exhaust threads
+inline constexpr int64_t kMaxBufferOutput = 1 << 20;
+
+// The elements each open slot of a parallel interleave buffers (filled or being pulled).
+inline int64_t slot_buffer(int64_t buffer_output_elements, int64_t block_length) {
+  return buffer_output_elements > 0 ? buffer_output_elements : std::max<int64_t>(2, block_length);
+}
 
 class InterleaveNode final : public DatasetNode {
  public:

@@ -1,7 +1,7 @@
 // interleave's simulation rule: the cycle algorithm of the real operation on the timeline model.
 // Sequential: a slot's pipeline is pulled by the consumer. Parallel: each open slot is pulled ahead
-// by its own producer (buffer max(2, block_length)) from the moment it is opened; all slots are
-// opened at the first request.
+// by its own producer (buffer_output_elements deep; by default block_length, at least 2) from the
+// moment it is opened; all slots are opened at the first request.
 #include <fmt/format.h>
 
 #include <memory>
@@ -27,6 +27,7 @@ class SimInterleaveNode final : public sim::SimNode {
     cycle_ = s.tunable("cycle_length");
     if (cycle_ == kAutotune) cycle_ = s.context().autotune_parallelism;
     block_ = s.integer("block_length");
+    buffer_ = slot_buffer(s.integer("buffer_output_elements"), block_);
     const int64_t p = s.tunable("parallelism");
     parallel_ = p != 0;
     if (parallel_ && !s.boolean("deterministic")) {
@@ -46,7 +47,7 @@ class SimInterleaveNode final : public sim::SimNode {
   NodePtr input_;
   nlohmann::json nested_;
   sim::SimStage::ChainBuilder chain_;
-  int64_t cycle_ = 1, block_ = 1;
+  int64_t cycle_ = 1, block_ = 1, buffer_ = 2;
   bool parallel_ = false;
 };
 
@@ -101,7 +102,7 @@ class SimInterleaveIterator final : public SimIterator {
     s.open = true;
     if (node_.parallel_) {
       s.ahead = std::make_unique<AheadPuller>(
-          std::move(inner), static_cast<double>(std::max<int64_t>(2, node_.block_)), x.at);
+          std::move(inner), static_cast<double>(node_.buffer_), x.at);
     } else {
       s.it = std::move(inner);
     }

@@ -30,7 +30,7 @@ class ParallelInterleaveIterator final : public Iterator {
         input_(node.inputs()[0].node().make_iterator(input_context())),
         handoff_(cancellation()),
         slots_(static_cast<size_t>(node.cycle_length)),
-        slot_capacity_(std::max<int64_t>(2, node.options.block_length)) {
+        slot_capacity_(slot_buffer(node.options.buffer_output_elements, node.options.block_length)) {
     if (node.options.parallelism == kAutotune) {
       knob_ = &this->node()->knob("parallelism", 1, node.cycle_length, node.cycle_length);
       handoff_.follow(*knob_);
@@ -185,6 +185,7 @@ class ParallelInterleaveIterator final : public Iterator {
     CancellationScope cancel_scope(&cancellation());
     std::unique_lock<std::mutex> lock(handoff_.mutex());
     Slot* slot = nullptr;
+    WakeCoalescing coalescing;
     while (handoff_.wait(lock, handoff_.producers(), [&] { return (slot = pick_slot()); })) {
       const HandoffQueue::Ticket ticket = slot->queue.begin();
       ++active_;
@@ -192,15 +193,21 @@ class ParallelInterleaveIterator final : public Iterator {
       const Handoff::Wake next_pull = wake_worker();  // another slot may be waiting as well
       lock.unlock();
       next_pull.notify();
+      const int64_t start = trace::now_ns();
       Result r = capture(stage_name(), [&] { return it->next(); });
+      coalescing.pulled(start, trace::now_ns());
       lock.lock();
       --active_;
-      if (r.end()) {
+      const bool end = r.end();
+      if (end) {
         slot->queue.end(ticket);
       } else {
         slot->queue.fill(ticket, std::move(r));
         ++buffered_;
         set_buffered(buffered_);
+      }
+      if (coalescing.hold(!end && handoff_.consumer().blocked() > 0, pick_slot() != nullptr)) {
+        continue;
       }
       if (consumer_can_progress()) handoff_.signal(handoff_.consumer()).notify(lock);
     }
