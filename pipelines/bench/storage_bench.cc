@@ -174,7 +174,8 @@ void BM_TFRecordRead(benchmark::State& state) {
   state.SetBytesProcessed(bytes);
   state.SetLabel(std::to_string(files.size()) + " files, " + std::to_string(threads) +
                  " threads, bs " + std::to_string(read.buffer_size) + (cold ? ", cold" : ", warm") +
-                 (read.direct ? ", O_DIRECT" : "") + (read.mmap && !read.direct ? ", mapped" : "") + (verify ? "" : ", CRCs not checked"));
+                 (read.direct ? ", O_DIRECT" : "") + (read.mmap && !read.direct ? ", mapped" : "") +
+                 (verify ? "" : ", CRCs not checked"));
 }
 BENCHMARK(BM_TFRecordRead)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 

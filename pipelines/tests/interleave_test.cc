@@ -99,7 +99,9 @@ TEST(Interleave, DeeperSlotBuffersKeepTheOrder) {
   for (int64_t buffer : {1, 2, 3, 64}) {
     EXPECT_THAT(collect_ints(range(1, 6).interleave(
                     DatasetFn([](const Element& x) { return from_tensors(x).repeat(6); }),
-                    {.cycle_length = 2, .block_length = 4, .parallelism = 2,
+                    {.cycle_length = 2,
+                     .block_length = 4,
+                     .parallelism = 2,
                      .buffer_output_elements = buffer})),
                 ElementsAreArray(kCase1))
         << "buffer_output_elements " << buffer;
@@ -127,7 +129,7 @@ TEST(Interleave, WorkersPullEachSlotAheadUpToItsBuffer) {
         {.cycle_length = 2, .parallelism = 2, .buffer_output_elements = buffer});
     auto it = ds.iterate();
     ASSERT_TRUE(it->next().has_value());
-    // Two slots, each `expect` deep, plus the element taken.
+    // Two slots, each holding its buffer's worth, plus the element taken.
     const int64_t expect = 2 * (buffer == 0 ? 2 : buffer) + 1;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (pulls->load() < expect && std::chrono::steady_clock::now() < deadline)

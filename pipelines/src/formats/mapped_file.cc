@@ -39,7 +39,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   const auto size = static_cast<size_t>(st.st_size);
   const std::byte* data = nullptr;
   if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);

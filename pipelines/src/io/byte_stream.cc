@@ -159,7 +159,7 @@ MappedStream::MappedStream(std::unique_ptr<RandomAccessFile> file,
 
 size_t MappedStream::ensure(size_t n) {
   const uint64_t size = mapping_->size();
-  const uint64_t want = std::min<uint64_t>(size, pos_ + n);
+  const uint64_t want = pos_ + std::min<uint64_t>(n, size - pos_);
   while (mapped_ < want) {
     const auto window = static_cast<size_t>(std::min<uint64_t>(window_size_, size - mapped_));
     const int64_t start = trace::ticks();

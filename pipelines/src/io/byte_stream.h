@@ -1,7 +1,8 @@
 // Sequential byte streams over a RandomAccessFile: FileStream reads the file in buffer_size chunks
 // (aligned chunks into an aligned buffer under O_DIRECT) and reports every read of the file to an
-// observer (bytes, time: the sources turn them into statistics and trace spans); GzipStream inflates
-// a gzip stream (zlib) read from another stream. Record readers (formats/) sit on top.
+// observer (bytes, time: the sources turn them into statistics and trace spans); MappedStream reads
+// it through a mapping; GzipStream inflates a gzip stream (zlib) read from another stream. Record
+// readers (formats/) sit on top.
 #pragma once
 
 #include <cstddef>
@@ -86,8 +87,9 @@ class FileStream final : public ByteStream {
 // Reads a file through its mapping (RandomAccessFile::map): read_shared hands out views of the
 // mapping itself (no copy at all); read copies. Ahead of the bytes it hands out, it maps the file's
 // pages window by window (window_size bytes at a time, each reported to the observer as one read),
-// so a file that is not cached is read from the device there, and a file that shrank meanwhile is an
-// IoError rather than a SIGBUS.
+// so a file that is not cached is read from the device there, and a file that shrank before a
+// window is mapped in is an IoError rather than a SIGBUS. It reads the file's size when it was
+// opened.
 class MappedStream final : public ByteStream {
  public:
   MappedStream(std::unique_ptr<RandomAccessFile> file, std::shared_ptr<const FileMapping> mapping,
@@ -137,9 +139,9 @@ enum class Compression { kNone, kGzip };
 Compression parse_compression(const std::string& name);
 std::string_view compression_name(Compression c);
 
-// Opens `name` as a stream of its (uncompressed) bytes. With `map`, an uncompressed file that can be
-// mapped is read through its mapping (MappedStream: records are views of the page cache, no copy);
-// otherwise, and for O_DIRECT, through read calls of buffer_size bytes (FileStream).
+// Opens `name` as a stream of its (uncompressed) bytes. With `map`, an uncompressed file that can
+// be mapped is read through its mapping (MappedStream: records are views of the page cache, no
+// copy); otherwise, and for O_DIRECT, through read calls of buffer_size bytes (FileStream).
 std::unique_ptr<ByteStream> open_stream(const std::string& name, Compression compression,
                                         const OpenOptions& options = {},
                                         size_t buffer_size = kDefaultBufferSize,

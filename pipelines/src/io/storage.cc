@@ -76,10 +76,10 @@ class LocalFile final : public RandomAccessFile {
       return nullptr;
     }
     const auto bytes = static_cast<size_t>(size_);
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) {
-      throw IoError(fmt::format("{}: cannot map: {}", name_, errno_text(errno)));
-    }
+    // MAP_NORESERVE: a private writable mapping is otherwise charged in full against the overcommit
+    // limit, though only the pages a holder writes to ever take memory of their own.
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd_, 0);
+    if (p == MAP_FAILED) return nullptr;  // no address space or mappings left: read calls then
     advise_huge_pages(p, bytes);
     return std::make_shared<const FileMapping>(name_, static_cast<std::byte*>(p), bytes);
   }
@@ -119,10 +119,10 @@ class LocalFile final : public RandomAccessFile {
 
 void advise_huge_pages(void* data, size_t bytes) {
 #if defined(MADV_HUGEPAGE)
-  // Where transparent huge pages are enabled for madvise (or always), pages this mapping reads
-  // from the device come in 2 MiB folios, mapped by one page-table entry each: mapping them (and
-  // unmapping them) then costs almost nothing on later reads of the file, through any mapping.
-  // Elsewhere the call fails and changes nothing.
+  // Where transparent huge pages are enabled for madvise (or always) and the file system caches
+  // large folios, pages this mapping reads from the device come in 2 MiB folios, mapped by one
+  // page-table entry each: mapping them (and unmapping them) then costs almost nothing on later
+  // reads of the file, through any mapping. Elsewhere it changes nothing.
   (void)::madvise(data, bytes, MADV_HUGEPAGE);
 #else
   (void)data;
@@ -144,10 +144,10 @@ void FileMapping::populate(uint64_t offset, size_t bytes) const {
     const int err = errno;
     if (err == EINTR || err == EAGAIN) continue;
     if (err == EINVAL || err == ENOSYS) return;  // a kernel without it
-    throw IoError(fmt::format("{}: bytes {} to {} cannot be read: {}", name_, offset,
-                              offset + bytes,
-                              err == EFAULT ? "the file is shorter than when it was opened"
-                                            : errno_text(err)));
+    throw IoError(
+        fmt::format("{}: bytes {} to {} cannot be read: {}", name_, offset, offset + bytes,
+                    err == EFAULT ? "the file is shorter than when it was opened, or a read failed"
+                                  : errno_text(err)));
   }
 #else
   (void)offset;

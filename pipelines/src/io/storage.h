@@ -1,6 +1,7 @@
 // Where bytes come from: one interface for reading a file's bytes, whatever holds it. A backend
 // opens a path or URL and gives the file's size and ranged reads; local files are the first backend
-// (buffered reads through the page cache, or O_DIRECT into aligned buffers), and a URL-based one
+// (buffered reads through the page cache, O_DIRECT into aligned buffers, or a mapping of the whole
+// file), and a URL-based one
 // (HTTP object storage) slots in behind the same open() by its scheme. Nothing here knows of
 // datasets: the file sources in ops/ use it and count what it reports.
 #pragma once
@@ -33,9 +34,11 @@ struct OpenOptions {
 // Asks for huge pages for a file mapping (MADV_HUGEPAGE): see storage.cc. A hint only.
 void advise_huge_pages(void* data, size_t bytes);
 
-// A read-only view of a whole file in memory (mmap), shared by whoever holds bytes of it: the
-// mapping goes when its last holder does. Private and writable: a holder may write to its bytes
-// (copy on write, page by page); the file never changes.
+// A whole file in memory (mmap), shared by whoever holds bytes of it: the mapping goes when its
+// last holder does. Private and writable: a holder may write to its bytes (copy on write, page by
+// page); the file never changes. The bytes are the file's as it is: a file must be replaced (a new
+// file renamed over it), not rewritten in place, while it is read; pages cut off by a truncation
+// fault (SIGBUS) when touched.
 class FileMapping {
  public:
   FileMapping(std::string name, std::byte* data, size_t size)
@@ -46,10 +49,10 @@ class FileMapping {
 
   std::byte* data() const { return data_; }
   size_t size() const { return size_; }
-  // Maps the pages of [offset, offset + bytes) in one call (MADV_POPULATE_READ: from the page cache,
-  // or read from the device when not cached), so that later reads of them cannot fault. Throws
-  // IoError naming the file and offset when they cannot be read (the file shrank, an I/O error);
-  // does nothing where the kernel lacks the call (pages then fault in as they are read).
+  // Maps the pages of [offset, offset + bytes) in one call (MADV_POPULATE_READ: from the page
+  // cache, or read from the device when not cached). Throws IoError naming the file and offset
+  // when they cannot be read then (the file shrank, an I/O error); does nothing where the kernel
+  // lacks the call (Linux < 5.14: pages then fault in as they are read).
   void populate(uint64_t offset, size_t bytes) const;
 
  private:
@@ -73,7 +76,7 @@ class RandomAccessFile {
   // True when reads bypass the page cache (and must be aligned).
   virtual bool direct() const { return false; }
   // The whole file mapped into memory, where the backend can (a local regular file read through
-  // the page cache); nullptr otherwise. Throws IoError when mapping fails.
+  // the page cache, and the mapping succeeds); nullptr otherwise.
   virtual std::shared_ptr<const FileMapping> map() const { return nullptr; }
 };
 

@@ -134,7 +134,8 @@ std::unique_ptr<io::ByteStream> open_source_file(const std::string& file, io::Co
                                                  const FileReadOptions& options,
                                                  ReadAccounting& accounting) {
   if (options.drop_caches) io::drop_from_page_cache(file);
-  return io::open_stream(file, compression, io::OpenOptions{.direct = options.direct, .map = options.mmap},
+  return io::open_stream(file, compression,
+                         io::OpenOptions{.direct = options.direct, .map = options.mmap},
                          static_cast<size_t>(options.buffer_size), accounting.observer_for_file());
 }
 

@@ -12,9 +12,9 @@
 //   When there are no free cores, polling fails, and a consumer faster than its producers blocks
 //   for every element: a futex wake-up and two context switches each, on the cores the producers
 //   need. A producer whose elements come in microseconds may therefore hold back the wake-up of a
-//   blocked consumer while it can go on pulling (WakeCoalescing), for at most kMaxDelayNs: the
-//   consumer then wakes once for several elements. Parallel interleave does (its workers read
-//   files record by record); prefetch and parallel map do not.
+//   blocked consumer while it can go on pulling (WakeCoalescing), for at most kMaxDelayNs plus one
+//   pull: the consumer then wakes once for several elements. Parallel interleave does (its workers
+//   read files record by record); prefetch and parallel map do not.
 // - HandoffQueue: bounded, ordered slots from producers to the consumer. A producer takes the turn
 //   (one at a time, so the input sees a single caller) and with it the next slot in order; it may
 //   give the turn back before it fills the slot (parallel map runs its function after that). The

@@ -138,7 +138,8 @@ const OpRegistration& interleave_registration() {
                   .spelled_out = false},
                  {.name = "buffer_output_elements", .type = FieldType::kInteger, .fallback = 0,
                   .min = 0, .max = kMaxBufferOutput,
-                  .doc = "parallel: elements each open pipeline buffers ahead; 0: block_length, at least 2",
+                  .doc = "parallel: elements each open pipeline buffers ahead; "
+                         "0: block_length, at least 2",
                   .spelled_out = false},
                  {.name = "name", .type = FieldType::kString, .fallback = "", .spelled_out = false}},
       .build = [](const StageReader& s, const Dataset* input) {

@@ -101,8 +101,8 @@ class SimInterleaveIterator final : public SimIterator {
     Slot& s = slots_[i];
     s.open = true;
     if (node_.parallel_) {
-      s.ahead = std::make_unique<AheadPuller>(
-          std::move(inner), static_cast<double>(node_.buffer_), x.at);
+      s.ahead =
+          std::make_unique<AheadPuller>(std::move(inner), static_cast<double>(node_.buffer_), x.at);
     } else {
       s.it = std::move(inner);
     }

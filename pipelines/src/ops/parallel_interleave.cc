@@ -1,12 +1,13 @@
 // Parallel interleave. The consumer runs the sequential cycle algorithm over slots, but every open
-// slot is pulled ahead by workers into its own hand-off queue (at most max(2, block_length)
-// elements), so the consumer mostly takes elements that are already there. All cycle_length slots
-// are opened on the first pull. A slot is pulled by one worker at a time (the queue's turn), which
-// keeps each input's order; the workers serve slots in cycle order starting from the one the
-// consumer needs next. At most `parallelism` pulls run at once (read on every decision, so a knob
-// change takes effect at once). Nobody is woken for a change it cannot use: the consumer only when
-// what it waits for arrives (its slot has an element or is drained, or, non-deterministic, any slot
-// has one), a worker only when a pull can start and no worker that is awake will take it.
+// slot is pulled ahead by workers into its own hand-off queue (at most buffer_output_elements
+// elements, by default max(2, block_length)), so the consumer mostly takes elements that are
+// already there. All cycle_length slots are opened on the first pull. A slot is pulled by one
+// worker at a time (the queue's turn), which keeps each input's order; the workers serve slots in
+// cycle order starting from the one the consumer needs next. At most `parallelism` pulls run at
+// once (read on every decision, so a knob change takes effect at once). Nobody is woken for a
+// change it cannot use: the consumer only when what it waits for arrives (its slot has an element
+// or is drained, or, non-deterministic, any slot has one), a worker only when a pull can start and
+// no worker that is awake will take it.
 #include <fmt/format.h>
 
 #include <mutex>
@@ -30,7 +31,8 @@ class ParallelInterleaveIterator final : public Iterator {
         input_(node.inputs()[0].node().make_iterator(input_context())),
         handoff_(cancellation()),
         slots_(static_cast<size_t>(node.cycle_length)),
-        slot_capacity_(slot_buffer(node.options.buffer_output_elements, node.options.block_length)) {
+        slot_capacity_(
+            slot_buffer(node.options.buffer_output_elements, node.options.block_length)) {
     if (node.options.parallelism == kAutotune) {
       knob_ = &this->node()->knob("parallelism", 1, node.cycle_length, node.cycle_length);
       handoff_.follow(*knob_);
@@ -98,7 +100,8 @@ class ParallelInterleaveIterator final : public Iterator {
  private:
   struct Slot {
     OpenInput input;
-    HandoffQueue queue;  // closed when the input reached its end
+    HandoffQueue queue;    // closed when the input reached its end
+    bool started = false;  // an element came: its pulls are no longer the first (an open)
   };
 
   int64_t parallelism() const { return knob_ ? knob_->value() : node_.options.parallelism; }
@@ -203,10 +206,14 @@ class ParallelInterleaveIterator final : public Iterator {
         slot->queue.end(ticket);
       } else {
         slot->queue.fill(ticket, std::move(r));
+        slot->started = true;
         ++buffered_;
         set_buffered(buffered_);
       }
-      if (coalescing.hold(!end && handoff_.consumer().blocked() > 0, pick_slot() != nullptr)) {
+      // Held back only while the next pull is of a started input: a first pull may open a file.
+      const Slot* next = pick_slot();
+      if (coalescing.hold(!end && handoff_.consumer().blocked() > 0,
+                          next != nullptr && next->started)) {
         continue;
       }
       if (consumer_can_progress()) handoff_.signal(handoff_.consumer()).notify(lock);

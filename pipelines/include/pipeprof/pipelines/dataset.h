@@ -96,8 +96,8 @@ struct InterleaveOptions {
   int64_t parallelism = 0;           // 0: sequential; >= 1 or kAutotune: workers fill inputs
   bool deterministic = true;
   // Parallel: elements each open input buffers ahead (tf.data's buffer_output_elements); 0:
-  // block_length, at least 2. Deeper buffers let workers run ahead of a consumer that takes elements in
-  // bursts, and wake it less often when elements are quick.
+  // block_length, at least 2. Deeper buffers let workers run ahead of a consumer that takes
+  // elements in bursts, and wake it less often when elements are quick.
   int64_t buffer_output_elements = 0;
   std::string name;
 };
