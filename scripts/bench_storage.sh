@@ -74,9 +74,10 @@ for EXT in $FORMATS; do
     *) echo "bench_storage.sh: unknown format '$EXT' (tfrecord or npz)" >&2; exit 2 ;;
   esac
   # Make the files (the benchmark writes them when the folder has none), then read them once from
-  # storage: the page cache then holds them as a reader leaves them (readahead's large folios), as
-  # for a dataset read in an earlier epoch, rather than as the writer left them. Mapped reads (npz)
-  # run about 1.6 times faster on the former; fio's copies hardly notice.
+  # storage through pipeprof: the page cache then holds them as pipeprof's reader leaves them (in
+  # 2 MiB folios where its huge-page hint is honoured), as for a dataset read in an earlier epoch,
+  # rather than as the writer left them. Mapped reads run up to 1.6 times faster on the former;
+  # fio's copies hardly notice (docs/storage.md).
   PIPEPROF_STORAGE_COLD=1 "$BENCH" --benchmark_filter="^$BM/" --benchmark_min_time=0.01 >/dev/null 2>&1
   echo "# $EXT: $(ls "$STORAGE_DIR"/*."$EXT" | wc -l) x ${FILE_MB} MiB in $STORAGE_DIR; threads $THREADS, bs $BS, direct $DIRECT" >&2
   # Each side runs ROUNDS times, alternating, and keeps its best pass: on a shared machine the
