@@ -49,7 +49,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     // Writable but private: a tensor viewing the mapping may be written to (copy on write, page by
     // page); the file never changes.
     data = static_cast<const std::byte*>(p);
-    io::advise_huge_pages(p, size);
+    io::advise_file_mapping(p, size);
   }
   ::close(fd);
   return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size));

@@ -80,7 +80,7 @@ class LocalFile final : public RandomAccessFile {
     // limit, though only the pages a holder writes to ever take memory of their own.
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd_, 0);
     if (p == MAP_FAILED) return nullptr;  // no address space or mappings left: read calls then
-    advise_huge_pages(p, bytes);
+    advise_file_mapping(p, bytes);
     return std::make_shared<const FileMapping>(name_, static_cast<std::byte*>(p), bytes);
   }
 
@@ -117,17 +117,18 @@ class LocalFile final : public RandomAccessFile {
 
 }  // namespace
 
-void advise_huge_pages(void* data, size_t bytes) {
+void advise_file_mapping(void* data, size_t bytes) {
 #if defined(MADV_HUGEPAGE)
   // Where transparent huge pages are enabled for madvise (or always) and the file system caches
   // large folios, pages this mapping reads from the device come in 2 MiB folios, mapped by one
   // page-table entry each: mapping them (and unmapping them) then costs almost nothing on later
   // reads of the file, through any mapping. Elsewhere it changes nothing.
   (void)::madvise(data, bytes, MADV_HUGEPAGE);
-#else
-  (void)data;
-  (void)bytes;
 #endif
+  // Read front to back: the kernel reads ahead of the pages being mapped in (larger reads kept in
+  // flight), as it does for read calls. Measured on cold npz files against fio (docs/storage.md):
+  // 0.82-0.91 of fio's bandwidth without it, 0.95-1.03 with it.
+  (void)::madvise(data, bytes, MADV_SEQUENTIAL);
 }
 
 FileMapping::~FileMapping() {

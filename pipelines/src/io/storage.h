@@ -31,8 +31,9 @@ struct OpenOptions {
   bool map = false;
 };
 
-// Asks for huge pages for a file mapping (MADV_HUGEPAGE): see storage.cc. A hint only.
-void advise_huge_pages(void* data, size_t bytes);
+// Advice for a mapping of a file read front to back: huge pages (MADV_HUGEPAGE) and sequential
+// read-ahead (MADV_SEQUENTIAL); see storage.cc. Hints only.
+void advise_file_mapping(void* data, size_t bytes);
 
 // A whole file in memory (mmap), shared by whoever holds bytes of it: the mapping goes when its
 // last holder does. Private and writable: a holder may write to its bytes (copy on write, page by
