@@ -88,6 +88,7 @@ int run_cli(int argc, char** argv) {
   add(add_report_command(app));
   add(add_compare_command(app));
   add(add_datagen_command(app));
+  add(add_workload_command(app));
 
   try {
     app.parse(argc, argv);

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <map>
+#include <random>
 
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/pipelines/time_distribution.h"
 #include "parse_example.h"
 #include "image_functions.h"
 #include "pipeprof/trace/clock.h"
@@ -133,6 +136,43 @@ const std::map<std::string, FunctionMaker>& functions() {
            busy_for(ns);
            return e;
          }, latency(ms));
+       }},
+      // A time drawn from a distribution for every element (DLIO's time values, in seconds:
+      // time_distribution.h); each calling thread draws from its own generator, seeded from
+      // `seed` and the order in which threads first call it.
+      {"sleep_time",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"time", "seed"});
+         TimeDistribution time;
+         try {
+           time = TimeDistribution::parse(f.raw("time"), f.path("time"));
+         } catch (const std::invalid_argument& e) {
+           throw SpecError(e.what());
+         }
+         const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
+         auto threads = std::make_shared<std::atomic<uint64_t>>(0);
+         return registered<Function>("sleep_time", args, [time, seed, threads](Element e) {
+           thread_local std::mt19937_64 rng;
+           thread_local const void* owner = nullptr;
+           if (owner != threads.get()) {  // this thread's first call of this function
+             owner = threads.get();
+             rng.seed(seed * 0x9E3779B97F4A7C15ULL + threads->fetch_add(1));
+           }
+           precise_sleep_for(static_cast<int64_t>(time.sample(rng) * 1e9));
+           return e;
+         }, latency(time.mean() * 1e3));
+       }},
+      // The element's size: one int64 scalar, the bytes of all its tensors (a stand-in for a
+      // sample whose bytes have been read and are no longer needed, as DLIO's readers return).
+      {"nbytes",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({});
+         return registered<Function>("nbytes", args, [](Element e) {
+           int64_t bytes = 0;
+           for (const Tensor& t : e)
+             bytes += static_cast<int64_t>(t.nbytes());
+           return scalar_element(bytes);
+         }, latency(0));
        }},
       {"parse_example", make_parse_example},  // parse_example.h: tf.Example -> tensors
       {"fill_random",

@@ -101,8 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unknown_function",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "map", "fn": "sleepy"}]})",
                   "spec.json: stages[1]: unknown function \"sleepy\" (known: busy_ms, decode_jpeg, "
-                  "fill_random, flip, identity, increment, parse_example, random_crop, resize, "
-                  "sleep_ms)"},
+                  "fill_random, flip, identity, increment, nbytes, parse_example, random_crop, "
+                  "resize, sleep_ms, sleep_time)"},
         ErrorCase{"unknown_argument",
                   R"({"stages": [{"op": "range", "stop": 5},
                      {"op": "map", "fn": "sleep_ms", "args": {"msec": 1}}]})",

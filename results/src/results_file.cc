@@ -80,9 +80,9 @@ std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string
   if (!doc.is_object()) fail(source, "$", "expected a JSON object");
   const auto version = doc.find("schema_version");
   if (version == doc.end()) fail(source, "$", "missing required key \"schema_version\"");
-  if (!version->is_number_integer() || (*version != 1 && *version != 2)) {
+  if (!version->is_number_integer() || (*version < 1 || *version > kSchemaVersion)) {
     fail(source, "schema_version",
-         fmt::format("unsupported value {} (this pipeprof reads 1 and 2)", version->dump()));
+         fmt::format("unsupported value {} (this pipeprof reads 1 to {})", version->dump(), kSchemaVersion));
   }
   const auto& experiments = member(doc, "experiments", source, "$");
   if (!experiments.is_array()) fail(source, "experiments", "expected an array");

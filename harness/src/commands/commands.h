@@ -8,6 +8,7 @@
 #include <new>
 
 #include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/datagen.h"
 
 namespace pipeprof::harness {
 
@@ -23,6 +24,19 @@ CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_suite_command(CLI::App& app);
 CommandRunner add_tune_command(CLI::App& app);
+CommandRunner add_workload_command(CLI::App& app);
+
+// Writes a dataset as `pipeprof datagen` does: refuses a folder holding other files (unless
+// allowed), draws progress on a terminal, stops cleanly on Ctrl-C (kInterrupted), and prints a
+// summary line.
+struct DatagenRunOptions {
+  int threads = 0;
+  bool overwrite = false;
+  bool allow_other_files = false;
+  bool quiet = false;
+  bool summary_to_stderr = false;
+};
+Outcome run_datagen(const pipelines::formats::DlioDataset& dataset, const DatagenRunOptions& options);
 
 // Returns read(), which loads something a command reads before it runs (a spec, a trace, a results
 // file, the catalog). Whatever it throws, except running out of memory, is rethrown as an

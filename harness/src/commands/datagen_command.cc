@@ -12,7 +12,7 @@
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
-#include "dlio_dataset_yaml.h"
+#include "workload/dlio_dataset_yaml.h"
 #include "pipeprof/pipelines/datagen.h"
 
 namespace pipeprof::harness {
@@ -108,6 +108,47 @@ formats::DlioDataset resolve(const Options& o, std::map<std::string, std::string
 
 }  // namespace
 
+Outcome run_datagen(const formats::DlioDataset& d, const DatagenRunOptions& o) {
+  if (!o.allow_other_files) {
+    const auto other = read_input([&] { return formats::other_files(d, 5); });
+    if (!other.empty()) {
+      std::string names;
+      for (const auto& n : other)
+        names += (names.empty() ? "" : ", ") + n;
+      throw InputError(
+          fmt::format("{} holds files that are not this dataset's ({}{}); pass "
+                      "--allow-other-files to write into it anyway",
+                      d.data_folder, names, other.size() >= 5 ? ", ..." : ""));
+    }
+  }
+  const InterruptGuard guard;
+  formats::GenerateOptions options;
+  options.threads = o.threads;
+  options.overwrite = o.overwrite;
+  options.stop = &InterruptGuard::flag();
+  const bool bar = !o.quiet && isatty(STDERR_FILENO) != 0;
+  if (bar) options.on_progress = draw_progress;
+  const formats::GenerateResult r = formats::generate_dataset(d, options);
+  if (bar) std::fputc('\n', stderr);
+  const int64_t total = d.num_files_train + d.num_files_eval;
+  if (r.interrupted) {
+    std::cerr << fmt::format(
+        "interrupted: {} of {} files complete, no partial file left; run "
+        "again to write the rest\n",
+        r.files_kept + r.files_written, total);
+    return Outcome::kInterrupted;
+  }
+  if (!o.quiet) {
+    (o.summary_to_stderr ? std::cerr : std::cout) << fmt::format(
+        "{}: {} {} files: wrote {} ({}) in {:.2f} s, {:.0f} MB/s; kept {} complete\n",
+        d.data_folder, total, formats::data_format_name(d.format), r.files_written,
+        megabytes(static_cast<double>(r.bytes_written)), r.seconds,
+        r.seconds > 0 ? static_cast<double>(r.bytes_written) / r.seconds / 1e6 : 0.0,
+        r.files_kept);
+  }
+  return Outcome::kOk;
+}
+
 CommandRunner add_datagen_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -166,44 +207,10 @@ CommandRunner add_datagen_command(CLI::App& app) {
   return [o]() -> Outcome {
     std::map<std::string, std::string> file_keys;
     const formats::DlioDataset d = resolve(*o, file_keys);
-    if (!o->allow_other_files) {
-      const auto other = read_input([&] { return formats::other_files(d, 5); });
-      if (!other.empty()) {
-        std::string names;
-        for (const auto& n : other)
-          names += (names.empty() ? "" : ", ") + n;
-        throw InputError(
-            fmt::format("{} holds files that are not this dataset's ({}{}); pass "
-                        "--allow-other-files to write into it anyway",
-                        d.data_folder, names, other.size() >= 5 ? ", ..." : ""));
-      }
-    }
-    const InterruptGuard guard;
-    formats::GenerateOptions options;
-    options.threads = o->threads;
-    options.overwrite = o->overwrite;
-    options.stop = &InterruptGuard::flag();
-    const bool bar = !o->quiet && isatty(STDERR_FILENO) != 0;
-    if (bar) options.on_progress = draw_progress;
-    const formats::GenerateResult r = formats::generate_dataset(d, options);
-    if (bar) std::fputc('\n', stderr);
-    const int64_t total = d.num_files_train + d.num_files_eval;
-    if (r.interrupted) {
-      std::cerr << fmt::format(
-          "interrupted: {} of {} files complete, no partial file left; run "
-          "again to write the rest\n",
-          r.files_kept + r.files_written, total);
-      return Outcome::kInterrupted;
-    }
-    if (!o->quiet) {
-      std::cout << fmt::format(
-          "{}: {} {} files: wrote {} ({}) in {:.2f} s, {:.0f} MB/s; kept {} complete\n",
-          d.data_folder, total, formats::data_format_name(d.format), r.files_written,
-          megabytes(static_cast<double>(r.bytes_written)), r.seconds,
-          r.seconds > 0 ? static_cast<double>(r.bytes_written) / r.seconds / 1e6 : 0.0,
-          r.files_kept);
-    }
-    return Outcome::kOk;
+    return run_datagen(d, {.threads = o->threads,
+                           .overwrite = o->overwrite,
+                           .allow_other_files = o->allow_other_files,
+                           .quiet = o->quiet});
   };
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "formats/format_error.h"
@@ -41,8 +42,12 @@ const char* names_key(FileFormat format) {
 class FileSourceNode final : public DatasetNode {
  public:
   FileSourceNode(FileFormat format_, std::vector<std::string> files_,
-                 std::vector<std::string> names_, bool rows_)
-      : format(format_), files(std::move(files_)), names(std::move(names_)), rows(rows_) {
+                 std::vector<std::string> names_, bool rows_, int64_t rows_axis_ = 0)
+      : format(format_),
+        files(std::move(files_)),
+        names(std::move(names_)),
+        rows(rows_),
+        rows_axis(rows_axis_) {
     for (const std::string& f : files) {
       if (f.empty()) throw std::invalid_argument(std::string(format_op(format)) + ": an empty file name");
     }
@@ -51,7 +56,7 @@ class FileSourceNode final : public DatasetNode {
   }
   std::string_view op() const override { return format_op(format); }
   nlohmann::json params() const override {
-    nlohmann::json out{{"files", files}, {"rows", rows}};
+    nlohmann::json out{{"files", files}, {"rows", rows}, {"rows_axis", rows_axis}};
     if (format != FileFormat::kNpy) out[names_key(format)] = names;
     return out;
   }
@@ -74,6 +79,7 @@ class FileSourceNode final : public DatasetNode {
   const std::vector<std::string> files;
   const std::vector<std::string> names;
   const bool rows;
+  const int64_t rows_axis;  // >= 0: that dimension of every array; < 0: counted from the last
 
  private:
   static Element values(formats::NamedTensors named) {
@@ -99,18 +105,23 @@ class FileSourceIterator final : public Iterator {
       Element arrays;
       try {
         trace::ScopedSpan span(read_name_, trace::category::pipeline());
+        const int64_t start = trace::now_ns();
         arrays = node_.read(file);
+        count_read(file, trace::now_ns() - start);
       } catch (const formats::FormatError& e) {
         throw InputDataError(stage_name(), e.what());
       }
       if (!node_.rows) return arrays;
       rows_ = -1;
       for (const Tensor& t : arrays) {
-        const int64_t n = t.rank() == 0 ? -2 : t.shape()[0];
+        const int64_t axis = node_.rows_axis < 0 ? t.rank() + node_.rows_axis : node_.rows_axis;
+        const int64_t n = axis < 0 || axis >= t.rank() ? -2 : t.shape()[static_cast<size_t>(axis)];
         if (n == -2 || (rows_ >= 0 && n != rows_)) {
-          throw InputDataError(stage_name(),
-                          fmt::format("{}: rows: every array needs the same first dimension, got {}",
-                                      file, shape_string(t.shape())));
+          throw InputDataError(
+              stage_name(),
+              fmt::format("{}: rows: every array needs the same number of rows along dimension "
+                          "{}, got {}",
+                          file, node_.rows_axis, shape_string(t.shape())));
         }
         rows_ = n;
       }
@@ -124,9 +135,48 @@ class FileSourceIterator final : public Iterator {
   Element row(int64_t r) const {
     Element out;
     out.reserve(current_->size());
-    for (const Tensor& t : *current_)
-      out.push_back(t[r]);  // a view sharing the file's tensor
+    for (const Tensor& t : *current_) {
+      const int64_t axis = node_.rows_axis < 0 ? t.rank() + node_.rows_axis : node_.rows_axis;
+      out.push_back(axis == 0 ? t[r] : take_along(t, axis, r));  // t[r]: a view of the file's
+    }
     return out;
+  }
+
+  // Row `index` along dimension `axis` > 0: a copy (its bytes are strided in the array).
+  static Tensor take_along(const Tensor& t, int64_t axis, int64_t index) {
+    Shape shape;
+    int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(t.dtype()));
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      const int64_t n = t.shape()[static_cast<size_t>(d)];
+      if (d != axis) shape.push_back(n);
+      if (d < axis) outer *= n;
+      if (d > axis) inner *= n;
+    }
+    Tensor out(t.dtype(), std::move(shape));
+    const int64_t n = t.shape()[static_cast<size_t>(axis)];
+    const std::byte* src = t.data() + index * inner;
+    std::byte* dst = out.mutable_data();
+    if (inner == 1) {  // a byte array's last dimension: DLIO's npy and npz samples
+      for (int64_t o = 0; o < outer; ++o)
+        dst[o] = src[o * n];
+    } else {
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + o * inner, src + o * n * inner, static_cast<size_t>(inner));
+    }
+    return out;
+  }
+
+  // A file read whole (by the format's library, or through its mapping): one read of its size in
+  // the stage's storage statistics, its time the time to first byte.
+  void count_read(const std::string& file, int64_t ns) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file, ec);
+    NodeStats& st = stats();
+    st.bytes_read.fetch_add(ec ? 0 : static_cast<int64_t>(size), std::memory_order_relaxed);
+    st.read_calls.fetch_add(1, std::memory_order_relaxed);
+    st.read_ns.fetch_add(ns, std::memory_order_relaxed);
+    st.files_opened.fetch_add(1, std::memory_order_relaxed);
+    st.first_byte_ns.fetch_add(ns, std::memory_order_relaxed);
   }
 
   const FileSourceNode& node_;
@@ -194,6 +244,11 @@ OpRegistration file_source_registration(FileFormat format, std::string summary) 
   fields.push_back({.name = "rows", .type = FieldType::kBoolean, .fallback = false,
                     .doc = "yield the rows of the first dimension instead of whole arrays",
                     .spelled_out = false});
+  fields.push_back({.name = "rows_axis", .type = FieldType::kInteger, .fallback = 0, .min = -8,
+                    .max = 7,
+                    .doc = "with rows: the dimension rows are taken along (-1: each array's "
+                           "last, as DLIO's npz and npy samples lie; other than 0: copied)",
+                    .spelled_out = false});
   const std::string name(format_op(format));
   return OpRegistration{
       .name = name,
@@ -204,7 +259,8 @@ OpRegistration file_source_registration(FileFormat format, std::string summary) 
         std::vector<std::string> names;
         if (format != FileFormat::kNpy) names = string_list(s, names_key(format));
         return Dataset(std::make_shared<FileSourceNode>(format, file_list(s), std::move(names),
-                                                        s.boolean("rows")));
+                                                        s.boolean("rows"),
+                                                        s.integer("rows_axis")));
       },
       .simulate = [name](const sim::SimStage&) -> sim::NodePtr {
         throw sim::Unsupported(name + ": reads files; its timing depends on the storage");

@@ -103,6 +103,22 @@ Dataset list_files(std::string pattern, ListFilesOptions options) {
   return Dataset(std::make_shared<ops::ListFilesNode>(std::move(pattern), options));
 }
 
+std::vector<std::string> matching_files(const std::string& pattern) {
+  try {
+    return io::match_files(pattern);
+  } catch (const io::IoError& e) {
+    throw InputDataError("list_files", e.what());
+  }
+}
+
+void drop_from_page_cache(const std::string& path) {
+  try {
+    io::drop_from_page_cache(path);
+  } catch (const io::IoError& e) {
+    throw InputDataError("drop_from_page_cache", e.what());
+  }
+}
+
 Tensor file_name_tensor(std::string_view path) {
   Tensor t(DType::kUInt8, {static_cast<int64_t>(path.size())});
   std::copy(path.begin(), path.end(), reinterpret_cast<char*>(t.mutable_data()));

@@ -6,7 +6,10 @@
 //   hdf5_files  HDF5 files: one element per file, a component per dataset (`datasets`; all of the
 //               file's datasets, by name, when empty)
 // With `rows`, each file yields the rows of its first dimension instead (every component must have
-// the same number of rows), as tf.data's from_tensor_slices over the file would.
+// the same number of rows), as tf.data's from_tensor_slices over the file would; with `rows_axis`
+// (in a spec) the rows of another dimension, -1 being each array's last (DLIO's npz and npy files
+// hold their samples there), copied since their bytes are strided. Each file read counts as one
+// read of the file's size in the stage's storage statistics (bytes_read, files_opened).
 // A file that cannot be read or is malformed fails the pipeline with a InputDataError naming the file
 // and where in it (offset, member, dataset). In a spec the files are "files": [...] or "file": one
 // name, which inside an interleave's pipeline may be "$element": the outer element's file name (a

@@ -60,6 +60,15 @@ struct FixedLengthRecordOptions {
 // whose body (size - header - footer) is not a whole number of records is an error naming it.
 Dataset fixed_length_records(std::vector<std::string> files, FixedLengthRecordOptions options);
 
+// The paths matching `pattern` (glob: *, ?, [...]), sorted bytewise, as list_files lists them; an
+// empty list when none match. Throws InputDataError when a folder cannot be read.
+std::vector<std::string> matching_files(const std::string& pattern);
+
+// Writes a file's dirty pages out and drops its pages from the page cache (fsync +
+// posix_fadvise DONTNEED; no privileges needed), so that its next read comes from the device.
+// Throws InputDataError naming the file when it cannot be opened.
+void drop_from_page_cache(const std::string& path);
+
 // A file name element component: the path's bytes as a rank-1 uint8 tensor.
 Tensor file_name_tensor(std::string_view path);
 // The file name held by component `component` of `element` (a rank-1 uint8 tensor); throws

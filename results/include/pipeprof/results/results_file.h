@@ -1,4 +1,4 @@
-// Reading results files: pipeprof's own results.json (schema versions 1 and 2) and Google
+// Reading results files: pipeprof's own results.json (schema versions 1 to 3) and Google
 // Benchmark's JSON output (--benchmark_format=json or --benchmark_out). Both become a list of
 // named entries, each with the samples of every repetition, which is what `compare` needs; the
 // pipeprof document is kept whole for `report`.
@@ -19,8 +19,9 @@
 
 namespace pipeprof::results {
 
-// The schema version this pipeprof writes; versions 1 and 2 are read.
-inline constexpr int kSchemaVersion = 2;
+// The schema version this pipeprof writes; versions 1 to 3 are read. Version 3 added an
+// experiment's optional "workload" object (a DLIO workload's metrics: `pipeprof workload`).
+inline constexpr int kSchemaVersion = 3;
 
 // A file that cannot be used: missing, not JSON, or not the expected shape. The message names the
 // file, the JSON path when there is one, and what was expected.

@@ -1,5 +1,5 @@
-// The `dataset` section of a DLIO workload file (YAML), read with yaml-cpp into the DlioDataset
-// that data generation uses. Keys DLIO reads for generation: data_folder, format, num_files_train,
+// The `dataset` section of a DLIO workload file (YAML), read into the DlioDataset that data
+// generation uses. Keys DLIO reads for generation: data_folder, format, num_files_train,
 // num_files_eval, num_samples_per_file, record_length (or record_length_bytes, which DLIO's newer
 // files use and which wins when both are present), record_length_stdev / _bytes_stdev,
 // record_length_resize / _bytes_resize, num_subfolders_train, num_subfolders_eval, file_prefix.
@@ -10,8 +10,11 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "pipeprof/pipelines/datagen.h"
+#include "workload/dlio_yaml.h"
 
 namespace pipeprof::harness {
 
@@ -22,8 +25,13 @@ struct DlioDatasetSection {
   std::map<std::string, std::string> keys;
 };
 
+// Every key of the section DLIO knows (used here or not).
+const std::vector<std::string_view>& dlio_dataset_keys();
+
 // Throws InputError naming the file and the key ("w.yaml: dataset.num_files_train: expected a
 // whole number >= 0, got \"ten\"").
+DlioDatasetSection read_dlio_dataset(const workload::Section& section);
+// The same for a whole file, which must have a `dataset` section.
 DlioDatasetSection read_dlio_dataset(const std::string& path);
 
 }  // namespace pipeprof::harness

@@ -1,0 +1,314 @@
+// pipeprof workload <workload.yaml> [overrides...] [--accelerators N] [--find-max-accelerators]
+//                   [--stall-analysis] [--scale F] [--out DIR] [--spec-out FILE] [--trace FILE]
+// Runs a DLIO / MLPerf Storage workload file: data generation when its workflow asks, then the
+// training emulation with N simulated accelerators, and writes DLIO's summary.json and
+// per_epoch_stats.json beside pipeprof's results.json (and report.md) into the output folder.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands/commands.h"
+#include "commands/interrupt.h"
+#include "pipeprof/harness/version.h"
+#include "pipeprof/results/document.h"
+#include "pipeprof/results/environment.h"
+#include "pipeprof/results/report.h"
+#include "pipeprof/trace/chrome_json.h"
+#include "workload/workload_pipeline.h"
+#include "workload/workload_run.h"
+
+namespace pipeprof::harness {
+namespace {
+
+namespace fs = std::filesystem;
+using workload::DlioWorkload;
+
+struct Options {
+  std::string file;
+  std::vector<std::string> overrides;
+  int64_t accelerators = 1;
+  bool find_max = false;
+  int64_t max_accelerators = 256;
+  bool stall_analysis = false;
+  double scale = 0;  // 0: the workload's pipeprof.scale (1 without one)
+  std::string out;
+  std::string spec_out;
+  std::string trace;
+  bool drop_caches = false;
+  bool no_autotune = false;
+  bool fail_below_au = false;
+  bool quiet = false;
+};
+
+void write_json(const fs::path& path, const nlohmann::ordered_json& doc) {
+  results::write_text_file(path, doc.dump(4) + "\n");
+}
+
+// "epoch 2/5  step 13/24" redrawn on stderr when it is a terminal, at most every 100 ms.
+class Progress {
+ public:
+  Progress(bool enabled, int64_t epochs, int64_t steps)
+      : enabled_(enabled && isatty(STDERR_FILENO) != 0), epochs_(epochs), steps_(steps) {}
+  void operator()(int64_t epoch, int64_t step) {
+    if (!enabled_) return;
+    const int64_t now = trace::now_ns();
+    if (now - last_ns_ < 100'000'000 && step != steps_) return;
+    last_ns_ = now;
+    std::fprintf(stderr, "\r  %sepoch %lld/%lld  step %lld/%lld   ", label_.c_str(),
+                 static_cast<long long>(epoch), static_cast<long long>(epochs_),
+                 static_cast<long long>(step), static_cast<long long>(steps_));
+    std::fflush(stderr);
+  }
+  void label(std::string text) { label_ = std::move(text); }
+  void done() {
+    if (enabled_) std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  bool enabled_;
+  int64_t epochs_, steps_;
+  int64_t last_ns_ = 0;
+  std::string label_;
+};
+
+fs::path output_folder(const Options& o, const DlioWorkload& w) {
+  if (!o.out.empty()) return o.out;
+  if (!w.output_folder.empty()) return w.output_folder;
+  return fs::path("out") / "workload" / w.name;
+}
+
+void print_summary(std::ostream& out, const DlioWorkload& w, const workload::WorkloadResult& r) {
+  const workload::RunMetrics& m = r.metrics;
+  out << fmt::format("{}: {} accelerator(s), {} epoch(s) x {} steps, batch {}, {} loader, {}\n",
+                     w.name, r.accelerators, m.au_percentage.size(), r.steps, w.batch_size,
+                     workload::loader_name(w.loader),
+                     pipelines::formats::data_format_name(w.dataset.format));
+  out << workload::metric_block(w, m);
+  int64_t bytes = 0;
+  for (int64_t b : m.bytes_read_per_epoch)
+    bytes += b;
+  out << fmt::format(
+      "wait per step: mean {:.2f} ms, p50 {:.2f} ms, p99 {:.2f} ms; barrier wait {:.2f} ms; read "
+      "{:.1f} MB from storage\n",
+      m.wait_mean_ms, m.wait_p50_ms, m.wait_p99_ms, m.barrier_mean_ms,
+      static_cast<double>(bytes) / 1e6);
+  if (m.accelerator_au_percentage.size() > 1) {
+    const auto [lo, hi] = std::minmax_element(m.accelerator_au_percentage.begin(),
+                                              m.accelerator_au_percentage.end());
+    out << fmt::format("AU per accelerator: {:.2f}% (accelerator {}) to {:.2f}% (accelerator {})\n",
+                       *lo, lo - m.accelerator_au_percentage.begin(), *hi,
+                       hi - m.accelerator_au_percentage.begin());
+  }
+  for (const std::string& note : r.run.notes)
+    out << "note: " << note << "\n";
+}
+
+Outcome workload_command(const Options& o) {
+  DlioWorkload w = read_input([&] { return workload::load_workload(o.file, o.overrides); });
+  workload::apply_scale(w, o.scale > 0 ? o.scale : w.scale);
+  for (const std::string& warning : w.warnings)
+    std::cerr << "warning: " << warning << "\n";
+  const InterruptGuard guard;
+  const fs::path out = output_folder(o, w);
+
+  if (!o.spec_out.empty()) {
+    results::write_text_file(o.spec_out,
+                             workload::loader_spec(w, 0, o.accelerators).dump(2) + "\n");
+    std::cerr << fmt::format("wrote {} (rank 0 of {}'s loader; run it with `pipeprof run {}`)\n",
+                             o.spec_out, o.accelerators, o.spec_out);
+  }
+  if (w.generate_data) {
+    std::cerr << fmt::format("generating the dataset in {} (workflow.generate_data)\n",
+                             w.dataset.data_folder);
+    const Outcome g = run_datagen(w.dataset, {.quiet = o.quiet, .summary_to_stderr = true});
+    if (g != Outcome::kOk) return g;
+  }
+  if (!w.train) {
+    std::cerr << "workflow.train is off: nothing to run\n";
+    return Outcome::kOk;
+  }
+  if (w.evaluation) {
+    std::cerr << "warning: " << w.file
+              << ": workflow.evaluation: evaluation steps are not emulated (training only)\n";
+  }
+
+  workload::WorkloadOptions options{.accelerators = o.accelerators,
+                                    .drop_caches = o.drop_caches,
+                                    .autotune = !o.no_autotune,
+                                    .trace = !o.trace.empty(),
+                                    .stop = &InterruptGuard::flag()};
+  Progress progress(!o.quiet, w.epochs, workload::steps_per_epoch(w, o.accelerators));
+  options.on_step = [&](int64_t e, int64_t s) { progress(e, s); };
+
+  nlohmann::json extra = nlohmann::json::object();
+  if (o.stall_analysis) {
+    std::cerr << "stall analysis (DS-Analyzer): synthetic, warm and cold passes of " << w.epochs
+              << " epoch(s)\n";
+    const workload::StallAnalysis a = workload::stall_analysis(w, options, [&](const std::string& p) {
+      progress.done();
+      progress.label(p + ": ");
+      if (!o.quiet) std::cerr << "  " << p << "\n";
+    });
+    progress.done();
+    nlohmann::json epochs = nlohmann::json::array();
+    std::cout << "epoch  synthetic s  warm s  cold s  fetch stall s  prep stall s\n";
+    for (size_t i = 0; i < a.epochs.size(); ++i) {
+      const auto& e = a.epochs[i];
+      std::cout << fmt::format("{:>5}  {:>11.3f}  {:>6.3f}  {:>6.3f}  {:>13.3f}  {:>12.3f}\n",
+                               i + 1, e.synthetic_s, e.warm_s, e.cold_s, e.fetch_stall_s,
+                               e.prep_stall_s);
+      epochs.push_back({{"epoch", i + 1},
+                        {"synthetic_s", e.synthetic_s},
+                        {"warm_s", e.warm_s},
+                        {"cold_s", e.cold_s},
+                        {"fetch_stall_s", e.fetch_stall_s},
+                        {"prep_stall_s", e.prep_stall_s}});
+    }
+    std::cout << fmt::format("AU: synthetic {:.2f}%, warm {:.2f}%, cold {:.2f}%\n", a.synthetic_au,
+                             a.warm_au, a.cold_au);
+    extra["stall_analysis"] = {{"epochs", epochs},
+                               {"synthetic_au_percentage", a.synthetic_au},
+                               {"warm_au_percentage", a.warm_au},
+                               {"cold_au_percentage", a.cold_au}};
+    if (a.interrupted) return Outcome::kInterrupted;
+  }
+  if (o.find_max) {
+    std::cerr << fmt::format("searching the most accelerators at AU >= {:.0f}% (up to {})\n",
+                             w.au * 100, o.max_accelerators);
+    const workload::MaxAcceleratorSearch s = workload::find_max_accelerators(
+        w, options, o.max_accelerators, [&](const workload::Probe& p) {
+          progress.done();
+          std::cerr << fmt::format("  {:>4} accelerator(s): AU {:6.2f}%  {:10.1f} samples/s  {}\n",
+                                   p.accelerators, p.au_percentage, p.throughput,
+                                   p.interrupted ? "interrupted" : p.meets ? "ok" : "below");
+        });
+    std::cout << fmt::format(
+        "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}), an accelerator "
+        "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
+        w.au * 100, s.max_accelerators, s.storage_mib_per_s,
+        o.drop_caches ? "cold, from the device" : "warm, page cache", s.demand_mib_per_s, s.bound,
+        s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0);
+    nlohmann::json probes = nlohmann::json::array();
+    for (const auto& p : s.probes) {
+      probes.push_back({{"accelerators", p.accelerators},
+                        {"au_percentage", p.au_percentage},
+                        {"throughput_samples_per_second", p.throughput},
+                        {"meets", p.meets}});
+    }
+    extra["max_accelerators"] = {{"max_accelerators", s.max_accelerators},
+                                 {"probes", probes},
+                                 {"storage_mib_per_s", s.storage_mib_per_s},
+                                 {"storage_cold", o.drop_caches},
+                                 {"demand_mib_per_s", s.demand_mib_per_s},
+                                 {"bound_accelerators", s.bound}};
+    if (s.interrupted) return Outcome::kInterrupted;
+  }
+
+  // The measured run: N accelerators, the workload's epochs.
+  progress.label("");
+  workload::WorkloadResult r = workload::run_workload(w, options);
+  progress.done();
+  std::cout << "\n";
+  print_summary(std::cout, w, r);
+
+  fs::create_directories(out);
+  write_json(out / "summary.json", workload::summary_json(w, r.metrics, r.start, r.end));
+  write_json(out / "per_epoch_stats.json", workload::per_epoch_stats_json(r.run));
+  {
+    std::ostringstream log;
+    for (const std::string& warning : w.warnings)
+      log << "warning: " << warning << "\n";
+    print_summary(log, w, r);
+    results::write_text_file(out / w.log_file, log.str());
+  }
+  ExperimentResult x = workload::to_experiment(w, r);
+  if (r.run.trace) {
+    trace::save_chrome_json(*r.run.trace, o.trace);
+    std::cerr << fmt::format("wrote {} ({} spans; open it in pipeprof-viewer or Perfetto UI)\n",
+                             o.trace, r.run.trace->span_count());
+    x.trace_file = fs::absolute(o.trace).string();
+  }
+  nlohmann::json entry = to_json(x);
+  entry["workload"] = workload::workload_json(w, r);
+  for (const auto& [k, v] : extra.items())
+    entry["workload"][k] = v;
+  const nlohmann::json doc = results::make_document(
+      results::capture_environment(kVersion), nlohmann::json::array({entry}),
+      {.repetitions = 1, .interrupted = r.run.interrupted, .created_utc = results::utc_now()});
+  results::write_text_file(out / "results.json", doc.dump(2) + "\n");
+  results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
+  std::cerr << fmt::format("wrote {}/summary.json, per_epoch_stats.json, {}, results.json and report.md\n",
+                           out.string(), w.log_file);
+  if (r.run.interrupted) return Outcome::kInterrupted;
+  if (o.fail_below_au && !r.metrics.meets_au) {
+    std::cerr << fmt::format("AU {:.2f}% is below the workload's {:.0f}%\n",
+                             r.metrics.au_mean_percentage, w.au * 100);
+    return Outcome::kFailed;
+  }
+  return Outcome::kOk;
+}
+
+}  // namespace
+
+CommandRunner add_workload_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "workload",
+      "Run a DLIO / MLPerf Storage workload file: data generation when its workflow asks, then "
+      "training emulated on simulated accelerators; writes DLIO's summary.json and pipeprof's "
+      "results.json");
+  cmd->add_option("workload", o->file, "A DLIO workload file (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("overrides", o->overrides,
+                  "Overrides in DLIO's (Hydra's) form: ++workload.reader.read_threads=8, "
+                  "workload.train.epochs=2, +workload.train.seed=7, ~workload.train.seed");
+  cmd->add_option("--accelerators,-n", o->accelerators,
+                  "Simulated accelerators: training loops in this process, each with its own "
+                  "shard and loader, meeting at a barrier after every step")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->capture_default_str();
+  cmd->add_flag("--find-max-accelerators", o->find_max,
+                "Search the most accelerators whose AU meets the workload's metric.au (the MLPerf "
+                "Storage result), and the bound the storage's bandwidth sets");
+  cmd->add_option("--max-accelerators", o->max_accelerators,
+                  "The largest count --find-max-accelerators tries")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->capture_default_str();
+  cmd->add_flag("--stall-analysis", o->stall_analysis,
+                "DS-Analyzer's split: synthetic (no I/O), warm (page cache) and cold passes, with "
+                "fetch and preparation stall per epoch");
+  cmd->add_option("--scale", o->scale,
+                  "Fraction of the dataset's files to use, in (0, 1] (default: the workload's "
+                  "pipeprof.scale, else 1: full size)");
+  cmd->add_option("--out", o->out,
+                  "Output folder (default: the workload's output.folder, else out/workload/<name>)");
+  cmd->add_option("--spec-out", o->spec_out,
+                  "Write rank 0's loader as a pipeprof spec (run, tune, inspect it)");
+  cmd->add_option("--trace", o->trace,
+                  "Record the measured run's timeline (every accelerator, loader stage and read) "
+                  "as Chrome-trace JSON");
+  cmd->add_flag("--drop-caches", o->drop_caches,
+                "Drop the training files from the page cache before every epoch (cold reads; the "
+                "MLPerf rule when the dataset fits in memory)");
+  cmd->add_flag("--no-autotune", o->no_autotune,
+                "Do not run the online tuner (read_threads: autotune then stays at its start)");
+  cmd->add_flag("--fail-below-au", o->fail_below_au,
+                "Exit 1 when the mean AU is below the workload's metric.au");
+  cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
+  cmd->footer(
+      "AU = time computing / wall time of the training loop, the first step excluded, as DLIO "
+      "computes it (mean over accelerators; throughput summed). Unknown keys of the file are "
+      "warnings; a value that cannot be used exits 2 naming the file and the key.\n"
+      "Exit status: 0 ok, 1 a loader failed or --fail-below-au, 2 bad usage or bad input (the "
+      "workload file, an override, missing data files), 130 interrupted by Ctrl-C (what was "
+      "measured is written).");
+  return [o] { return workload_command(*o); };
+}
+
+}  // namespace pipeprof::harness

@@ -1,0 +1,303 @@
+#include "workload/dlio_workload.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string_view>
+
+#include "pipeprof/harness/cli.h"
+#include "workload/dlio_dataset_yaml.h"
+#include "workload/dlio_yaml.h"
+
+namespace pipeprof::harness::workload {
+namespace {
+
+using pipelines::TimeDistribution;
+using pipelines::formats::DataFormat;
+
+// The sections and keys DLIO's configuration loader reads (whether pipeprof uses them or not).
+const std::vector<std::string_view> kSections{
+    "model", "framework", "workflow", "dataset", "reader", "data_reader", "train", "evaluation",
+    "checkpoint", "output", "profiling", "metric", "storage", "hydra", "pipeprof"};
+const std::vector<std::string_view> kWorkflowKeys{"generate_data", "train", "evaluation",
+                                                  "checkpoint", "profiling", "debug"};
+const std::vector<std::string_view> kReaderKeys{
+    "data_loader", "batch_size", "batch_size_eval", "read_threads", "computation_threads",
+    "prefetch_size", "file_shuffle", "sample_shuffle", "shuffle_size", "transfer_size",
+    "read_type", "preprocess_time", "preprocess_time_stdev", "pin_memory",
+    "multiprocessing_context", "dont_use_mmap", "reader_classname", "data_loader_classname",
+    "data_loader_sampler", "file_access", "odirect", "transformed_record_dims",
+    "transformed_record_element_type", "storage_type", "protocol", "storage_library",
+    "storage_root", "storage_options", "computatation_threads"};
+const std::vector<std::string_view> kTrainKeys{"epochs", "computation_time",
+                                               "computation_time_stdev", "total_training_steps",
+                                               "seed", "seed_change_epoch"};
+const std::vector<std::string_view> kEvaluationKeys{"eval_time", "eval_time_stdev",
+                                                    "eval_after_epoch", "epochs_between_evals"};
+const std::vector<std::string_view> kCheckpointKeys{
+    "checkpoint_folder", "checkpoint_after_epoch", "epochs_between_checkpoints",
+    "steps_between_checkpoints", "type", "checkpoint_mechanism_classname", "fsync",
+    "time_between_checkpoints", "num_checkpoints_write", "num_checkpoints_read",
+    "recovery_rank_shift", "rank_sync", "mode", "randomize_tensor", "ksm", "model_size",
+    "optimization_groups", "num_layers", "layer_parameters", "tensor_parallelism",
+    "pipeline_parallelism"};
+const std::vector<std::string_view> kOutputKeys{"folder", "log_file", "metric"};
+const std::vector<std::string_view> kOutputMetricKeys{"exclude_start_steps", "exclude_end_steps"};
+const std::vector<std::string_view> kProfilingKeys{"profiler", "iostat_devices"};
+const std::vector<std::string_view> kMetricKeys{"au"};
+const std::vector<std::string_view> kStorageKeys{"storage_type", "storage_root",
+                                                 "storage_options", "storage_library"};
+const std::vector<std::string_view> kModelKeys{
+    "name", "type", "model_size", "model_size_bytes", "optimization_groups", "num_layers",
+    "layer_parameters", "model_datatype", "optimizer_datatype", "parallelism", "transformer"};
+const std::vector<std::string_view> kPipeprofKeys{"scale"};
+
+void warn_unknown(DlioWorkload& w, const Section& s, const std::vector<std::string_view>& known) {
+  for (const std::string& key : s.unknown_keys(known)) {
+    w.warnings.push_back(
+        fmt::format("{}: unknown key {}.{} (DLIO does not read it; ignored)", w.file, s.name(), key));
+  }
+}
+
+// A time value and its optional `<key>_stdev` companion, as DLIO folds them into one mapping.
+TimeDistribution read_time(const Section& s, const std::string& key) {
+  if (!s.has(key) && !s.has(key + "_stdev")) return {};
+  nlohmann::json v = s.has(key) ? s.json(key) : nlohmann::json(0);
+  if (!v.is_object()) v = nlohmann::json{{"mean", v}};
+  if (s.has(key + "_stdev")) {
+    const double stdev = s.number(key + "_stdev", 0);
+    if (stdev > 0) v["stdev"] = stdev;
+  }
+  try {
+    return TimeDistribution::parse(v, s.where(key));
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+}
+
+// reader.file_shuffle / sample_shuffle: off, seed or random (DLIO's Shuffle values).
+bool read_shuffle(const Section& s, std::string_view key) {
+  if (!s.has(key)) return false;
+  const std::string v = s.text(key, "off, seed or random");
+  if (v == "off" || v == "OFF" || yaml_boolean(v) == std::optional<bool>(false)) return false;
+  if (v == "seed" || v == "random" || yaml_boolean(v) == std::optional<bool>(true)) return true;
+  s.fail(key, "off, seed or random");
+}
+
+}  // namespace
+
+std::string loader_name(Loader loader) {
+  return loader == Loader::kPyTorch ? "pytorch" : "tensorflow";
+}
+
+DlioWorkload load_workload(const std::string& file, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_mapping(file);
+  apply_overrides(root, overrides);
+  const YAML::Node& croot = root;  // const: looking a key up adds nothing
+  DlioWorkload w;
+  w.file = file;
+  w.name = std::filesystem::path(file).stem().string();
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(kSections.begin(), kSections.end(), key) == kSections.end()) {
+      w.warnings.push_back(
+          fmt::format("{}: unknown section `{}` (DLIO does not read it; ignored)", file, key));
+    }
+  }
+  auto section = [&](const char* name) { return Section(file, name, croot[name]); };
+
+  // model: a mapping with a name (DLIO's newer files) or a name alone (older ones).
+  if (croot["model"] && croot["model"].IsScalar()) {
+    w.name = croot["model"].Scalar();
+  } else {
+    const Section model = section("model");
+    warn_unknown(w, model, kModelKeys);
+    if (model.has("name")) w.name = model.text("name", "a model name");
+  }
+
+  // framework and workflow
+  if (croot["framework"]) {
+    const YAML::Node f = croot["framework"];
+    if (!f.IsScalar() || (f.Scalar() != "pytorch" && f.Scalar() != "tensorflow")) {
+      throw InputError(fmt::format("{}: framework: expected pytorch or tensorflow, got {}", file,
+                                   f.IsScalar() ? "\"" + f.Scalar() + "\"" : "a mapping"));
+    }
+    w.framework = f.Scalar();
+  }
+  {
+    const Section s = section("workflow");
+    warn_unknown(w, s, kWorkflowKeys);
+    if (s.has("generate_data")) w.generate_data = s.boolean("generate_data");
+    if (s.has("train")) w.train = s.boolean("train");
+    if (s.has("evaluation")) w.evaluation = s.boolean("evaluation");
+    if (s.has("checkpoint")) w.checkpoint = s.boolean("checkpoint");
+    if (w.checkpoint) {
+      w.warnings.push_back(fmt::format(
+          "{}: workflow.checkpoint: checkpoints are not emulated (the training is measured "
+          "without them)",
+          file));
+    }
+    if (s.has("profiling") && s.boolean("profiling")) {
+      w.warnings.push_back(fmt::format(
+          "{}: workflow.profiling: DLIO's profilers are not run (pipeprof traces with --trace)",
+          file));
+    }
+  }
+
+  // dataset
+  if (croot["dataset"]) {
+    const Section s = section("dataset");
+    warn_unknown(w, s, dlio_dataset_keys());
+    const DlioDatasetSection d = read_dlio_dataset(s);
+    w.dataset = d.dataset;
+    if (s.has("compression")) {
+      const std::string c = s.text("compression", "a compression name");
+      if (c != "none" && c != "None" && c != "NONE") {
+        w.warnings.push_back(fmt::format(
+            "{}: dataset.compression: \"{}\" is not generated (files are written uncompressed); "
+            "compressed files are read",
+            file, c));
+      }
+    }
+  }
+  w.dataset_has_stdev = w.dataset.record_length_stdev > 0;
+
+  // reader (or data_reader, DLIO's older name, which wins when both are present)
+  {
+    const Section s = croot["data_reader"] ? section("data_reader") : section("reader");
+    warn_unknown(w, s, kReaderKeys);
+    std::string loader = w.framework;
+    if (s.has("data_loader")) loader = s.text("data_loader", "pytorch or tensorflow");
+    if (loader == "pytorch") {
+      w.loader = Loader::kPyTorch;
+    } else if (loader == "tensorflow") {
+      w.loader = Loader::kTensorFlow;
+    } else {
+      s.fail("data_loader",
+             "pytorch or tensorflow (the loaders pipeprof emulates; DALI's are not)");
+    }
+    if (s.has("batch_size")) w.batch_size = s.whole("batch_size", 1);
+    if (s.has("batch_size_eval")) w.batch_size_eval = s.whole("batch_size_eval", 1);
+    if (s.has("read_threads")) {
+      if (s.get("read_threads").IsScalar() && s.get("read_threads").Scalar() == "autotune") {
+        w.read_threads_autotune = true;
+      } else {
+        w.read_threads = s.whole("read_threads", 0);
+      }
+    }
+    if (s.has("computation_threads")) w.computation_threads = s.whole("computation_threads", 1);
+    if (s.has("prefetch_size")) w.prefetch_size = s.whole("prefetch_size", 0);
+    w.file_shuffle = read_shuffle(s, "file_shuffle");
+    w.sample_shuffle = read_shuffle(s, "sample_shuffle");
+    if (s.has("shuffle_size")) w.shuffle_size = s.whole("shuffle_size", 1);
+    if (s.has("transfer_size")) w.transfer_size = s.whole("transfer_size", 1);
+    if (s.has("dont_use_mmap")) w.dont_use_mmap = s.boolean("dont_use_mmap");
+    if (s.has("odirect")) w.odirect = s.boolean("odirect");
+    w.preprocess_time = read_time(s, "preprocess_time");
+    if (s.has("read_type")) {
+      const std::string t = s.text("read_type", "on_demand or memory");
+      if (t != "on_demand" && t != "memory") s.fail("read_type", "on_demand or memory");
+    }
+  }
+
+  // train
+  {
+    const Section s = section("train");
+    warn_unknown(w, s, kTrainKeys);
+    if (s.has("epochs")) w.epochs = s.whole("epochs", 1);
+    w.computation_time = read_time(s, "computation_time");
+    if (s.has("total_training_steps")) w.total_training_steps = s.whole("total_training_steps", -1);
+    if (s.has("seed")) w.seed = s.whole("seed", 0);
+    if (s.has("seed_change_epoch")) w.seed_change_epoch = s.boolean("seed_change_epoch");
+  }
+  {
+    const Section s = section("evaluation");
+    warn_unknown(w, s, kEvaluationKeys);
+    w.eval_time = read_time(s, "eval_time");
+    if (s.has("eval_after_epoch")) w.eval_after_epoch = s.whole("eval_after_epoch", 0);
+    if (s.has("epochs_between_evals")) w.epochs_between_evals = s.whole("epochs_between_evals", 1);
+  }
+  warn_unknown(w, section("checkpoint"), kCheckpointKeys);
+  warn_unknown(w, section("profiling"), kProfilingKeys);
+  warn_unknown(w, section("storage"), kStorageKeys);
+  {
+    const Section s = section("output");
+    warn_unknown(w, s, kOutputKeys);
+    if (s.has("folder")) w.output_folder = s.text("folder", "a folder");
+    if (s.has("log_file")) w.log_file = s.text("log_file", "a file name");
+    if (s.has("metric")) {
+      const Section m(file, "output.metric", s.get("metric"));
+      warn_unknown(w, m, kOutputMetricKeys);
+      if (m.has("exclude_start_steps")) w.exclude_start_steps = m.whole("exclude_start_steps", 0);
+      if (m.has("exclude_end_steps")) w.exclude_end_steps = m.whole("exclude_end_steps", 0);
+    }
+  }
+  {
+    const Section s = section("metric");
+    warn_unknown(w, s, kMetricKeys);
+    if (s.has("au")) {
+      w.au = s.number("au", 0);
+      if (w.au > 1) s.fail("au", "a fraction between 0 and 1 (0.90 for 90%)");
+    }
+  }
+  {
+    const Section s = section("pipeprof");
+    warn_unknown(w, s, kPipeprofKeys);
+    if (s.has("scale")) {
+      w.scale = s.number("scale", 0);
+      if (w.scale <= 0 || w.scale > 1) s.fail("scale", "a fraction in (0, 1]");
+    }
+  }
+
+  // What DLIO's own validation refuses.
+  if (w.loader == Loader::kPyTorch && w.dataset.format == DataFormat::kTFRecord) {
+    throw InputError(fmt::format(
+        "{}: reader.data_loader: the pytorch loader does not read tfrecord files (DLIO refuses "
+        "this too); use the tensorflow loader",
+        file));
+  }
+  if (w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kRaw) {
+    throw InputError(fmt::format(
+        "{}: dataset.format: the workload's reader reads tfrecord, npz, npy and hdf5 files, got "
+        "{}",
+        file, pipelines::formats::data_format_name(w.dataset.format)));
+  }
+  if (w.train && w.dataset.num_files_train == 0) {
+    throw InputError(fmt::format("{}: dataset.num_files_train: a training run needs files", file));
+  }
+  try {
+    pipelines::formats::validate(w.dataset);
+  } catch (const pipelines::formats::DatasetConfigError& e) {
+    throw InputError(fmt::format("{}: dataset.{}: {}", file, e.key(), e.detail()));
+  }
+  return w;
+}
+
+void apply_scale(DlioWorkload& w, double scale) {
+  if (!(scale > 0) || scale > 1) {
+    throw InputError(fmt::format("--scale: expected a fraction in (0, 1], got {}", scale));
+  }
+  auto scaled = [&](int64_t n) {
+    if (n == 0) return n;
+    return std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(n) * scale)));
+  };
+  w.dataset.num_files_train = scaled(w.dataset.num_files_train);
+  w.dataset.num_files_eval = scaled(w.dataset.num_files_eval);
+  w.scale = scale;
+}
+
+int64_t steps_per_epoch(const DlioWorkload& w, int64_t ranks) {
+  const auto samples = static_cast<double>(w.dataset.num_samples_per_file) *
+                       static_cast<double>(w.dataset.num_files_train);
+  auto steps = static_cast<int64_t>(std::floor(samples / static_cast<double>(w.batch_size) /
+                                               static_cast<double>(std::max<int64_t>(1, ranks))));
+  if (w.total_training_steps > 0) steps = std::min(steps, w.total_training_steps);
+  return steps;
+}
+
+double record_bytes(const DlioWorkload& w) {
+  return w.dataset.record_length;
+}
+
+}  // namespace pipeprof::harness::workload

@@ -1,0 +1,96 @@
+// A DLIO workload file (the YAML that DLIO and MLPerf Storage run), read as DLIO reads it: every
+// key its configuration loader knows, with DLIO's defaults, its older spellings (`data_reader` for
+// `reader`, `record_length` beside `record_length_bytes`), numbers written as floats, and time
+// values as numbers or distributions (pipelines/time_distribution.h). Keys DLIO does not know are
+// warnings naming them; values that cannot be used are InputErrors naming the file and the key.
+//
+// pipeprof extensions, which DLIO ignores: `reader.read_threads: autotune` (the online tuner picks
+// the reader parallelism and prefetch), and a top-level `pipeprof` section with `scale`, the
+// fraction of the dataset's files a run uses unless --scale says otherwise (the shipped MLPerf
+// workloads carry one that fits a small machine).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeprof/pipelines/datagen.h"
+#include "pipeprof/pipelines/time_distribution.h"
+
+namespace pipeprof::harness::workload {
+
+enum class Loader { kPyTorch, kTensorFlow };
+
+struct DlioWorkload {
+  std::string file;        // the workload file as given
+  std::string name;        // model.name, else the file's stem
+  std::string framework = "tensorflow";
+  Loader loader = Loader::kTensorFlow;  // reader.data_loader (DLIO's default: tensorflow)
+
+  // workflow
+  bool generate_data = false;
+  bool train = true;
+  bool evaluation = false;
+  bool checkpoint = false;
+
+  pipelines::formats::DlioDataset dataset;
+  bool dataset_has_stdev = false;
+
+  // reader
+  int64_t batch_size = 1;
+  int64_t batch_size_eval = 1;
+  int64_t read_threads = 1;
+  bool read_threads_autotune = false;
+  int64_t computation_threads = 1;
+  int64_t prefetch_size = 2;
+  bool file_shuffle = false;
+  bool sample_shuffle = false;
+  int64_t shuffle_size = 1024;
+  std::optional<int64_t> transfer_size;
+  bool dont_use_mmap = false;
+  bool odirect = false;
+  pipelines::TimeDistribution preprocess_time;
+
+  // train
+  int64_t epochs = 1;
+  pipelines::TimeDistribution computation_time;
+  int64_t total_training_steps = -1;
+  int64_t seed = 123;
+  bool seed_change_epoch = true;
+
+  // evaluation
+  pipelines::TimeDistribution eval_time;
+  int64_t eval_after_epoch = 1;
+  int64_t epochs_between_evals = 1;
+
+  // output and metric
+  std::string output_folder;  // output.folder; empty: the command's default
+  std::string log_file = "dlio.log";
+  int64_t exclude_start_steps = 1;
+  int64_t exclude_end_steps = 0;
+  double au = 0.90;  // metric.au: the AU an accelerator must keep (a fraction)
+
+  double scale = 1;  // pipeprof.scale
+
+  std::vector<std::string> warnings;  // unknown keys, settings that are not emulated
+};
+
+// Reads `file` with `overrides` (Hydra's grammar: see apply_overrides in dlio_yaml.h) applied.
+// Throws InputError naming the file and the key.
+DlioWorkload load_workload(const std::string& file, const std::vector<std::string>& overrides = {});
+
+// Scales the dataset to `scale` of its files (train and eval; at least one file each where the
+// workload has any). Throws InputError for a scale outside (0, 1].
+void apply_scale(DlioWorkload& w, double scale);
+
+// DLIO's steps per epoch: floor(num_samples_per_file * num_files_train / batch_size / ranks), at
+// most total_training_steps when that is set.
+int64_t steps_per_epoch(const DlioWorkload& w, int64_t ranks);
+
+// Bytes per sample as DLIO reports I/O (record_length, its mean; MB/s = samples/s x this / 2^20).
+double record_bytes(const DlioWorkload& w);
+
+std::string loader_name(Loader loader);
+
+}  // namespace pipeprof::harness::workload

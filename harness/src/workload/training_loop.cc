@@ -1,0 +1,289 @@
+#include "workload/training_loop.h"
+
+#include <fmt/format.h>
+
+#include <barrier>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "pipeprof/autotune/online_tuner.h"
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/files.h"
+#include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/pipelines/spec.h"
+#include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/recorder.h"
+#include "workload/workload_pipeline.h"
+
+namespace pipeprof::harness::workload {
+namespace {
+
+// Names of the training loop's spans: `get_next` (the wait for a batch) and `step` (the emulated
+// compute) as the runner names them, so that `pipeprof analyze` reads a workload's trace the same
+// way; `barrier` for the simulated allreduce.
+struct LoopNames {
+  trace::NameId epoch, step, get_next, barrier, epoch_arg, step_arg;
+  LoopNames() {
+    trace::Recorder& rec = trace::Recorder::global();
+    epoch = rec.intern("epoch");
+    step = rec.intern("step");
+    get_next = rec.intern("get_next");
+    barrier = rec.intern("barrier");
+    epoch_arg = rec.intern("epoch");
+    step_arg = rec.intern("step");
+  }
+};
+
+int64_t batch_bytes(const pipelines::Element& batch) {
+  int64_t bytes = 0;
+  if (!batch.empty() && batch[0].dtype() == pipelines::DType::kInt64) {
+    for (const int64_t b : batch[0].values<int64_t>())
+      bytes += b;
+  }
+  return bytes;
+}
+
+int64_t batch_samples(const pipelines::Element& batch) {
+  return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
+}
+
+// What the accelerators share: the barrier, and the first error.
+class Shared {
+ public:
+  Shared(int64_t accelerators, const std::atomic<bool>* stop)
+      : barrier_(static_cast<std::ptrdiff_t>(accelerators)), stop_(stop) {}
+
+  std::barrier<>& barrier() { return barrier_; }
+  bool stopping() const {
+    return failed_.load(std::memory_order_relaxed) ||
+           (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
+  }
+  void fail(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::move(error);
+    failed_ = true;
+  }
+  std::exception_ptr error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
+  void note(std::string text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    notes_.push_back(std::move(text));
+  }
+  std::vector<std::string> notes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return notes_;
+  }
+
+ private:
+  std::barrier<> barrier_;
+  const std::atomic<bool>* stop_;
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  std::exception_ptr error_;
+  std::vector<std::string> notes_;
+};
+
+int64_t storage_bytes(const std::vector<pipelines::NodeSnapshot>& stages) {
+  int64_t bytes = 0;
+  for (const auto& s : stages)
+    bytes += s.bytes_read;
+  return bytes;
+}
+
+class Accelerator {
+ public:
+  Accelerator(const DlioWorkload& w, const TrainOptions& o, const std::vector<std::string>& files,
+              Shared& shared, int64_t rank)
+      : w_(w), o_(o), files_(files), shared_(shared), rank_(rank) {
+    record_.rank = rank;
+  }
+
+  AcceleratorRecord take() { return std::move(record_); }
+
+  void run() {
+    static const LoopNames names;
+    trace::Recorder& rec = trace::Recorder::global();
+    rec.set_thread_name(fmt::format("accelerator {}", rank_));
+    rec.set_thread_sort_index(-100 + rank_);
+    pipelines::set_minimal_timer_slack();
+    bool in_barrier = true;  // still counted by the barrier
+    try {
+      std::optional<pipelines::Dataset> dataset;
+      if (o_.mode == LoaderMode::kPipeline) {
+        dataset = pipelines::parse_spec(loader_spec(w_, rank_, o_.accelerators),
+                                        fmt::format("{} (rank {})", w_.file, rank_))
+                      .dataset;
+      }
+      std::mt19937_64 rng(static_cast<uint64_t>(w_.seed + rank_));
+      std::optional<autotune::OnlineTuner> tuner;
+      std::vector<autotune::KnobValue> picked;
+      size_t changes_seen = 0;
+      for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
+        if (rank_ == 0 && o_.drop_caches && o_.mode == LoaderMode::kPipeline) {
+          for (const std::string& f : files_)
+            pipelines::drop_from_page_cache(f);
+        }
+        shared_.barrier().arrive_and_wait();  // every accelerator starts the epoch together
+        if (shared_.stopping()) break;
+        trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
+        EpochRecord e;
+        e.epoch = epoch;
+        e.start_ns = trace::now_ns();
+        std::unique_ptr<pipelines::Iterator> it;
+        if (dataset) it = dataset->iterate();
+        struct Detach {
+          autotune::OnlineTuner* tuner = nullptr;
+          ~Detach() {
+            if (tuner != nullptr) tuner->detach();
+          }
+        } detach_guard;
+        const bool tuning = it && o_.autotune && !it->model().knobs().empty();
+        if (tuning) {
+          autotune::apply_values(it->model(), picked);
+          if (!tuner) tuner.emplace(autotune::TunerOptions{});
+          tuner->attach(it->model());
+          detach_guard.tuner = &*tuner;
+          tuner->start();
+        }
+        int64_t load_start = trace::now_ns();
+        for (int64_t step = 1; step <= o_.steps; ++step) {
+          StepRecord s;
+          std::optional<pipelines::Element> batch;
+          {
+            trace::ScopedSpan wait(names.get_next, trace::category::wait());
+            if (it) {
+              batch = it->next();
+            } else {
+              batch = pipelines::Element{};
+            }
+          }
+          const int64_t loaded = trace::now_ns();
+          if (!batch) {
+            shared_.note(fmt::format(
+                "accelerator {}: its loader ended after {} of {} steps in epoch {} (its shard "
+                "holds fewer batches)",
+                rank_, step - 1, o_.steps, epoch));
+            break;
+          }
+          s.load_ns = loaded - load_start;
+          s.samples = it ? batch_samples(*batch) : w_.batch_size;
+          s.bytes = batch_bytes(*batch);
+          batch.reset();
+          {
+            trace::ScopedSpan compute(names.step, trace::category::step(), names.step_arg, step);
+            pipelines::precise_sleep_for(
+                static_cast<int64_t>(w_.computation_time.sample(rng) * 1e9));
+          }
+          const int64_t computed = trace::now_ns();
+          s.compute_ns = computed - loaded;
+          s.proc_ns = computed - load_start;
+          {
+            trace::ScopedSpan wait(names.barrier, trace::category::wait());
+            shared_.barrier().arrive_and_wait();
+          }
+          load_start = trace::now_ns();
+          s.barrier_ns = load_start - computed;
+          e.steps.push_back(s);
+          if (rank_ == 0 && o_.on_step) o_.on_step(epoch, step);
+          if (shared_.stopping()) break;
+        }
+        e.end_ns = trace::now_ns();
+        e.complete = static_cast<int64_t>(e.steps.size()) == o_.steps;
+        if (tuning) {
+          tuner->detach();
+          detach_guard.tuner = nullptr;
+          picked = autotune::knob_values(it->model());
+          if (record_.autotune.is_null()) record_.autotune = {{"changes", nlohmann::json::array()}};
+          const std::vector<autotune::KnobChange> changes = tuner->changes();
+          for (size_t i = changes_seen; i < changes.size(); ++i) {
+            nlohmann::json change = autotune::to_json(std::vector{changes[i]})[0];
+            change["epoch"] = epoch;
+            record_.autotune["changes"].push_back(std::move(change));
+          }
+          changes_seen = changes.size();
+          record_.autotune["final"] = autotune::to_json(picked);
+        }
+        if (it) {
+          const auto model = it->shared_model();
+          it.reset();  // stops and joins the loader's workers; its statistics are then complete
+          record_.stages = model->snapshot();
+          e.bytes_read = storage_bytes(record_.stages);
+        }
+        const bool complete = e.complete;
+        record_.epochs.push_back(std::move(e));
+        if (!complete) {
+          // Out of batches or stopping: this accelerator leaves; the others go on without it.
+          shared_.barrier().arrive_and_drop();
+          in_barrier = false;
+          return;
+        }
+      }
+    } catch (...) {
+      shared_.fail(std::current_exception());
+    }
+    if (in_barrier) shared_.barrier().arrive_and_drop();
+  }
+
+ private:
+  const DlioWorkload& w_;
+  const TrainOptions& o_;
+  const std::vector<std::string>& files_;
+  Shared& shared_;
+  int64_t rank_;
+  AcceleratorRecord record_;
+};
+
+}  // namespace
+
+std::vector<std::string> training_files(const DlioWorkload& w) {
+  std::vector<std::string> files = pipelines::matching_files(train_pattern(w));
+  if (static_cast<int64_t>(files.size()) < w.dataset.num_files_train) {
+    throw InputError(fmt::format(
+        "{}: {} training file(s) match {}, the workload needs {} (dataset.num_files_train): "
+        "generate them with `pipeprof datagen --workload {}` or "
+        "++workload.workflow.generate_data=True",
+        w.file, files.size(), train_pattern(w), w.dataset.num_files_train, w.file));
+  }
+  files.resize(static_cast<size_t>(w.dataset.num_files_train));
+  return files;
+}
+
+TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
+  if (options.accelerators < 1) throw InputError("--accelerators: expected at least 1");
+  TrainRun run;
+  run.files = options.mode == LoaderMode::kPipeline ? training_files(w) : std::vector<std::string>{};
+  run.spec = loader_spec(w, 0, options.accelerators);
+  trace::Recorder& rec = trace::Recorder::global();
+  if (options.trace) {
+    rec.start();
+    rec.set_thread_name("main");
+  }
+  Shared shared(options.accelerators, options.stop);
+  std::vector<std::unique_ptr<Accelerator>> accelerators;
+  for (int64_t r = 0; r < options.accelerators; ++r)
+    accelerators.push_back(std::make_unique<Accelerator>(w, options, run.files, shared, r));
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(accelerators.size());
+    for (auto& a : accelerators)
+      threads.emplace_back([&a] { a->run(); });
+  }  // joined
+  if (options.trace) {
+    run.trace = std::make_shared<trace::Trace>(rec.stop());
+    run.trace->metadata["workload"] = w.name;
+    run.trace->metadata["accelerators"] = std::to_string(options.accelerators);
+  }
+  if (const std::exception_ptr error = shared.error()) std::rethrow_exception(error);
+  for (auto& a : accelerators)
+    run.accelerators.push_back(a->take());
+  run.interrupted = options.stop != nullptr && options.stop->load();
+  run.notes = shared.notes();
+  return run;
+}
+
+}  // namespace pipeprof::harness::workload

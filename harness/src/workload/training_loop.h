@@ -1,0 +1,90 @@
+// DLIO's training loop, emulated: N simulated accelerators in one process, each a thread with its
+// own shard of the dataset and its own loader (the workload's pipeline for rank k of N), meeting
+// after every step at the barrier DLIO uses to simulate the allreduce. Per step, as DLIO times it:
+//
+//   load     from the end of the previous step's barrier to the batch in hand (the wait)
+//   compute  the emulated step: a sleep of train.computation_time, drawn per step
+//   proc     load + compute
+//   barrier  the wait for the other accelerators (in the epoch's wall time, in no step's proc)
+//
+// An epoch starts at the block timestamp DLIO takes before it asks for the loader, and ends after
+// the last step; metrics (dlio_metrics.h) are computed from these records.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeprof/pipelines/model.h"
+#include "pipeprof/trace/trace.h"
+#include "workload/dlio_workload.h"
+
+namespace pipeprof::harness::workload {
+
+struct StepRecord {
+  int64_t load_ns = 0;
+  int64_t compute_ns = 0;
+  int64_t proc_ns = 0;
+  int64_t barrier_ns = 0;
+  int64_t samples = 0;
+  int64_t bytes = 0;  // the batch's sample bytes
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;     // from 1, as DLIO counts
+  int64_t start_ns = 0;  // trace clock
+  int64_t end_ns = 0;
+  std::vector<StepRecord> steps;
+  int64_t bytes_read = 0;  // storage bytes the loader's file sources read
+  bool complete = false;   // ran every step it was asked for
+};
+
+struct AcceleratorRecord {
+  int64_t rank = 0;
+  std::vector<EpochRecord> epochs;
+  std::vector<pipelines::NodeSnapshot> stages;  // the loader's statistics in the last epoch
+  nlohmann::json autotune;                      // the tuner's picks (null without autotune)
+};
+
+enum class LoaderMode {
+  kPipeline,   // read the dataset through the workload's pipeline
+  kSynthetic,  // no loader: a batch is in hand at once (DS-Analyzer's synthetic pass)
+};
+
+struct TrainOptions {
+  int64_t accelerators = 1;
+  int64_t epochs = 1;
+  int64_t steps = 0;  // per epoch and accelerator (steps_per_epoch)
+  LoaderMode mode = LoaderMode::kPipeline;
+  bool drop_caches = false;  // drop the training files from the page cache before every epoch
+  bool autotune = true;      // run the online tuner on the loaders' knobs, when they have any
+  bool trace = false;        // record a trace of the run
+  const std::atomic<bool>* stop = nullptr;  // Ctrl-C: stop after the current step
+  // Called on the first accelerator's thread after each of its steps (epoch from 1, step from 1).
+  std::function<void(int64_t epoch, int64_t step)> on_step;
+};
+
+struct TrainRun {
+  std::vector<AcceleratorRecord> accelerators;
+  std::vector<std::string> files;  // the training files found
+  nlohmann::json spec;             // rank 0's loader
+  bool interrupted = false;
+  std::shared_ptr<trace::Trace> trace;  // with TrainOptions::trace
+  // Accelerators whose loader ran out before the epoch's steps (they leave the barrier).
+  std::vector<std::string> notes;
+};
+
+// Runs the training emulation. Throws InputError when the training files are missing (naming the
+// folder and how to generate them), and rethrows the first error of an accelerator's loader (the
+// others are stopped and joined first).
+TrainRun run_training(const DlioWorkload& w, const TrainOptions& options);
+
+// The training files as DLIO lists them (sorted; at most num_files_train, an InputError when there
+// are fewer).
+std::vector<std::string> training_files(const DlioWorkload& w);
+
+}  // namespace pipeprof::harness::workload

@@ -1,0 +1,143 @@
+#include "workload/workload_pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace pipeprof::harness::workload {
+namespace {
+
+using pipelines::formats::DataFormat;
+
+// The source reading one file (the interleave's "$element"), with the read options the reader's
+// keys ask for.
+nlohmann::json file_source(const DlioWorkload& w) {
+  const bool many = w.dataset.num_samples_per_file > 1;
+  switch (w.dataset.format) {
+    case DataFormat::kTFRecord: {
+      nlohmann::json s{{"op", "tfrecord"}, {"files", "$element"}};
+      if (w.transfer_size) s["buffer_size"] = *w.transfer_size;
+      if (w.dont_use_mmap) s["mmap"] = false;
+      if (w.odirect) s["direct"] = true;
+      return s;
+    }
+    case DataFormat::kNpz:  // x: uint8 [d1, d2, samples]
+      return many ? nlohmann::json{{"op", "npz"}, {"file", "$element"}, {"keys", {"x"}},
+                                   {"rows", true}, {"rows_axis", -1}}
+                  : nlohmann::json{{"op", "npz"}, {"file", "$element"}, {"keys", {"x"}}};
+    case DataFormat::kNpy:  // uint8 [d1, d2, samples]
+      return many ? nlohmann::json{{"op", "npy"}, {"file", "$element"}, {"rows", true},
+                                   {"rows_axis", -1}}
+                  : nlohmann::json{{"op", "npy"}, {"file", "$element"}};
+    case DataFormat::kHdf5:  // records: uint8 [samples, d1, d2]
+      return {{"op", "hdf5"}, {"file", "$element"}, {"datasets", {"records"}}, {"rows", true}};
+    case DataFormat::kJpeg:
+    case DataFormat::kRaw:
+      break;
+  }
+  throw std::invalid_argument("the workload's reader does not read this format");
+}
+
+// The interleave reading the files: read_threads of them at once (sequential without readers).
+nlohmann::json reader(const DlioWorkload& w, int64_t block_length, int64_t rank) {
+  nlohmann::json inner = nlohmann::json::array({file_source(w), {{"op", "map"}, {"fn", "nbytes"}}});
+  if (!w.preprocess_time.zero()) {
+    inner.push_back({{"op", "map"},
+                     {"fn", "sleep_time"},
+                     {"args", {{"time", w.preprocess_time.to_json()}, {"seed", w.seed + rank}}}});
+  }
+  nlohmann::json stage{{"op", "interleave"},
+                       {"pipeline", {{"stages", inner}}},
+                       {"block_length", block_length},
+                       {"name", "reader"}};
+  if (w.read_threads_autotune) {
+    stage["cycle_length"] = std::max<int64_t>(w.read_threads, 8);
+    stage["parallelism"] = "autotune";
+  } else {
+    stage["cycle_length"] = std::max<int64_t>(1, w.read_threads);
+    if (w.read_threads > 0) stage["parallelism"] = w.read_threads;
+  }
+  // Small records (tfrecord) are handed over in bursts rather than one wake-up each.
+  if (w.dataset.format == DataFormat::kTFRecord) stage["buffer_output_elements"] = 16;
+  return stage;
+}
+
+nlohmann::json prefetch(const DlioWorkload& w, int64_t batches) {
+  if (w.read_threads_autotune) return {{"op", "prefetch"}, {"buffer_size", "autotune"}};
+  return {{"op", "prefetch"}, {"buffer_size", batches}};
+}
+
+}  // namespace
+
+std::string train_pattern(const DlioWorkload& w) {
+  const std::filesystem::path train = std::filesystem::path(w.dataset.data_folder) / "train";
+  const std::string ext(pipelines::formats::data_format_name(w.dataset.format));
+  return (w.dataset.num_subfolders_train > 1 ? train / "*" / ("*." + ext) : train / ("*." + ext))
+      .string();
+}
+
+SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks) {
+  const int64_t total = w.dataset.num_files_train * w.dataset.num_samples_per_file;
+  const int64_t per_rank = (total + ranks - 1) / ranks;  // DLIO: ceil(total / ranks)
+  return {std::min(total, rank * per_rank), std::min(total, (rank + 1) * per_rank)};
+}
+
+nlohmann::json loader_spec(const DlioWorkload& w, int64_t rank, int64_t ranks) {
+  const int64_t nspf = w.dataset.num_samples_per_file;
+  nlohmann::json stages = nlohmann::json::array();
+  if (w.loader == Loader::kPyTorch) {
+    const SampleRange r = pytorch_samples(w, rank, ranks);
+    const int64_t first_file = r.begin / nspf;
+    const int64_t files = r.end > r.begin ? (r.end - 1) / nspf - first_file + 1 : 0;
+    stages.push_back({{"op", "list_files"}, {"pattern", train_pattern(w)}, {"shuffle", false}});
+    stages.push_back({{"op", "skip"}, {"count", first_file}});
+    stages.push_back({{"op", "take"}, {"count", files}});
+    // A block of a whole file per slot: the samples come in index order while read_threads files
+    // are read at once.
+    stages.push_back(reader(w, nspf, rank));
+    stages.push_back({{"op", "skip"}, {"count", r.begin - first_file * nspf}});
+    stages.push_back({{"op", "take"}, {"count", r.end - r.begin}});
+    stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
+    // PyTorch's DataLoader keeps prefetch_factor batches per worker in flight, prefetch_factor =
+    // ceil(prefetch_size / read_threads) (2 when that is 0), as DLIO sets it; none without workers.
+    if (w.read_threads > 0 || w.read_threads_autotune) {
+      const int64_t rt = std::max<int64_t>(1, w.read_threads);
+      int64_t factor = (w.prefetch_size + rt - 1) / rt;
+      if (factor <= 0) factor = 2;
+      stages.push_back(prefetch(w, rt * factor));
+    }
+  } else {
+    const int64_t files = w.dataset.num_files_train;
+    // DLIO's listing: the sorted files, the first num_files_train of them, shuffled (seeded, a new
+    // order every epoch unless seed_change_epoch is off) with file_shuffle.
+    stages.push_back({{"op", "list_files"}, {"pattern", train_pattern(w)}, {"shuffle", false}});
+    stages.push_back({{"op", "take"}, {"count", files}});
+    if (w.file_shuffle) {
+      stages.push_back({{"op", "shuffle"},
+                        {"buffer_size", files},
+                        {"seed", w.seed},
+                        {"reshuffle_each_iteration", w.seed_change_epoch}});
+    }
+    // DLIO's TFRecord reader: files round-robin over ranks when there are enough of them, else
+    // the records.
+    if (ranks > 1 && files >= ranks)
+      stages.push_back({{"op", "shard"}, {"num_shards", ranks}, {"index", rank}});
+    stages.push_back(reader(w, 1, rank));
+    if (ranks > 1 && files < ranks)
+      stages.push_back({{"op", "shard"}, {"num_shards", ranks}, {"index", rank}});
+    if (w.sample_shuffle) {
+      stages.push_back({{"op", "shuffle"}, {"buffer_size", w.shuffle_size}, {"seed", w.seed}});
+    }
+    stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
+    if (w.prefetch_size > 0 || w.read_threads_autotune) stages.push_back(prefetch(w, w.prefetch_size));
+  }
+  return {{"name", fmt::format("{}_{}", w.name, loader_name(w.loader))},
+          {"description",
+           fmt::format("DLIO workload {} ({} files, {} loader), rank {} of {}", w.name,
+                       pipelines::formats::data_format_name(w.dataset.format),
+                       loader_name(w.loader), rank, ranks)},
+          {"stages", stages}};
+}
+
+}  // namespace pipeprof::harness::workload

@@ -1,0 +1,46 @@
+// A DLIO workload's data loader as a pipeprof pipeline spec, for one rank of `ranks` (a simulated
+// accelerator, or an MPI rank), with the access pattern of the loader DLIO emulates:
+//
+//   pytorch     the rank reads a contiguous range of sample indices (ceil(samples / ranks) each,
+//               DLIO's split), in order; read_threads readers (an interleave over the range's
+//               files) each read whole files, samples counted as they come
+//               list_files(train/*.<fmt>, no shuffle) -> skip -> take  (the range's files)
+//                 -> interleave(<format source> -> nbytes [-> sleep_time preprocess],
+//                               cycle_length = parallelism = read_threads, block = samples/file)
+//                 -> skip -> take (the range's samples) -> batch(drop_remainder)
+//                 -> prefetch(read_threads x prefetch_factor)
+//   tensorflow  files round-robin over ranks, read_threads files interleaved record by record
+//               (TFRecordDataset's num_parallel_reads), a shuffle buffer
+//               list_files(train/*.<fmt>) -> take -> [shuffle(files, seed)] -> shard(ranks, rank)
+//                 -> interleave(... cycle_length = parallelism = read_threads, block 1)
+//                 -> [shuffle(shuffle_size, seed)] -> batch(drop_remainder) -> prefetch
+//
+// A sample is read in full (its bytes come from storage and, for tfrecord and npz, their CRCs are
+// checked) and then stands as its size in bytes (`nbytes`), as DLIO's readers return a fixed stand-in
+// instead of the data. With `read_threads: autotune` the interleave's parallelism and the prefetch
+// buffer are knobs for the online tuner.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "workload/dlio_workload.h"
+
+namespace pipeprof::harness::workload {
+
+// The glob pattern of the workload's training files (DLIO's listing: train/*.<format>, or
+// train/*/*.<format> with subfolders).
+std::string train_pattern(const DlioWorkload& w);
+
+// The samples of the training set (num_files_train x num_samples_per_file) that rank `rank` of
+// `ranks` reads under the pytorch loader: [begin, end).
+struct SampleRange {
+  int64_t begin = 0, end = 0;
+};
+SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks);
+
+// The spec (pipelines/spec.h) of rank `rank`'s loader.
+nlohmann::json loader_spec(const DlioWorkload& w, int64_t rank, int64_t ranks);
+
+}  // namespace pipeprof::harness::workload

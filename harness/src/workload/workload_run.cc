@@ -1,0 +1,325 @@
+#include "workload/workload_run.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/files.h"
+#include "pipeprof/trace/clock.h"
+#include "workload/workload_pipeline.h"
+
+namespace pipeprof::harness::workload {
+namespace {
+
+double ms(int64_t ns) {
+  return static_cast<double>(ns) / 1e6;
+}
+
+int64_t peak_rss_kb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
+
+WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& options,
+                            LoaderMode mode) {
+  WorkloadResult r;
+  r.accelerators = options.accelerators;
+  r.steps = steps_per_epoch(w, options.accelerators);
+  if (r.steps < 1) {
+    throw InputError(fmt::format(
+        "{}: {} sample(s) ({} files x {} per file) make no step of batch_size {} on each of {} "
+        "accelerator(s)",
+        w.file, w.dataset.num_files_train * w.dataset.num_samples_per_file,
+        w.dataset.num_files_train, w.dataset.num_samples_per_file, w.batch_size,
+        options.accelerators));
+  }
+  TrainOptions t{.accelerators = options.accelerators,
+                 .epochs = w.epochs,
+                 .steps = r.steps,
+                 .mode = mode,
+                 .drop_caches = options.drop_caches,
+                 .autotune = options.autotune,
+                 .trace = options.trace,
+                 .stop = options.stop,
+                 .on_step = options.on_step};
+  r.start = dlio_timestamp();
+  const int64_t cpu0 = trace::process_cpu_ns();
+  r.run = run_training(w, t);
+  r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
+  r.end = dlio_timestamp();
+  r.metrics = run_metrics(w, r.run, r.steps);
+  return r;
+}
+
+double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
+                                 const std::atomic<bool>* stop) {
+  if (files.empty()) return 0;
+  if (cold) {
+    for (const std::string& f : files)
+      pipelines::drop_from_page_cache(f);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> bytes{0};
+  const int64_t t0 = trace::now_ns();
+  {
+    std::vector<std::jthread> workers;
+    for (int i = 0; i < std::max(1, threads); ++i) {
+      workers.emplace_back([&] {
+        constexpr size_t kBlock = size_t{1} << 20;
+        auto buffer = std::make_unique<char[]>(kBlock);
+        for (size_t k = next++; k < files.size(); k = next++) {
+          if (stop != nullptr && stop->load()) return;
+          const int fd = ::open(files[k].c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0) continue;
+          ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+          ssize_t n = 0;
+          while ((n = ::read(fd, buffer.get(), kBlock)) > 0)
+            bytes += n;
+          ::close(fd);
+        }
+      });
+    }
+  }
+  const int64_t dt = trace::now_ns() - t0;
+  return dt > 0 ? static_cast<double>(bytes.load()) / 1048576.0 / (static_cast<double>(dt) / 1e9)
+                : 0;
+}
+
+double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& files) {
+  double total = 0;
+  for (const std::string& f : files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(f, ec);
+    if (!ec) total += static_cast<double>(size);
+  }
+  const double samples =
+      static_cast<double>(files.size()) * static_cast<double>(w.dataset.num_samples_per_file);
+  return samples > 0 ? total / samples : record_bytes(w);
+}
+
+double demand_mib_per_s(const DlioWorkload& w, double sample_bytes) {
+  const double step_s = w.computation_time.mean();
+  if (step_s <= 0) return 0;
+  return static_cast<double>(w.batch_size) / step_s * sample_bytes / 1048576.0;
+}
+
+MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
+                                           int64_t limit,
+                                           const std::function<void(const Probe&)>& on_probe) {
+  MaxAcceleratorSearch s;
+  const std::vector<std::string> files = training_files(w);
+  const int threads = static_cast<int>(std::max<int64_t>(
+      {int64_t{2}, w.read_threads, static_cast<int64_t>(std::thread::hardware_concurrency())}));
+  s.storage_mib_per_s = measure_storage_mib_per_s(files, threads, options.drop_caches, options.stop);
+  s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
+  s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;
+
+  auto probe = [&](int64_t n) {
+    WorkloadOptions o = options;
+    o.accelerators = n;
+    o.trace = false;
+    Probe p;
+    p.accelerators = n;
+    if (steps_per_epoch(w, n) < 2) {  // too few samples per accelerator to measure AU
+      p.meets = false;
+    } else {
+      const WorkloadResult r = run_workload(w, o);
+      p.au_percentage = r.metrics.au_mean_percentage;
+      p.throughput = r.metrics.throughput_mean;
+      p.interrupted = r.run.interrupted;
+      p.meets = r.metrics.meets_au && !r.run.interrupted;
+    }
+    s.probes.push_back(p);
+    if (on_probe) on_probe(p);
+    s.interrupted = s.interrupted || p.interrupted;
+    return p.meets;
+  };
+  int64_t lo = 0, hi = 0;
+  for (int64_t n = 1; n <= limit && !s.interrupted; n *= 2) {
+    if (!probe(n)) {
+      hi = n;
+      break;
+    }
+    lo = n;
+  }
+  while (hi > lo + 1 && !s.interrupted) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (probe(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  s.max_accelerators = lo;
+  return s;
+}
+
+StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& options,
+                             const std::function<void(const std::string&)>& on_pass) {
+  StallAnalysis a;
+  WorkloadOptions o = options;
+  o.trace = false;
+  auto pass = [&](const char* name, LoaderMode mode, bool cold) {
+    if (on_pass) on_pass(name);
+    o.drop_caches = cold;
+    WorkloadResult r = run_workload(w, o, mode);
+    a.interrupted = a.interrupted || r.run.interrupted;
+    return r;
+  };
+  const WorkloadResult synthetic = pass("synthetic", LoaderMode::kSynthetic, false);
+  // Warm: the files read once first, so every epoch finds them in the page cache.
+  if (!a.interrupted) {
+    if (on_pass) on_pass("reading the dataset into the page cache");
+    (void)measure_storage_mib_per_s(training_files(w), 2, false, options.stop);
+  }
+  const WorkloadResult warm =
+      a.interrupted ? WorkloadResult{} : pass("warm", LoaderMode::kPipeline, false);
+  const WorkloadResult cold =
+      a.interrupted ? WorkloadResult{} : pass("cold", LoaderMode::kPipeline, true);
+  a.synthetic_au = synthetic.metrics.au_mean_percentage;
+  a.warm_au = warm.metrics.au_mean_percentage;
+  a.cold_au = cold.metrics.au_mean_percentage;
+  const size_t epochs = std::min({synthetic.metrics.epoch_seconds.size(),
+                                  warm.metrics.epoch_seconds.size(),
+                                  cold.metrics.epoch_seconds.size()});
+  for (size_t e = 0; e < epochs; ++e) {
+    StallEpoch s;
+    s.synthetic_s = synthetic.metrics.epoch_seconds[e];
+    s.warm_s = warm.metrics.epoch_seconds[e];
+    s.cold_s = cold.metrics.epoch_seconds[e];
+    s.fetch_stall_s = std::max(0.0, s.cold_s - s.warm_s);
+    s.prep_stall_s = std::max(0.0, s.warm_s - s.synthetic_s);
+    a.epochs.push_back(s);
+  }
+  return a;
+}
+
+nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r) {
+  const RunMetrics& m = r.metrics;
+  nlohmann::json per_accelerator = nlohmann::json::array();
+  for (size_t i = 0; i < m.accelerator_au_percentage.size(); ++i) {
+    per_accelerator.push_back({{"rank", i},
+                               {"au_percentage", m.accelerator_au_percentage[i]},
+                               {"throughput_samples_per_second", m.accelerator_throughput[i]}});
+  }
+  int64_t bytes_read = 0;
+  for (int64_t b : m.bytes_read_per_epoch)
+    bytes_read += b;
+  nlohmann::json out{
+      {"file", w.file},
+      {"name", w.name},
+      {"loader", loader_name(w.loader)},
+      {"format", pipelines::formats::data_format_name(w.dataset.format)},
+      {"accelerators", r.accelerators},
+      {"steps_per_epoch", r.steps},
+      {"batch_size", w.batch_size},
+      {"read_threads", w.read_threads_autotune ? nlohmann::json("autotune")
+                                               : nlohmann::json(w.read_threads)},
+      {"computation_time", w.computation_time.to_json()},
+      {"au_threshold", w.au},
+      {"scale", w.scale},
+      {"dlio",
+       {{"train_au_percentage", m.au_percentage},
+        {"train_au_mean_percentage", m.au_mean_percentage},
+        {"train_au_meet_expectation", m.meets_au ? "success" : "fail"},
+        {"train_au_stdev_percentage", m.au_stdev_percentage},
+        {"train_throughput_samples_per_second", m.throughput_samples_per_s},
+        {"train_throughput_mean_samples_per_second", m.throughput_mean},
+        {"train_throughput_stdev_samples_per_second", m.throughput_stdev},
+        {"train_io_mean_MB_per_second", m.io_mean_mb_per_s},
+        {"train_io_stdev_MB_per_second", m.io_stdev_mb_per_s}}},
+      {"per_accelerator", per_accelerator},
+      {"wait_ms", {{"mean", m.wait_mean_ms}, {"p50", m.wait_p50_ms}, {"p99", m.wait_p99_ms}}},
+      {"barrier_mean_ms", m.barrier_mean_ms},
+      {"bytes_read", bytes_read},
+      {"bytes_read_per_epoch", m.bytes_read_per_epoch},
+  };
+  if (!r.run.notes.empty()) out["notes"] = r.run.notes;
+  return out;
+}
+
+ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
+  ExperimentResult x;
+  x.id = "workload:" + w.name;
+  x.description = fmt::format(
+      "DLIO workload {}: {} files, {} loader, batch {}, {} accelerator(s), computation_time {}",
+      w.name, pipelines::formats::data_format_name(w.dataset.format), loader_name(w.loader),
+      w.batch_size, r.accelerators, w.computation_time.describe());
+  x.step = fmt::format("sleep:{:g}", w.computation_time.mean() * 1e3);
+  x.part = "C";
+  x.epochs = w.epochs;
+  x.spec = r.run.spec;
+  x.interrupted = r.run.interrupted;
+  // A repetition per epoch: the slowest accelerator's epoch, the waits of every accelerator.
+  const double ideal_ms = static_cast<double>(r.steps) * w.computation_time.mean() * 1e3;
+  size_t epochs = 0;
+  for (const auto& a : r.run.accelerators)
+    epochs = std::max(epochs, a.epochs.size());
+  std::vector<double> walls, means, p50s, p99s, maxs, steady;
+  for (size_t e = 0; e < epochs; ++e) {
+    Repetition rep;
+    std::vector<int64_t> waits, later;
+    int64_t slowest = 0, compute = 0, steps = 0;
+    bool complete = true;
+    for (const auto& a : r.run.accelerators) {
+      if (e >= a.epochs.size()) continue;
+      const EpochRecord& rec = a.epochs[e];
+      complete = complete && rec.complete;
+      slowest = std::max(slowest, rec.end_ns - rec.start_ns);
+      for (size_t i = 0; i < rec.steps.size(); ++i) {
+        waits.push_back(rec.steps[i].load_ns);
+        if (i > 0) later.push_back(rec.steps[i].load_ns);
+        compute += rec.steps[i].compute_ns;
+      }
+      steps = std::max<int64_t>(steps, static_cast<int64_t>(rec.steps.size()));
+    }
+    if (!complete) continue;  // a partial epoch is not a measurement
+    rep.wall_ms = ms(slowest);
+    rep.steps = steps;
+    rep.wait = wait_stats(waits);
+    rep.step_mean_ms = waits.empty() ? 0 : ms(compute) / static_cast<double>(waits.size());
+    rep.steady_wait_mean_ms = wait_stats(later).mean_ms;
+    rep.cpu_ms = r.cpu_ms / static_cast<double>(std::max<size_t>(1, epochs));
+    rep.peak_rss_kb = peak_rss_kb();
+    x.repetitions.push_back(rep);
+    walls.push_back(rep.wall_ms);
+    means.push_back(rep.wait.mean_ms);
+    p50s.push_back(rep.wait.p50_ms);
+    p99s.push_back(rep.wait.p99_ms);
+    maxs.push_back(rep.wait.max_ms);
+    steady.push_back(rep.steady_wait_mean_ms);
+    x.elements = steps;
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  x.median_wall_ms = median(walls);
+  x.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
+  x.median_steady_wait_ms = median(steady);
+  x.ideal_ms = ideal_ms;
+  x.ideal_basis = "an epoch's steps x computation_time: every step computing, none waiting (AU 100%)";
+  x.simulation_note = "a DLIO workload: its ideal is its computation time";
+  if (x.median_wall_ms > 0) x.efficiency = ideal_ms / x.median_wall_ms;
+  if (!r.run.accelerators.empty()) {
+    x.stages = r.run.accelerators.front().stages;
+    x.autotune = r.run.accelerators.front().autotune;
+  }
+  return x;
+}
+
+}  // namespace pipeprof::harness::workload

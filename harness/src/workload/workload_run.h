@@ -1,0 +1,98 @@
+// Running a DLIO workload: the training emulation with N simulated accelerators and its metrics,
+// the search for the most accelerators the storage and loader sustain, DS-Analyzer's stall split,
+// and the workload as a pipeprof experiment result (results.json, report, compare).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeprof/harness/runner.h"
+#include "workload/dlio_metrics.h"
+#include "workload/dlio_workload.h"
+#include "workload/training_loop.h"
+
+namespace pipeprof::harness::workload {
+
+struct WorkloadOptions {
+  int64_t accelerators = 1;
+  bool drop_caches = false;  // every epoch cold (the MLPerf rule when the dataset fits in memory)
+  bool autotune = true;
+  bool trace = false;
+  const std::atomic<bool>* stop = nullptr;
+  // Progress: called about every 100 ms with the first accelerator's epoch and step.
+  std::function<void(int64_t epoch, int64_t step)> on_step;
+};
+
+struct WorkloadResult {
+  int64_t accelerators = 0;
+  int64_t steps = 0;  // per epoch and accelerator
+  TrainRun run;
+  RunMetrics metrics;
+  std::string start, end;  // DLIO's timestamps
+  double cpu_ms = 0;       // process CPU time during the run
+};
+
+WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& options,
+                            LoaderMode mode = LoaderMode::kPipeline);
+
+// The storage's read bandwidth for the workload's training files, in MiB/s: `threads` threads
+// reading the files front to back in 1 MiB read calls (as fio's sequential read does), from the
+// page cache or (cold) from the device.
+double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
+                                 const std::atomic<bool>* stop = nullptr);
+
+// The mean sample size in bytes: the training files' bytes over their samples.
+double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& files);
+
+// What one simulated accelerator demands at AU 100%, in MiB/s.
+double demand_mib_per_s(const DlioWorkload& w, double sample_bytes);
+
+struct Probe {
+  int64_t accelerators = 0;
+  double au_percentage = 0;
+  double throughput = 0;  // samples/s, all accelerators
+  bool meets = false;
+  bool interrupted = false;
+};
+
+struct MaxAcceleratorSearch {
+  std::vector<Probe> probes;
+  int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
+  double storage_mib_per_s = 0;
+  double demand_mib_per_s = 0;  // per accelerator
+  double bound = 0;             // storage_mib_per_s / demand_mib_per_s
+  bool interrupted = false;
+};
+
+// Doubles N from 1 while AU meets the threshold (at most `limit`), then bisects between the last N
+// that met it and the first that did not. Each probe is a full run of the workload's epochs.
+MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
+                                           int64_t limit,
+                                           const std::function<void(const Probe&)>& on_probe);
+
+// DS-Analyzer's differential method: the same epochs three times, with a synthetic loader (no I/O,
+// no preparation), with the dataset in the page cache (warm), and with it dropped before every
+// epoch (cold). Per epoch: fetch stall = cold - warm, preparation stall = warm - synthetic.
+struct StallEpoch {
+  double synthetic_s = 0, warm_s = 0, cold_s = 0;
+  double fetch_stall_s = 0, prep_stall_s = 0;
+};
+struct StallAnalysis {
+  std::vector<StallEpoch> epochs;
+  double synthetic_au = 0, warm_au = 0, cold_au = 0;  // % (DLIO's AU of each pass)
+  bool interrupted = false;
+};
+StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& options,
+                             const std::function<void(const std::string&)>& on_pass);
+
+// The run as an experiment result (results.json): a repetition per epoch, whose ideal is the
+// epoch's computation time (AU 100%), and a "workload" object with DLIO's metrics and the rest.
+ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r);
+nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r);
+
+}  // namespace pipeprof::harness::workload
