@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "pipeprof/pipelines/iterator.h"
 #include "pipeprof/trace/clock.h"
 #include "pipeprof/trace/recorder.h"
 
@@ -88,6 +89,7 @@ void OnlineTuner::start() {
   }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), kThreadName);  // how top, gdb and /proc name it
+    pipelines::prepare_worker_thread();  // normal priority, whatever its creator's
     run();
   });
 }

@@ -1,5 +1,7 @@
 #include "pipeprof/pipelines/iterator.h"
 
+#include <sched.h>
+
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
@@ -225,12 +227,29 @@ Iterator::WorkScope::~WorkScope() {
   s.active_workers.fetch_sub(1, std::memory_order_relaxed);
 }
 
+namespace {
+
+// A worker runs at the normal priority whatever the priority of the thread that made it (threads
+// inherit their creator's policy): a pipeline iterated from a real-time thread (a simulated
+// accelerator's training loop) must not make its loaders real-time too. Lowering a thread's own
+// policy needs no privilege.
+void normal_scheduling() {
+  if (::sched_getscheduler(0) != SCHED_OTHER) {
+    const sched_param normal{};
+    (void)::sched_setscheduler(0, SCHED_OTHER, &normal);
+  }
+}
+
+}  // namespace
+
 void prepare_worker_thread() {
   set_minimal_timer_slack();
+  normal_scheduling();
 }
 
 void prepare_worker_thread(const std::string& stage_name, int64_t index) {
   set_minimal_timer_slack();
+  normal_scheduling();
   tls_timing = ThreadTiming{};  // a reused thread (ops/worker_thread.h) starts its task afresh
   trace::Recorder::global().set_thread_name(stage_name + " #" + std::to_string(index));
 }

@@ -127,6 +127,39 @@ TEST(ListFiles, NoMatchIsAnErrorNamingThePattern) {
   EXPECT_NE(msg.find("no file matches the pattern \"" + pattern + "\""), std::string::npos) << msg;
 }
 
+TEST(ListFiles, AFailedListingFailsAgainWhenAskedAgain) {
+  const TempDir tmp;
+  const Dataset ds = list_files((tmp / "*.nothing").string());
+  auto it = ds.iterate();
+  EXPECT_THROW(it->next(), InputDataError);
+  EXPECT_THROW(it->next(), InputDataError);
+}
+
+TEST(ListFiles, AnExplicitListInItsOrderOrShuffledEveryEpoch) {
+  std::vector<std::string> files;
+  for (int i = 0; i < 20; ++i)
+    files.push_back("/data/f" + std::to_string(i));  // listed, not opened: need not exist
+  EXPECT_EQ(names_of(list_files(files, {.shuffle = false}).collect()), files);
+  const Dataset shuffled = list_files(files, {.shuffle = true, .seed = 7});
+  const auto a = names_of(shuffled.collect()), b = names_of(shuffled.collect());
+  EXPECT_NE(a, files);
+  EXPECT_NE(a, b);  // a new order every epoch
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  auto expected = files;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(sorted, expected);
+  // The same through a spec, and written back as a list.
+  const Dataset spec = parse_pipeline(
+      nlohmann::json::parse(R"({"stages": [{"op": "list_files", "files": ["/x/b", "/x/a"],
+                                            "shuffle": false}]})"),
+      "s.json");
+  EXPECT_EQ(names_of(spec.collect()), (std::vector<std::string>{"/x/b", "/x/a"}));
+  EXPECT_EQ(spec.to_json()["stages"][0]["files"], nlohmann::json({"/x/b", "/x/a"}));
+  EXPECT_FALSE(spec.to_json()["stages"][0].contains("pattern"));
+  EXPECT_THROW(list_files(std::vector<std::string>{}), std::invalid_argument);
+}
+
 TEST(FileName, RejectsNonFileNameComponents) {
   EXPECT_EQ(file_name(Element{file_name_tensor("/x/y")}), "/x/y");
   EXPECT_THROW(file_name(scalar_element(3)), std::invalid_argument);
@@ -363,7 +396,10 @@ TEST(FileSourceSpecs, FieldErrorsNameThePath) {
   fails(R"({"op": "tfrecord", "files": "a", "compression": "lz4"})",
         "stages[0].compression: expected \"none\" or \"gzip\"");
   fails(R"({"op": "fixed_length_records", "files": "a"})", "stages[0].record_bytes");
-  fails(R"({"op": "list_files"})", "stages[0].pattern");
+  fails(R"({"op": "list_files"})", "stages[0]: expected exactly one of \"pattern\" or \"files\"");
+  fails(R"({"op": "list_files", "pattern": "*", "files": ["a"]})", "exactly one of");
+  fails(R"({"op": "list_files", "files": []})", "stages[0].files: expected a non-empty list");
+  fails(R"({"op": "list_files", "files": ["a", 3]})", "stages[0].files: expected a non-empty list");
 }
 
 }  // namespace

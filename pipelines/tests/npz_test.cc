@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "formats/mapped_file.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 #include "formats_test_util.h"
@@ -39,7 +41,9 @@ std::string mapped_file_at(const void* p) {
 
 TEST(Npz, StoredMembersAreViewsOfTheMappingAndDeflatedOnesAreNot) {
   const TempDir tmp;
-  const NamedTensors z{{"x", arange(DType::kUInt8, {64, 1024})}, {"y", arange(DType::kInt64, {9})}};
+  // Over MappedFile::kReadBelowBytes, so mapped.
+  const NamedTensors z{{"x", arange(DType::kUInt8, {2048, 1024})},
+                       {"y", arange(DType::kInt64, {9})}};
   const auto stored = (tmp / "stored.npz").string();
   const auto deflated = (tmp / "deflated.npz").string();
   write_npz(stored, z, false);
@@ -58,6 +62,23 @@ TEST(Npz, StoredMembersAreViewsOfTheMappingAndDeflatedOnesAreNot) {
   Tensor w = read_npz(stored, {"x"})[0].second;
   w.mutable_values<uint8_t>()[0] = 99;
   EXPECT_EQ(read_npz(stored, {"x"})[0].second, z[0].second);
+}
+
+TEST(Npz, SmallArchivesAreReadIntoMemoryNotMapped) {
+  const TempDir tmp;
+  const NamedTensors z{{"x", arange(DType::kUInt8, {64, 1024})}, {"y", arange(DType::kInt64, {9})}};
+  const auto small = (tmp / "small.npz").string();
+  write_npz(small, z, false);
+  EXPECT_FALSE(MappedFile::open(small)->mapped());
+  const NamedTensors s = read_npz(small);
+  ASSERT_EQ(s.size(), 2U);
+  EXPECT_EQ(s[0].second, z[0].second);
+  EXPECT_EQ(s[1].second, z[1].second);
+  EXPECT_EQ(mapped_file_at(s[0].second.data()), "");
+  EXPECT_EQ(MappedFile::open(small)->size(), std::filesystem::file_size(small));
+  const auto big = (tmp / "big.npz").string();
+  write_npz(big, {{"x", arange(DType::kUInt8, {2048, 1024})}}, false);
+  EXPECT_TRUE(MappedFile::open(big)->mapped());
 }
 
 TEST(NpzStreamWriter, WritesWhatReadNpzAndLibzipRead) {

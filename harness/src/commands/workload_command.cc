@@ -41,6 +41,7 @@ struct Options {
   std::string trace;
   bool drop_caches = false;
   bool no_autotune = false;
+  bool normal_priority = false;
   bool fail_below_au = false;
   bool quiet = false;
 };
@@ -117,8 +118,14 @@ Outcome workload_command(const Options& o) {
   const fs::path out = output_folder(o, w);
 
   if (!o.spec_out.empty()) {
+    std::vector<std::string> files;
+    try {
+      files = workload::training_files(w);
+    } catch (const InputError&) {  // not generated yet: the names DLIO's layout gives them
+      files = workload::expected_training_files(w);
+    }
     results::write_text_file(o.spec_out,
-                             workload::loader_spec(w, 0, o.accelerators).dump(2) + "\n");
+                             workload::loader_spec(w, files, 0, o.accelerators).dump(2) + "\n");
     std::cerr << fmt::format("wrote {} (rank 0 of {}'s loader; run it with `pipeprof run {}`)\n",
                              o.spec_out, o.accelerators, o.spec_out);
   }
@@ -141,6 +148,7 @@ Outcome workload_command(const Options& o) {
                                     .drop_caches = o.drop_caches,
                                     .autotune = !o.no_autotune,
                                     .trace = !o.trace.empty(),
+                                    .realtime = !o.normal_priority,
                                     .stop = &InterruptGuard::flag()};
   Progress progress(!o.quiet, w.epochs, workload::steps_per_epoch(w, o.accelerators));
   options.on_step = [&](int64_t e, int64_t s) { progress(e, s); };
@@ -298,6 +306,10 @@ CommandRunner add_workload_command(CLI::App& app) {
                 "MLPerf rule when the dataset fits in memory)");
   cmd->add_flag("--no-autotune", o->no_autotune,
                 "Do not run the online tuner (read_threads: autotune then stays at its start)");
+  cmd->add_flag("--normal-priority", o->normal_priority,
+                "Run the simulated accelerators' training loops at normal priority (by default "
+                "they run at real-time priority where permitted, so that with more accelerators "
+                "than cores a step starts the moment the barrier opens, as on an accelerator)");
   cmd->add_flag("--fail-below-au", o->fail_below_au,
                 "Exit 1 when the mean AU is below the workload's metric.au");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");

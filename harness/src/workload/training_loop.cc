@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <barrier>
+#include <cstring>
+#include <cerrno>
+#include <ctime>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -78,15 +84,41 @@ class Shared {
     std::lock_guard<std::mutex> lock(mutex_);
     return notes_;
   }
+  // An accelerator could not get real-time priority (noted once).
+  void no_realtime(int error) {
+    if (realtime_denied_.exchange(true)) return;
+    note(fmt::format(
+        "the simulated accelerators run at normal priority ({}: real-time scheduling needs root, "
+        "CAP_SYS_NICE or an RLIMIT_RTPRIO, e.g. `ulimit -r 1`); with more accelerators than cores "
+        "their AU then also measures how soon the scheduler runs them",
+        std::strerror(error)));
+  }
+  bool realtime_denied() const { return realtime_denied_.load(); }
 
  private:
   std::barrier<> barrier_;
   const std::atomic<bool>* stop_;
   std::atomic<bool> failed_{false};
+  std::atomic<bool> realtime_denied_{false};
   std::mutex mutex_;
   std::exception_ptr error_;
   std::vector<std::string> notes_;
 };
+
+// The emulated step: a sleep to `deadline_ns`, as DLIO's time.sleep, without the spin at the end
+// that precise_sleep_until adds. Every accelerator's step ends at about the same moment (they
+// start together after the barrier), so spinning accelerators would take the cores from each other
+// and from the loaders; the kernel's wake-up is late by tens of microseconds, counted as compute.
+void compute_sleep(int64_t deadline_ns) {
+  const int64_t offset = trace::now_ns();  // the trace clock's origin on CLOCK_MONOTONIC
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t mono = static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  const int64_t target = mono + (deadline_ns - offset);
+  const timespec ts{.tv_sec = target / 1'000'000'000, .tv_nsec = target % 1'000'000'000};
+  while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
 
 int64_t storage_bytes(const std::vector<pipelines::NodeSnapshot>& stages) {
   int64_t bytes = 0;
@@ -111,18 +143,40 @@ class Accelerator {
     rec.set_thread_name(fmt::format("accelerator {}", rank_));
     rec.set_thread_sort_index(-100 + rank_);
     pipelines::set_minimal_timer_slack();
-    bool in_barrier = true;  // still counted by the barrier
+    if (o_.realtime) {
+      // The training loop stands for an accelerator, which does not wait for a core: real-time
+      // priority lets it start its next step the moment the barrier opens, ahead of the loaders'
+      // threads (which run at the normal priority: pipeline workers drop what they inherit).
+      sched_param sp{};
+      sp.sched_priority = 1;
+      if (const int rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &sp); rc != 0) {
+        shared_.no_realtime(rc);
+      }
+    }
     try {
-      std::optional<pipelines::Dataset> dataset;
+      // One loader for every epoch, made before the first (its workers start while the
+      // accelerators gather at the first epoch's barrier).
+      std::unique_ptr<pipelines::Iterator> it;
       if (o_.mode == LoaderMode::kPipeline) {
-        dataset = pipelines::parse_spec(loader_spec(w_, rank_, o_.accelerators),
-                                        fmt::format("{} (rank {})", w_.file, rank_))
-                      .dataset;
+        it = pipelines::parse_spec(loader_spec(w_, files_, rank_, o_.accelerators),
+                                   fmt::format("{} (rank {})", w_.file, rank_))
+                 .dataset.iterate();
+      }
+      std::optional<autotune::OnlineTuner> tuner;
+      struct Detach {
+        autotune::OnlineTuner* tuner = nullptr;
+        ~Detach() {
+          if (tuner != nullptr) tuner->detach();
+        }
+      } detach_guard;  // declared after the iterator: the tuner lets go of its model first
+      if (it && o_.autotune && !it->model().knobs().empty()) {
+        tuner.emplace(autotune::TunerOptions{});
+        tuner->attach(it->model());
+        detach_guard.tuner = &*tuner;
+        tuner->start();
       }
       std::mt19937_64 rng(static_cast<uint64_t>(w_.seed + rank_));
-      std::optional<autotune::OnlineTuner> tuner;
-      std::vector<autotune::KnobValue> picked;
-      size_t changes_seen = 0;
+      int64_t bytes_before = 0;
       for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
         if (rank_ == 0 && o_.drop_caches && o_.mode == LoaderMode::kPipeline) {
           for (const std::string& f : files_)
@@ -134,22 +188,6 @@ class Accelerator {
         EpochRecord e;
         e.epoch = epoch;
         e.start_ns = trace::now_ns();
-        std::unique_ptr<pipelines::Iterator> it;
-        if (dataset) it = dataset->iterate();
-        struct Detach {
-          autotune::OnlineTuner* tuner = nullptr;
-          ~Detach() {
-            if (tuner != nullptr) tuner->detach();
-          }
-        } detach_guard;
-        const bool tuning = it && o_.autotune && !it->model().knobs().empty();
-        if (tuning) {
-          autotune::apply_values(it->model(), picked);
-          if (!tuner) tuner.emplace(autotune::TunerOptions{});
-          tuner->attach(it->model());
-          detach_guard.tuner = &*tuner;
-          tuner->start();
-        }
         int64_t load_start = trace::now_ns();
         for (int64_t step = 1; step <= o_.steps; ++step) {
           StepRecord s;
@@ -176,8 +214,7 @@ class Accelerator {
           batch.reset();
           {
             trace::ScopedSpan compute(names.step, trace::category::step(), names.step_arg, step);
-            pipelines::precise_sleep_for(
-                static_cast<int64_t>(w_.computation_time.sample(rng) * 1e9));
+            compute_sleep(loaded + static_cast<int64_t>(w_.computation_time.sample(rng) * 1e9));
           }
           const int64_t computed = trace::now_ns();
           s.compute_ns = computed - loaded;
@@ -194,39 +231,31 @@ class Accelerator {
         }
         e.end_ns = trace::now_ns();
         e.complete = static_cast<int64_t>(e.steps.size()) == o_.steps;
-        if (tuning) {
-          tuner->detach();
-          detach_guard.tuner = nullptr;
-          picked = autotune::knob_values(it->model());
-          if (record_.autotune.is_null()) record_.autotune = {{"changes", nlohmann::json::array()}};
-          const std::vector<autotune::KnobChange> changes = tuner->changes();
-          for (size_t i = changes_seen; i < changes.size(); ++i) {
-            nlohmann::json change = autotune::to_json(std::vector{changes[i]})[0];
-            change["epoch"] = epoch;
-            record_.autotune["changes"].push_back(std::move(change));
-          }
-          changes_seen = changes.size();
-          record_.autotune["final"] = autotune::to_json(picked);
-        }
-        if (it) {
-          const auto model = it->shared_model();
-          it.reset();  // stops and joins the loader's workers; its statistics are then complete
-          record_.stages = model->snapshot();
-          e.bytes_read = storage_bytes(record_.stages);
+        if (it) {  // the storage bytes of this epoch: the file sources' counts since the last
+          const int64_t bytes = storage_bytes(it->model().snapshot());
+          e.bytes_read = bytes - bytes_before;
+          bytes_before = bytes;
         }
         const bool complete = e.complete;
         record_.epochs.push_back(std::move(e));
-        if (!complete) {
-          // Out of batches or stopping: this accelerator leaves; the others go on without it.
-          shared_.barrier().arrive_and_drop();
-          in_barrier = false;
-          return;
-        }
+        if (!complete) break;  // out of batches or stopping: this accelerator leaves
+      }
+      if (tuner) {
+        tuner->detach();
+        detach_guard.tuner = nullptr;
+        record_.autotune = {{"changes", autotune::to_json(tuner->changes())},
+                            {"final", autotune::to_json(autotune::knob_values(it->model()))}};
+      }
+      if (it) {
+        const auto model = it->shared_model();
+        it.reset();  // stops and joins the loader's workers; its statistics are then complete
+        record_.stages = model->snapshot();
       }
     } catch (...) {
       shared_.fail(std::current_exception());
     }
-    if (in_barrier) shared_.barrier().arrive_and_drop();
+    // Done, out of batches, stopped or failed: the others go on without this accelerator.
+    shared_.barrier().arrive_and_drop();
   }
 
  private:
@@ -257,7 +286,8 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   if (options.accelerators < 1) throw InputError("--accelerators: expected at least 1");
   TrainRun run;
   run.files = options.mode == LoaderMode::kPipeline ? training_files(w) : std::vector<std::string>{};
-  run.spec = loader_spec(w, 0, options.accelerators);
+  run.spec = loader_spec(w, run.files.empty() ? expected_training_files(w) : run.files, 0,
+                         options.accelerators);
   trace::Recorder& rec = trace::Recorder::global();
   if (options.trace) {
     rec.start();
@@ -283,6 +313,7 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
     run.accelerators.push_back(a->take());
   run.interrupted = options.stop != nullptr && options.stop->load();
   run.notes = shared.notes();
+  run.realtime = options.realtime && !shared.realtime_denied();
   return run;
 }
 

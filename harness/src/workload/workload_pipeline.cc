@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "pipeprof/harness/cli.h"
+
 namespace pipeprof::harness::workload {
 namespace {
 
@@ -83,22 +85,38 @@ SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks) 
   return {std::min(total, rank * per_rank), std::min(total, (rank + 1) * per_rank)};
 }
 
-nlohmann::json loader_spec(const DlioWorkload& w, int64_t rank, int64_t ranks) {
+std::vector<std::string> expected_training_files(const DlioWorkload& w) {
+  std::vector<std::string> files;
+  for (const auto& f : pipelines::formats::dataset_files(w.dataset)) {
+    if (!f.eval) files.push_back(f.path);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>& files,
+                           int64_t rank, int64_t ranks) {
   const int64_t nspf = w.dataset.num_samples_per_file;
   nlohmann::json stages = nlohmann::json::array();
+  // The rank's files, listed once (the listing is DLIO's: sorted, num_files_train of them).
+  auto list = [&](std::vector<std::string> mine, bool shuffle) {
+    nlohmann::json s{{"op", "list_files"}, {"files", std::move(mine)}, {"shuffle", shuffle}};
+    if (shuffle) s["seed"] = w.seed + rank;
+    return s;
+  };
   if (w.loader == Loader::kPyTorch) {
     const SampleRange r = pytorch_samples(w, rank, ranks);
     const int64_t first_file = r.begin / nspf;
-    const int64_t files = r.end > r.begin ? (r.end - 1) / nspf - first_file + 1 : 0;
-    stages.push_back({{"op", "list_files"}, {"pattern", train_pattern(w)}, {"shuffle", false}});
-    stages.push_back({{"op", "skip"}, {"count", first_file}});
-    stages.push_back({{"op", "take"}, {"count", files}});
+    const int64_t count = r.end > r.begin ? (r.end - 1) / nspf - first_file + 1 : 0;
+    if (count == 0) throw InputError(fmt::format("{}: rank {} of {} has no samples", w.file, rank, ranks));
+    stages.push_back(list({files.begin() + first_file, files.begin() + first_file + count}, false));
     // A block of a whole file per slot: the samples come in index order while read_threads files
     // are read at once.
     stages.push_back(reader(w, nspf, rank));
     stages.push_back({{"op", "skip"}, {"count", r.begin - first_file * nspf}});
     stages.push_back({{"op", "take"}, {"count", r.end - r.begin}});
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
+    stages.push_back({{"op", "repeat"}});
     // PyTorch's DataLoader keeps prefetch_factor batches per worker in flight, prefetch_factor =
     // ceil(prefetch_size / read_threads) (2 when that is 0), as DLIO sets it; none without workers.
     if (w.read_threads > 0 || w.read_threads_autotune) {
@@ -108,28 +126,26 @@ nlohmann::json loader_spec(const DlioWorkload& w, int64_t rank, int64_t ranks) {
       stages.push_back(prefetch(w, rt * factor));
     }
   } else {
-    const int64_t files = w.dataset.num_files_train;
-    // DLIO's listing: the sorted files, the first num_files_train of them, shuffled (seeded, a new
-    // order every epoch unless seed_change_epoch is off) with file_shuffle.
-    stages.push_back({{"op", "list_files"}, {"pattern", train_pattern(w)}, {"shuffle", false}});
-    stages.push_back({{"op", "take"}, {"count", files}});
-    if (w.file_shuffle) {
-      stages.push_back({{"op", "shuffle"},
-                        {"buffer_size", files},
-                        {"seed", w.seed},
-                        {"reshuffle_each_iteration", w.seed_change_epoch}});
+    // DLIO's TFRecord reader: files round-robin over ranks when there are enough of them (each
+    // rank's own files shuffled with file_shuffle, a new order every epoch), else every file on
+    // every rank and the records sharded.
+    const auto n = static_cast<int64_t>(files.size());
+    if (n >= ranks) {
+      std::vector<std::string> mine;
+      for (int64_t i = rank; i < n; i += ranks)
+        mine.push_back(files[static_cast<size_t>(i)]);
+      stages.push_back(list(std::move(mine), w.file_shuffle));
+      stages.push_back(reader(w, 1, rank));
+    } else {
+      stages.push_back(list(files, w.file_shuffle));
+      stages.push_back(reader(w, 1, rank));
+      stages.push_back({{"op", "shard"}, {"num_shards", ranks}, {"index", rank}});
     }
-    // DLIO's TFRecord reader: files round-robin over ranks when there are enough of them, else
-    // the records.
-    if (ranks > 1 && files >= ranks)
-      stages.push_back({{"op", "shard"}, {"num_shards", ranks}, {"index", rank}});
-    stages.push_back(reader(w, 1, rank));
-    if (ranks > 1 && files < ranks)
-      stages.push_back({{"op", "shard"}, {"num_shards", ranks}, {"index", rank}});
     if (w.sample_shuffle) {
-      stages.push_back({{"op", "shuffle"}, {"buffer_size", w.shuffle_size}, {"seed", w.seed}});
+      stages.push_back({{"op", "shuffle"}, {"buffer_size", w.shuffle_size}, {"seed", w.seed + rank}});
     }
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
+    stages.push_back({{"op", "repeat"}});
     if (w.prefetch_size > 0 || w.read_threads_autotune) stages.push_back(prefetch(w, w.prefetch_size));
   }
   return {{"name", fmt::format("{}_{}", w.name, loader_name(w.loader))},

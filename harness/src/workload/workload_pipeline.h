@@ -4,26 +4,34 @@
 //   pytorch     the rank reads a contiguous range of sample indices (ceil(samples / ranks) each,
 //               DLIO's split), in order; read_threads readers (an interleave over the range's
 //               files) each read whole files, samples counted as they come
-//               list_files(train/*.<fmt>, no shuffle) -> skip -> take  (the range's files)
+//               list_files(the range's files)
 //                 -> interleave(<format source> -> nbytes [-> sleep_time preprocess],
 //                               cycle_length = parallelism = read_threads, block = samples/file)
-//                 -> skip -> take (the range's samples) -> batch(drop_remainder)
+//                 -> skip -> take (the range's samples) -> batch(drop_remainder) -> repeat
 //                 -> prefetch(read_threads x prefetch_factor)
 //   tensorflow  files round-robin over ranks, read_threads files interleaved record by record
 //               (TFRecordDataset's num_parallel_reads), a shuffle buffer
-//               list_files(train/*.<fmt>) -> take -> [shuffle(files, seed)] -> shard(ranks, rank)
-//                 -> interleave(... cycle_length = parallelism = read_threads, block 1)
-//                 -> [shuffle(shuffle_size, seed)] -> batch(drop_remainder) -> prefetch
+//               list_files(the rank's files, file_shuffle) -> interleave(... cycle_length =
+//                 parallelism = read_threads, block 1) -> [shuffle(shuffle_size, seed)]
+//                 -> batch(drop_remainder) -> repeat -> prefetch
+//
+// The files are listed once, in the spec (DLIO lists them once too). With file_shuffle a rank
+// shuffles its own files every epoch; DLIO shuffles the whole list before sharding it, so that
+// its ranks trade files between epochs. One loader serves every epoch (the training loop takes an
+// epoch's steps from it, as DLIO's TensorFlow loader takes them from its repeated dataset): it is
+// made before the first epoch and reads on across the epoch boundaries, so an epoch does not begin
+// by starting its loader.
 //
 // A sample is read in full (its bytes come from storage and, for tfrecord and npz, their CRCs are
-// checked) and then stands as its size in bytes (`nbytes`), as DLIO's readers return a fixed stand-in
-// instead of the data. With `read_threads: autotune` the interleave's parallelism and the prefetch
-// buffer are knobs for the online tuner.
+// checked) and then stands as its size in bytes (`nbytes`), as DLIO's readers return a fixed
+// stand-in instead of the data. With `read_threads: autotune` the interleave's parallelism and the
+// prefetch buffer are knobs for the online tuner.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "workload/dlio_workload.h"
 
@@ -40,7 +48,12 @@ struct SampleRange {
 };
 SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks);
 
-// The spec (pipelines/spec.h) of rank `rank`'s loader.
-nlohmann::json loader_spec(const DlioWorkload& w, int64_t rank, int64_t ranks);
+// The training files DLIO's layout gives the workload (sorted, as DLIO lists them), whether they
+// exist or not.
+std::vector<std::string> expected_training_files(const DlioWorkload& w);
+
+// The spec (pipelines/spec.h) of rank `rank`'s loader over the training `files` (DLIO's listing).
+nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>& files,
+                           int64_t rank, int64_t ranks);
 
 }  // namespace pipeprof::harness::workload

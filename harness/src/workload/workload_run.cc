@@ -52,6 +52,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                  .drop_caches = options.drop_caches,
                  .autotune = options.autotune,
                  .trace = options.trace,
+                 .realtime = options.realtime,
                  .stop = options.stop,
                  .on_step = options.on_step};
   r.start = dlio_timestamp();
@@ -120,8 +121,10 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
                                            const std::function<void(const Probe&)>& on_probe) {
   MaxAcceleratorSearch s;
   const std::vector<std::string> files = training_files(w);
+  // Enough reads in flight to find what the storage gives (the loaders of many accelerators keep
+  // many in flight): 16 threads, or more with more cores.
   const int threads = static_cast<int>(std::max<int64_t>(
-      {int64_t{2}, w.read_threads, static_cast<int64_t>(std::thread::hardware_concurrency())}));
+      {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())}));
   s.storage_mib_per_s = measure_storage_mib_per_s(files, threads, options.drop_caches, options.stop);
   s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
   s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;
@@ -245,6 +248,7 @@ nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r) {
       {"barrier_mean_ms", m.barrier_mean_ms},
       {"bytes_read", bytes_read},
       {"bytes_read_per_epoch", m.bytes_read_per_epoch},
+      {"accelerator_priority", r.run.realtime ? "SCHED_FIFO" : "normal"},
   };
   if (!r.run.notes.empty()) out["notes"] = r.run.notes;
   return out;

@@ -23,6 +23,7 @@ struct WorkloadOptions {
   bool drop_caches = false;  // every epoch cold (the MLPerf rule when the dataset fits in memory)
   bool autotune = true;
   bool trace = false;
+  bool realtime = true;  // the training loops at real-time priority where permitted
   const std::atomic<bool>* stop = nullptr;
   // Progress: called about every 100 ms with the first accelerator's epoch and step.
   std::function<void(int64_t epoch, int64_t step)> on_step;
@@ -42,7 +43,8 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
 
 // The storage's read bandwidth for the workload's training files, in MiB/s: `threads` threads
 // reading the files front to back in 1 MiB read calls (as fio's sequential read does), from the
-// page cache or (cold) from the device.
+// page cache or (cold) from the device. find_max_accelerators reads with 16 threads (4 per core on
+// larger machines), enough reads in flight to find what the storage gives.
 double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
                                  const std::atomic<bool>* stop = nullptr);
 

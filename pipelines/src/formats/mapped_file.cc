@@ -38,6 +38,33 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   }
   const auto size = static_cast<size_t>(st.st_size);
   const std::byte* data = nullptr;
+  if (size > 0 && size <= kReadBelowBytes) {
+    // A small file is read into memory: cheaper than a mapping, whose set-up and tear-down (the
+    // process's mapping lock, and an interrupt to every core that ran the process to drop its page
+    // table entries) cost more than copying a few hundred KiB from the page cache, and contend
+    // when many threads open files at once.
+    auto* buffer = static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pread(fd, buffer + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : 0;
+        ::operator delete(buffer, std::align_val_t{64});
+        ::close(fd);
+        if (err == 0) {
+          throw FormatError(fmt::format("{}: the file ended at byte {} while it was read ({} bytes "
+                                        "when opened)",
+                                        path, done, size));
+        }
+        errno = err;
+        fail_errno(path, "cannot read");
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    return std::shared_ptr<const MappedFile>(new MappedFile(path, buffer, size, false));
+  }
   if (size > 0) {
     void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
     if (p == MAP_FAILED) {
@@ -52,12 +79,12 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     io::advise_file_mapping(p, size);
   }
   ::close(fd);
-  return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size));
+  return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size, true));
 }
 
 void MappedFile::prefault(std::span<const std::byte> range) const {
 #if defined(MADV_POPULATE_READ)
-  if (range.empty()) return;
+  if (range.empty() || !mapped_) return;
   static const auto kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<uintptr_t>(range.data()) & ~(kPage - 1);
   const auto end = reinterpret_cast<uintptr_t>(range.data() + range.size());
@@ -69,7 +96,12 @@ void MappedFile::prefault(std::span<const std::byte> range) const {
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (data_ == nullptr) return;
+  if (mapped_) {
+    ::munmap(const_cast<std::byte*>(data_), size_);
+  } else {
+    ::operator delete(const_cast<std::byte*>(data_), std::align_val_t{64});
+  }
 }
 
 std::string read_file(const std::string& path) {

@@ -1,5 +1,6 @@
-// A whole file mapped read-only (mmap), shared by every tensor viewing it: the mapping is released
-// when the last owner goes away. An empty file maps to an empty span.
+// A whole file in memory, shared by every tensor viewing it: mapped (mmap, private) when larger than
+// kReadBelowBytes, read into an aligned buffer otherwise (see open()); released when the last owner
+// goes away. An empty file is an empty span.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,9 @@ namespace pipeprof::pipelines::formats {
 
 class MappedFile {
  public:
+  // Files up to this size are read rather than mapped.
+  static constexpr size_t kReadBelowBytes = size_t{1} << 20;
+
   // Throws FormatError naming the file when it cannot be opened or mapped.
   static std::shared_ptr<const MappedFile> open(const std::string& path);
   ~MappedFile();
@@ -18,6 +22,7 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const std::string& path() const { return path_; }
+  bool mapped() const { return mapped_; }  // false: read into memory
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
   // Maps the pages of `range` (a part of bytes()) in one call (MADV_POPULATE_READ) rather than a
@@ -25,11 +30,12 @@ class MappedFile {
   void prefault(std::span<const std::byte> range) const;
 
  private:
-  MappedFile(std::string path, const std::byte* data, size_t size)
-      : path_(std::move(path)), data_(data), size_(size) {}
+  MappedFile(std::string path, const std::byte* data, size_t size, bool mapped)
+      : path_(std::move(path)), data_(data), size_(size), mapped_(mapped) {}
   std::string path_;
   const std::byte* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;
 };
 
 // Reads a whole file (for formats read through a library); throws FormatError.

@@ -28,43 +28,70 @@ class ListFilesIterator final : public Iterator {
  protected:
   std::optional<Element> next_impl() override {
     if (!listed_) {
-      listed_ = true;
-      try {
-        files_ = io::match_files(node_.pattern);
-      } catch (const io::IoError& e) {
-        throw InputDataError(stage_name(), e.what());
-      }
-      if (files_.empty()) {
-        throw InputDataError(stage_name(), "no file matches the pattern \"" + node_.pattern + "\"");
+      if (node_.pattern.empty()) {
+        list_ = &node_.files;  // an explicit list: not copied
+      } else {
+        try {
+          matched_ = io::match_files(node_.pattern);
+        } catch (const io::IoError& e) {
+          throw InputDataError(stage_name(), e.what());
+        }
+        if (matched_.empty()) {
+          throw InputDataError(stage_name(),
+                               "no file matches the pattern \"" + node_.pattern + "\"");
+        }
+        list_ = &matched_;
       }
       if (node_.options.shuffle) {
+        order_.resize(list_->size());
+        for (size_t i = 0; i < order_.size(); ++i)
+          order_[i] = i;
         std::mt19937_64 rng(seed_);
-        std::shuffle(files_.begin(), files_.end(), rng);
+        std::shuffle(order_.begin(), order_.end(), rng);
       }
+      listed_ = true;  // only now: a failed listing fails again if asked again
     }
-    if (next_ >= files_.size()) return std::nullopt;
-    return Element{file_name_tensor(files_[next_++])};
+    if (next_ >= list_->size()) return std::nullopt;
+    const size_t i = order_.empty() ? next_ : order_[next_];
+    ++next_;
+    return Element{file_name_tensor((*list_)[i])};
   }
 
  private:
   const ListFilesNode& node_;
   uint64_t seed_;
   bool listed_ = false;
-  std::vector<std::string> files_;
+  const std::vector<std::string>* list_ = nullptr;
+  std::vector<std::string> matched_;
+  std::vector<size_t> order_;  // shuffled: the order of list_'s entries
   size_t next_ = 0;
 };
 
 }  // namespace
 
-ListFilesNode::ListFilesNode(std::string pattern_, ListFilesOptions options_)
+ListFilesNode::ListFilesNode(std::string pattern_, std::vector<std::string> files_,
+                             ListFilesOptions options_)
     : pattern(std::move(pattern_)),
+      files(std::move(files_)),
       options(options_),
       base_seed(options_.seed ? *options_.seed : std::random_device{}()) {
-  if (pattern.empty()) throw std::invalid_argument("list_files: the pattern is empty");
+  if (pattern.empty() == files.empty()) {
+    throw std::invalid_argument(pattern.empty()
+                                    ? "list_files: the pattern is empty"
+                                    : "list_files: a pattern or a list of files, not both");
+  }
+  for (const std::string& f : files) {
+    if (f.empty()) throw std::invalid_argument("list_files: an empty file name in the list");
+  }
 }
 
 nlohmann::json ListFilesNode::params() const {
-  nlohmann::json out{{"pattern", pattern}, {"shuffle", options.shuffle}};
+  nlohmann::json out{{"shuffle", options.shuffle}};
+  if (pattern.empty()) {
+    out["files"] = files;
+  } else {
+    out["pattern"] = pattern;
+  }
   if (options.seed) out["seed"] = *options.seed;
   return out;
 }
@@ -79,9 +106,13 @@ const OpRegistration& list_files_registration() {
   static const OpRegistration kOp{
       .name = "list_files",
       .kind = OpKind::kSource,
-      .summary = "tf.data's list_files: the files matching a glob pattern as file name elements",
-      .fields = {{.name = "pattern", .type = FieldType::kString, .required = true,
+      .summary = "tf.data's list_files: the files matching a glob pattern (or listed) as file name "
+                 "elements",
+      .fields = {{.name = "pattern", .type = FieldType::kString,
                   .doc = "glob(3): *, ?, [...]; matched at the start of every epoch"},
+                 {.name = "files", .type = FieldType::kValue,
+                  .doc = "instead of a pattern: the files, in this order (from_tensor_slices over "
+                         "names)"},
                  {.name = "shuffle", .type = FieldType::kBoolean, .fallback = true,
                   .doc = "a new order every epoch; false: sorted"},
                  {.name = "seed", .type = FieldType::kInteger, .min = 0,
@@ -89,7 +120,19 @@ const OpRegistration& list_files_registration() {
       .build = [](const StageReader& s, const Dataset*) {
         ListFilesOptions options{.shuffle = s.boolean("shuffle"), .seed = std::nullopt};
         if (auto seed = s.optional_integer("seed")) options.seed = static_cast<uint64_t>(*seed);
-        return list_files(s.string("pattern"), options);
+        if (s.has("pattern") == s.has("files")) {
+          throw SpecError(s.where() + ": expected exactly one of \"pattern\" or \"files\"");
+        }
+        if (s.has("pattern")) return list_files(s.string("pattern"), options);
+        const nlohmann::json& v = s.raw("files");
+        if (!v.is_array() || v.empty()) s.fail("files", "a non-empty list of file names", v);
+        std::vector<std::string> files;
+        for (const auto& f : v) {
+          if (!f.is_string() || f.get<std::string>().empty())
+            s.fail("files", "a non-empty list of file names", v);
+          files.push_back(f.get<std::string>());
+        }
+        return list_files(std::move(files), options);
       },
       .simulate = [](const sim::SimStage&) -> sim::NodePtr {
         throw sim::Unsupported("list_files: the files are only known when the pipeline runs");
@@ -100,7 +143,13 @@ const OpRegistration& list_files_registration() {
 }  // namespace ops
 
 Dataset list_files(std::string pattern, ListFilesOptions options) {
-  return Dataset(std::make_shared<ops::ListFilesNode>(std::move(pattern), options));
+  return Dataset(std::make_shared<ops::ListFilesNode>(std::move(pattern),
+                                                      std::vector<std::string>{}, options));
+}
+
+Dataset list_files(std::vector<std::string> files, ListFilesOptions options) {
+  if (files.empty()) throw std::invalid_argument("list_files: the list of files is empty");
+  return Dataset(std::make_shared<ops::ListFilesNode>(std::string(), std::move(files), options));
 }
 
 std::vector<std::string> matching_files(const std::string& pattern) {

@@ -9,12 +9,14 @@ namespace pipeprof::pipelines::ops {
 
 class ListFilesNode final : public DatasetNode {
  public:
-  ListFilesNode(std::string pattern, ListFilesOptions options);
+  // Exactly one of a pattern and a list of files.
+  ListFilesNode(std::string pattern, std::vector<std::string> files, ListFilesOptions options);
   std::string_view op() const override { return "list_files"; }
   nlohmann::json params() const override;
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
-  std::string pattern;
+  std::string pattern;             // empty: the explicit list
+  std::vector<std::string> files;  // the files when there is no pattern
   ListFilesOptions options;
   uint64_t base_seed;
   mutable std::atomic<uint64_t> iterations{0};  // epochs started: each gets its own order

@@ -41,6 +41,9 @@ struct ListFilesOptions {
 // epoch (so files added meanwhile join the next epoch); shuffled unless options.shuffle is false.
 // No match is an error naming the pattern.
 Dataset list_files(std::string pattern, ListFilesOptions options = {});
+// The same over a given list of files (in a spec: "files": [...] instead of "pattern"), listed
+// once rather than matched: the parallel read of a known shard.
+Dataset list_files(std::vector<std::string> files, ListFilesOptions options = {});
 
 struct TFRecordOptions {
   std::string compression = "none";  // "none" or "gzip"
