@@ -86,6 +86,33 @@ TEST(FileSources, RowsYieldTheFirstDimension) {
   }
 }
 
+TEST(FileSources, RowsAlongTheLastDimensionAsDlioLaysOutItsSamples) {
+  const TempDir tmp;
+  // DLIO's npz: x [d1, d2, samples], y [samples].
+  const auto file = (tmp / "dlio.npz").string();
+  formats::write_npz(file, {{"x", iota(0, {2, 2, 3})}, {"y", iota(100, {3})}}, false);
+  const nlohmann::json spec = {{"stages", {{{"op", "npz"}, {"file", file}, {"rows", true},
+                                            {"rows_axis", -1}}}}};
+  const auto rows = parse_pipeline(spec, "test.json").collect();
+  ASSERT_EQ(rows.size(), 3U);
+  // Sample 1: x[..., 1] = [[1, 4], [7, 10]], y[1] = 101.
+  EXPECT_EQ(element_to_json(rows[1]), nlohmann::json::parse("[[[1,4],[7,10]],101]"));
+  EXPECT_EQ(parse_pipeline(spec, "test.json").to_json()["stages"][0]["rows_axis"], -1);
+  // rows_axis 1 of x [2, 2, 3]: 2 rows of [2, 3]; y has no dimension 1.
+  const nlohmann::json mid = {{"stages", {{{"op", "npz"}, {"file", file}, {"keys", {"x"}},
+                                           {"rows", true}, {"rows_axis", 1}}}}};
+  EXPECT_EQ(element_to_json(parse_pipeline(mid, "test.json").collect()[1]),
+            nlohmann::json::parse("[[3,4,5],[9,10,11]]"));
+  const nlohmann::json bad = {{"stages", {{{"op", "npz"}, {"file", file}, {"rows", true},
+                                           {"rows_axis", 1}}}}};
+  try {
+    parse_pipeline(bad, "test.json").collect();
+    FAIL() << "no error";
+  } catch (const InputDataError& e) {
+    EXPECT_NE(std::string(e.what()).find("along dimension 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FileSources, SpecsWithFilesOrOneFileRoundTrip) {
   const TempDir tmp;
   const auto stems = write_files(tmp);

@@ -130,23 +130,20 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     // Walk to the parent mapping, creating mappings on the way where keys may be added.
     YAML::Node parent = root;
     for (size_t i = 0; i + 1 < keys.size(); ++i) {
+      const std::string so_far =
+          fmt::format("{}", fmt::join(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(i) + 1, "."));
       const YAML::Node& const_parent = parent;
-      YAML::Node child = const_parent[keys[i]];
+      const YAML::Node child = const_parent[keys[i]];  // const: a missing key is not added
       if (!child.IsDefined() || child.IsNull()) {
         if (mode == Mode::kSet || mode == Mode::kRemove) {
           throw InputError(fmt::format(
-              "override \"{}\": the workload has no `{}` (use ++ to add it)", text,
-              fmt::join(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(i) + 1, ".")));
+              "override \"{}\": the workload has no `{}` (use ++ to add it)", text, so_far));
         }
         parent[keys[i]] = YAML::Node(YAML::NodeType::Map);
-        child = parent[keys[i]];
       } else if (!child.IsMap()) {
-        throw InputError(fmt::format("override \"{}\": `{}` is not a section", text,
-                                     fmt::join(keys.begin(),
-                                               keys.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                               ".")));
+        throw InputError(fmt::format("override \"{}\": `{}` is not a section", text, so_far));
       }
-      parent.reset(child);
+      parent.reset(parent[keys[i]]);
     }
     const std::string& key = keys.back();
     const YAML::Node& const_parent = parent;

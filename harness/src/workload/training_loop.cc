@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -270,7 +271,10 @@ class Accelerator {
 }  // namespace
 
 std::vector<std::string> training_files(const DlioWorkload& w) {
-  std::vector<std::string> files = pipelines::matching_files(train_pattern(w));
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (std::filesystem::is_directory(std::filesystem::path(w.dataset.data_folder) / "train", ec))
+    files = pipelines::matching_files(train_pattern(w));
   if (static_cast<int64_t>(files.size()) < w.dataset.num_files_train) {
     throw InputError(fmt::format(
         "{}: {} training file(s) match {}, the workload needs {} (dataset.num_files_train): "
