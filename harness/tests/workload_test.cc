@@ -253,9 +253,12 @@ TEST(WorkloadLoader, PyTorchRanksReadContiguousSampleRanges) {
   EXPECT_EQ(st[2], (nlohmann::json{{"op", "skip"}, {"count", 2}}));
   EXPECT_EQ(st[3], (nlohmann::json{{"op", "take"}, {"count", 8}}));
   EXPECT_EQ(st[4]["op"], "batch");
-  EXPECT_EQ(st[5]["op"], "repeat");
-  EXPECT_EQ(st[6], (nlohmann::json{{"op", "prefetch"}, {"buffer_size", 2}}));  // 2 x ceil(2 / 2)
+  EXPECT_EQ(st[5], (nlohmann::json{{"op", "prefetch"}, {"buffer_size", 2}}));  // 2 x ceil(2 / 2)
   EXPECT_NO_THROW(pipelines::parse_spec(spec, "spec"));
+  // The training loop's loader: the same, repeated before its prefetch.
+  const nlohmann::json r = repeated(spec);
+  EXPECT_EQ(r["stages"][5]["op"], "repeat");
+  EXPECT_EQ(r["stages"][6]["op"], "prefetch");
   EXPECT_EQ(steps_per_epoch(w, 4), 3);  // floor(30 / 2 / 4)
 }
 

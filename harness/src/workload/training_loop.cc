@@ -159,7 +159,7 @@ class Accelerator {
       // accelerators gather at the first epoch's barrier).
       std::unique_ptr<pipelines::Iterator> it;
       if (o_.mode == LoaderMode::kPipeline) {
-        it = pipelines::parse_spec(loader_spec(w_, files_, rank_, o_.accelerators),
+        it = pipelines::parse_spec(repeated(loader_spec(w_, files_, rank_, o_.accelerators)),
                                    fmt::format("{} (rank {})", w_.file, rank_))
                  .dataset.iterate();
       }

@@ -85,6 +85,13 @@ SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks) 
   return {std::min(total, rank * per_rank), std::min(total, (rank + 1) * per_rank)};
 }
 
+nlohmann::json repeated(nlohmann::json spec) {
+  nlohmann::json& stages = spec.at("stages");
+  const bool prefetch = !stages.empty() && stages.back().value("op", "") == "prefetch";
+  stages.insert(prefetch ? stages.end() - 1 : stages.end(), nlohmann::json{{"op", "repeat"}});
+  return spec;
+}
+
 std::vector<std::string> expected_training_files(const DlioWorkload& w) {
   std::vector<std::string> files;
   for (const auto& f : pipelines::formats::dataset_files(w.dataset)) {
@@ -116,7 +123,6 @@ nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>
     stages.push_back({{"op", "skip"}, {"count", r.begin - first_file * nspf}});
     stages.push_back({{"op", "take"}, {"count", r.end - r.begin}});
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
-    stages.push_back({{"op", "repeat"}});
     // PyTorch's DataLoader keeps prefetch_factor batches per worker in flight, prefetch_factor =
     // ceil(prefetch_size / read_threads) (2 when that is 0), as DLIO sets it; none without workers.
     if (w.read_threads > 0 || w.read_threads_autotune) {
@@ -145,7 +151,6 @@ nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>
       stages.push_back({{"op", "shuffle"}, {"buffer_size", w.shuffle_size}, {"seed", w.seed + rank}});
     }
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
-    stages.push_back({{"op", "repeat"}});
     if (w.prefetch_size > 0 || w.read_threads_autotune) stages.push_back(prefetch(w, w.prefetch_size));
   }
   return {{"name", fmt::format("{}_{}", w.name, loader_name(w.loader))},

@@ -7,20 +7,21 @@
 //               list_files(the range's files)
 //                 -> interleave(<format source> -> nbytes [-> sleep_time preprocess],
 //                               cycle_length = parallelism = read_threads, block = samples/file)
-//                 -> skip -> take (the range's samples) -> batch(drop_remainder) -> repeat
+//                 -> skip -> take (the range's samples) -> batch(drop_remainder)
 //                 -> prefetch(read_threads x prefetch_factor)
 //   tensorflow  files round-robin over ranks, read_threads files interleaved record by record
 //               (TFRecordDataset's num_parallel_reads), a shuffle buffer
 //               list_files(the rank's files, file_shuffle) -> interleave(... cycle_length =
 //                 parallelism = read_threads, block 1) -> [shuffle(shuffle_size, seed)]
-//                 -> batch(drop_remainder) -> repeat -> prefetch
+//                 -> batch(drop_remainder) -> prefetch
 //
 // The files are listed once, in the spec (DLIO lists them once too). With file_shuffle a rank
 // shuffles its own files every epoch; DLIO shuffles the whole list before sharding it, so that
-// its ranks trade files between epochs. One loader serves every epoch (the training loop takes an
-// epoch's steps from it, as DLIO's TensorFlow loader takes them from its repeated dataset): it is
-// made before the first epoch and reads on across the epoch boundaries, so an epoch does not begin
-// by starting its loader.
+// its ranks trade files between epochs. The spec is one epoch's loader (what --spec-out writes, for
+// `pipeprof run`); the training loop runs it repeated (repeated()), one loader for every epoch (it
+// takes an epoch's steps from it, as DLIO's TensorFlow loader takes them from its repeated
+// dataset): made before the first epoch, it reads on across the epoch boundaries, so an epoch does
+// not begin by starting its loader.
 //
 // A sample is read in full (its bytes come from storage and, for tfrecord and npz, their CRCs are
 // checked) and then stands as its size in bytes (`nbytes`), as DLIO's readers return a fixed
@@ -52,8 +53,12 @@ SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks);
 // exist or not.
 std::vector<std::string> expected_training_files(const DlioWorkload& w);
 
-// The spec (pipelines/spec.h) of rank `rank`'s loader over the training `files` (DLIO's listing).
+// The spec (pipelines/spec.h) of rank `rank`'s loader over the training `files` (DLIO's listing):
+// one epoch.
 nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>& files,
                            int64_t rank, int64_t ranks);
+
+// The spec repeated without end (a repeat stage before its final prefetch).
+nlohmann::json repeated(nlohmann::json spec);
 
 }  // namespace pipeprof::harness::workload

@@ -1,0 +1,224 @@
+// `pipeprof workload` end to end on a small npz workload in a temporary folder: data generation
+// from the workflow, DLIO's summary.json, pipeprof's results.json and report, the loader's spec,
+// the trace, the accelerator search and the stall analysis; bad input (exit 2 naming the file and
+// key), unknown keys (warnings), missing data, Ctrl-C (exit 130, what was measured written); and
+// the PyTorch peer on the same files, compared with `pipeprof compare`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeprof_testing/run_command.h"
+#include "pipeprof_testing/temp_dir.h"
+
+namespace {
+
+using pipeprof::testing::CliResult;
+using pipeprof::testing_support::TempDir;
+namespace fs = std::filesystem;
+
+CliResult pipeprof(const std::string& args) {
+  return pipeprof::testing::run_command(std::string(PIPEPROF_BINARY) + " " + args);
+}
+
+nlohmann::ordered_json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::ordered_json::parse(in);
+}
+
+// 16 npz files of 2 samples of 4 KiB, read by the pytorch loader with 2 threads, batch 2: 8 steps
+// an epoch on two accelerators, 2 ms each.
+std::string workload_text(const TempDir& tmp, const std::string& extra = "") {
+  return "model:\n  name: tiny\nframework: pytorch\nworkflow:\n  generate_data: True\n  train: "
+         "True\ndataset:\n  data_folder: " +
+         (tmp / "data").string() +
+         "\n  format: npz\n  num_files_train: 16\n  num_samples_per_file: 2\n  "
+         "record_length_bytes: 4096\nreader:\n  data_loader: pytorch\n  batch_size: 2\n  "
+         "read_threads: 2\ntrain:\n  epochs: 2\n  computation_time: 0.002\nmetric:\n  au: 0.5\n" +
+         extra;
+}
+
+TEST(WorkloadCommand, RunsAWorkloadAndWritesDliosAndPipeprofsResults) {
+  const TempDir tmp;
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string() +
+                               " --spec-out " + (tmp / "spec.json").string() + " --trace " +
+                               (tmp / "trace.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[METRIC] Number of Simulated Accelerators: 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[METRIC] Training Accelerator Utilization [AU] (%):"), std::string::npos);
+  EXPECT_EQ(fs::directory_iterator(tmp / "data" / "train") == fs::directory_iterator(), false);
+
+  // DLIO's summary.json: its keys in its order, the metric DLIO's tools read.
+  const auto summary = read_json(out / "summary.json");
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : summary.items())
+    keys.push_back(k);
+  ASSERT_GE(keys.size(), 5U);
+  EXPECT_EQ(keys.front(), "start");
+  EXPECT_EQ(keys[1], "num_accelerators");
+  EXPECT_EQ(keys.back(), "end");
+  EXPECT_EQ(summary["num_accelerators"], 2);
+  EXPECT_EQ(summary["epochs"], 2);
+  const auto& m = summary["metric"];
+  ASSERT_EQ(m["train_au_percentage"].size(), 2U);
+  EXPECT_GT(m["train_au_mean_percentage"].get<double>(), 0);
+  EXPECT_LE(m["train_au_mean_percentage"].get<double>(), 100);
+  EXPECT_GT(m["train_throughput_mean_samples_per_second"].get<double>(), 0);
+  EXPECT_NEAR(m["train_io_mean_MB_per_second"].get<double>(),
+              m["train_throughput_mean_samples_per_second"].get<double>() * 4096 / 1048576, 1e-6);
+  EXPECT_TRUE(m["train_au_meet_expectation"] == "success" || m["train_au_meet_expectation"] == "fail");
+  const auto epochs = read_json(out / "per_epoch_stats.json");
+  EXPECT_TRUE(epochs.contains("1") && epochs.contains("2"));
+  EXPECT_TRUE(fs::exists(out / "dlio.log"));
+
+  // pipeprof's results: schema 3, the workload object, a repetition per epoch; and the report.
+  const auto results = read_json(out / "results.json");
+  EXPECT_EQ(results["schema_version"], 3);
+  const auto& x = results["experiments"][0];
+  EXPECT_EQ(x["id"], "workload:tiny");
+  EXPECT_EQ(x["repetitions"].size(), 2U);
+  EXPECT_EQ(x["workload"]["accelerators"], 2);
+  EXPECT_EQ(x["workload"]["loader"], "pytorch");
+  EXPECT_EQ(x["workload"]["per_accelerator"].size(), 2U);
+  EXPECT_GT(x["workload"]["bytes_read"].get<int64_t>(), 2 * 16 * 8192);
+  EXPECT_EQ(x["workload"]["dlio"]["train_au_mean_percentage"], m["train_au_mean_percentage"]);
+  EXPECT_TRUE(fs::exists(out / "report.md"));
+  EXPECT_EQ(pipeprof("report " + (out / "results.json").string() + " --out " +
+                     (tmp / "report").string())
+                .code,
+            0);
+
+  // The loader's spec runs as any other pipeline; the trace has a lane per accelerator.
+  const CliResult inspect = pipeprof("inspect " + (tmp / "spec.json").string());
+  EXPECT_EQ(inspect.code, 0) << inspect.out;
+  std::ifstream trace(tmp / "trace.json");
+  const std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("accelerator 1"), std::string::npos);
+  EXPECT_NE(text.find("\"barrier\""), std::string::npos);
+  EXPECT_EQ(pipeprof("analyze " + (tmp / "trace.json").string()).code, 0);
+
+  // A second run keeps the generated files (idempotent) and finds its data.
+  const CliResult again = pipeprof("workload " + w.string() + " --out " + out.string());
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("kept 16 complete"), std::string::npos) << again.out;
+}
+
+TEST(WorkloadCommand, FindsTheMostAcceleratorsAndSplitsTheStalls) {
+  const TempDir tmp;
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof("workload " + w.string() +
+                               " --find-max-accelerators --max-accelerators 2 --stall-analysis -q "
+                               "--out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("max accelerators at AU >= 50%:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the storage bound is"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fetch stall s"), std::string::npos) << r.out;
+  const auto results = read_json(out / "results.json");
+  const auto& wl = results["experiments"][0]["workload"];
+  ASSERT_TRUE(wl.contains("max_accelerators")) << wl.dump();
+  EXPECT_GE(wl["max_accelerators"]["probes"].size(), 2U);  // 1 and 2
+  EXPECT_GT(wl["max_accelerators"]["storage_mib_per_s"].get<double>(), 0);
+  EXPECT_GT(wl["max_accelerators"]["demand_mib_per_s"].get<double>(), 0);
+  ASSERT_TRUE(wl.contains("stall_analysis"));
+  EXPECT_EQ(wl["stall_analysis"]["epochs"].size(), 2U);
+  for (const auto& e : wl["stall_analysis"]["epochs"]) {
+    EXPECT_GE(e["fetch_stall_s"].get<double>(), 0);
+    EXPECT_GE(e["prep_stall_s"].get<double>(), 0);
+    EXPECT_GT(e["synthetic_s"].get<double>(), 0);
+  }
+}
+
+TEST(WorkloadCommand, BadInputIsExit2NamingTheFileAndTheKey) {
+  const TempDir tmp;
+  const auto bad = tmp.write("bad.yaml", "reader:\n  batch_size: seven\n");
+  CliResult r = pipeprof("workload " + bad.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(bad.string() + ": reader.batch_size: expected a whole number >= 1, got "
+                                      "\"seven\""),
+            std::string::npos)
+      << r.out;
+
+  // Unknown keys are warnings; with training off nothing runs.
+  const auto odd = tmp.write("odd.yaml", "reader:\n  read_thread: 4\nworkflow:\n  train: False\n");
+  r = pipeprof("workload " + odd.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: " + odd.string() + ": unknown key reader.read_thread"),
+            std::string::npos)
+      << r.out;
+
+  // Missing data: what to run to make it.
+  const auto none = tmp.write(
+      "none.yaml", "dataset:\n  data_folder: " + (tmp / "nothing").string() + "\n  format: npz\n");
+  r = pipeprof("workload " + none.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("pipeprof datagen --workload " + none.string()), std::string::npos) << r.out;
+
+  // Overrides that do not fit, a missing file, a bad flag.
+  r = pipeprof("workload " + none.string() + " workload.train.epochs=2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("the workload has no `train`"), std::string::npos) << r.out;
+  EXPECT_EQ(pipeprof("workload " + (tmp / "missing.yaml").string()).code, 2);
+  EXPECT_EQ(pipeprof("workload " + none.string() + " --scale 2").code, 2);
+  EXPECT_EQ(pipeprof("workload " + none.string() + " --accelerators 0").code, 2);
+}
+
+TEST(WorkloadCommand, CtrlCWritesWhatWasMeasuredAndExits130) {
+  const TempDir tmp;
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  ASSERT_EQ(pipeprof("datagen --workload " + w.string() + " -q").code, 0);
+  const auto out = tmp / "out";
+  const std::string cmd = std::string(PIPEPROF_BINARY) + " workload " + w.string() +
+                          " workload.train.epochs=100000 -q --out " + out.string();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + cmd + " & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  const auto results = read_json(out / "results.json");
+  EXPECT_EQ(results["interrupted"], true);
+  EXPECT_TRUE(fs::exists(out / "summary.json"));
+  EXPECT_GE(read_json(out / "summary.json")["epochs"].get<int>(), 1);
+}
+
+TEST(PyTorchPeer, RunsTheSameWorkloadInPipeprofsResultsFormat) {
+  if (std::system("/usr/bin/python3 -c 'import torch, numpy, yaml' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 lacks torch (python3-torch; scripts/setup.sh installs it)";
+  }
+  const TempDir tmp;
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  ASSERT_EQ(pipeprof("datagen --workload " + w.string() + " -q").code, 0);
+  const auto peer = tmp / "peer.json";
+  const CliResult r = pipeprof::testing::run_command(std::string(PIPEPROF_PEER) + " " +
+                                                     w.string() + " -n 2 --out " + peer.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("through PyTorch's DataLoader: 2 accelerator(s), 2 worker(s) each"),
+            std::string::npos)
+      << r.out;
+  const auto doc = read_json(peer);
+  EXPECT_EQ(doc["schema_version"], 3);
+  const auto& x = doc["experiments"][0];
+  EXPECT_EQ(x["id"], "workload:tiny");
+  EXPECT_EQ(x["workload"]["peer"], "pytorch_dataloader");
+  EXPECT_EQ(x["workload"]["accelerators"], 2);
+  EXPECT_EQ(x["repetitions"].size(), 2U);
+  EXPECT_GT(x["workload"]["dlio"]["train_throughput_mean_samples_per_second"].get<double>(), 0);
+  // Side by side: pipeprof's run of the same workload against the peer's.
+  const auto out = tmp / "out";
+  ASSERT_EQ(pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string()).code, 0);
+  const CliResult cmp = pipeprof("compare " + peer.string() + " " + (out / "results.json").string());
+  EXPECT_TRUE(cmp.code == 0 || cmp.code == 1) << cmp.out;
+  EXPECT_NE(cmp.out.find("workload:tiny"), std::string::npos) << cmp.out;
+  EXPECT_EQ(pipeprof("report " + peer.string() + " --out " + (tmp / "r").string()).code, 0);
+
+  // Bad input: a format the peer does not read.
+  const auto tf = tmp.write("tf.yaml", "dataset:\n  format: tfrecord\n");
+  const CliResult bad = pipeprof::testing::run_command(std::string(PIPEPROF_PEER) + " " + tf.string());
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("reads npz files"), std::string::npos) << bad.out;
+}
+
+}  // namespace
