@@ -11,6 +11,7 @@
 #include "pipeprof/results/gantt_svg.h"
 #include "pipeprof/results/results_file.h"
 #include "pipeprof/trace/chrome_json.h"
+#include "storage_section.h"
 #include "summary_chart.h"
 
 namespace pipeprof::results {
@@ -241,9 +242,11 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
     md += "![Measured, ideal and seed times per experiment](summary.svg)\n\n";
   }
   md += part_b_section(experiments, entries, report);
+  md += storage_section(experiments, report);
 
   md += "## Experiments\n\n";
-  std::set<std::string> used_names{"summary.svg", "summary-part-b.svg", "report.md"};
+  std::set<std::string> used_names{"summary.svg", "summary-part-b.svg", "storage.svg",
+                                   "report.md"};
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& x = experiments[i];
     const Entry& e = entries[i];

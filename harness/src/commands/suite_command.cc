@@ -20,6 +20,7 @@
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/report.h"
 #include "pipeprof/trace/chrome_json.h"
+#include "workload/storage_suite.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -31,6 +32,7 @@ struct SuiteOptions {
   int repetitions = 5;
   std::vector<std::string> only;
   bool no_trace = false;
+  bool no_storage = false;
 };
 
 nlohmann::json overshoot_json(const SleepOvershoot& o) {
@@ -47,12 +49,14 @@ nlohmann::json overshoot_json(const SleepOvershoot& o) {
 // results.json (schema results/schema/results.schema.json) and the report, through the same code
 // as `pipeprof report`.
 void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& runs,
-                   const SleepOvershoot& overshoot, bool interrupted, int repetitions,
-                   const std::string& started_utc) {
+                   const std::vector<nlohmann::json>& storage, const SleepOvershoot& overshoot,
+                   bool interrupted, int repetitions, const std::string& started_utc) {
   std::filesystem::create_directories(dir);
   nlohmann::json experiments = nlohmann::json::array();
   for (const auto& r : runs)
     experiments.push_back(to_json(r));
+  for (const auto& x : storage)
+    experiments.push_back(x);
   const nlohmann::json doc =
       results::make_document(results::capture_environment(kVersion), std::move(experiments),
                              {.repetitions = repetitions,
@@ -86,8 +90,15 @@ std::vector<Experiment> select_experiments(std::vector<Experiment> catalog,
 Outcome suite(const SuiteOptions& o) {
   InterruptGuard guard;
   if (!o.step.empty()) (void)make_step(o.step);  // usable here (cuda needs a GPU), once
+  // "storage" in --only names the storage section; without --only everything runs.
+  std::vector<std::string> only = o.only;
+  const auto storage_named = std::find(only.begin(), only.end(), "storage");
+  const bool storage = !o.no_storage && (only.empty() || storage_named != only.end());
+  if (storage_named != only.end()) only.erase(storage_named);
   const std::vector<Experiment> catalog =
-      select_experiments(read_input([] { return load_catalog(); }), o.only);
+      only.empty() && !o.only.empty()
+          ? std::vector<Experiment>{}
+          : select_experiments(read_input([] { return load_catalog(); }), only);
   const int repetitions = o.quick ? 1 : o.repetitions;
   const std::string started_utc = results::utc_now();
   const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
@@ -121,11 +132,24 @@ Outcome suite(const SuiteOptions& o) {
       if (status.code == kExitBadInput) ++failed_on_input;
     }
   }
+  std::vector<nlohmann::json> storage_entries;
+  if (storage && !InterruptGuard::flag()) {
+    std::cerr << "[storage] DLIO / MLPerf Storage workloads (datasets in " << o.out
+              << "/data; --no-storage skips them)\n";
+    int storage_failed = 0;
+    storage_entries = workload::run_storage_suite(
+        {.out = o.out,
+         .quick = o.quick,
+         .stop = &InterruptGuard::flag(),
+         .log = [](const std::string& line) { std::cerr << "[storage] " << line << "\n"; }},
+        storage_failed);
+    failed += storage_failed;
+  }
   const bool interrupted = InterruptGuard::flag();
   std::cout << "\n";
   print_table(std::cout, results);
   // Throws std::runtime_error naming what cannot be written.
-  write_outputs(o.out, results, overshoot, interrupted, repetitions, started_utc);
+  write_outputs(o.out, results, storage_entries, overshoot, interrupted, repetitions, started_utc);
   std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
   if (interrupted) return Outcome::kInterrupted;
   if (failed_on_input > 0) {
@@ -150,7 +174,12 @@ CommandRunner add_suite_command(CLI::App& app) {
                   "Repetitions per experiment; the median is reported")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--only", o->only, "Run only these experiment ids")->delimiter(',');
+  cmd->add_option("--only", o->only,
+                  "Run only these experiment ids (\"storage\": the storage section)")
+      ->delimiter(',');
+  cmd->add_flag("--no-storage", o->no_storage,
+                "Skip the storage section (the MLPerf Storage workloads and the loader comparison "
+                "with PyTorch's DataLoader, whose datasets take about 11 GB under OUT/data)");
   cmd->add_flag("--no-trace", o->no_trace,
                 "Do not record traces (by default one extra, unmeasured run of each experiment is "
                 "traced into OUT/traces/<id>.json)");

@@ -1,0 +1,159 @@
+#include "workload/storage_suite.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/datagen.h"
+#include "workload/dlio_workload.h"
+#include "workload/workload_run.h"
+
+namespace pipeprof::harness::workload {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A workload file with its dataset under `data`, at its own scale, `epochs` epochs.
+DlioWorkload prepared(const std::string& name, const fs::path& data, int64_t epochs) {
+  DlioWorkload w = load_workload((workloads_dir() / (name + ".yaml")).string(),
+                                 {"++workload.dataset.data_folder=" + (data / name).string(),
+                                  fmt::format("++workload.train.epochs={}", epochs)});
+  apply_scale(w, w.scale);
+  return w;
+}
+
+void generate(const DlioWorkload& w, const StorageSuiteOptions& o) {
+  pipelines::formats::GenerateOptions g;
+  g.stop = o.stop;
+  const auto r = pipelines::formats::generate_dataset(w.dataset, g);
+  if (r.files_written > 0 && o.log) {
+    o.log(fmt::format("{}: generated {} files ({:.0f} MB) in {:.1f} s", w.name, r.files_written,
+                      static_cast<double>(r.bytes_written) / 1e6, r.seconds));
+  }
+  if (r.interrupted) throw RunFailure("interrupted while generating the dataset");
+}
+
+nlohmann::json entry(const DlioWorkload& w, const WorkloadResult& r) {
+  nlohmann::json x = to_json(to_experiment(w, r));
+  x["workload"] = workload_json(w, r);
+  return x;
+}
+
+bool python_has_torch() {
+  return std::system("/usr/bin/python3 -c 'import torch, numpy, yaml' >/dev/null 2>&1") == 0;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+fs::path workloads_dir() {
+  if (const char* env = std::getenv("PIPEPROF_WORKLOADS"); env != nullptr && *env != '\0')
+    return env;
+  return PIPEPROF_WORKLOADS_DIR;
+}
+
+fs::path pytorch_peer() {
+  if (const char* env = std::getenv("PIPEPROF_PEER"); env != nullptr && *env != '\0') return env;
+  return PIPEPROF_PEER_SCRIPT;
+}
+
+std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int& failed) {
+  std::vector<nlohmann::json> out;
+  const fs::path data = o.out / "data";
+  const int64_t epochs = o.quick ? 1 : 2;
+  auto stopped = [&] { return o.stop != nullptr && o.stop->load(); };
+  auto attempt = [&](const std::string& what, auto&& fn) {
+    if (stopped()) return;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      ++failed;
+      if (o.log) o.log(fmt::format("{}: failed: {}", what, e.what()));
+    }
+  };
+  // The MLPerf Storage workloads, one accelerator each.
+  for (const char* name : {"unet3d_h100", "resnet50_h100", "cosmoflow_h100"}) {
+    attempt(name, [&] {
+      const DlioWorkload w = prepared(name, data, epochs);
+      generate(w, o);
+      const WorkloadResult r = run_workload(w, {.accelerators = 1, .stop = o.stop});
+      if (o.log) {
+        o.log(fmt::format("{}: AU {:.2f}% ({}), {:.1f} samples/s, {:.1f} MiB/s", w.name,
+                          r.metrics.au_mean_percentage, r.metrics.meets_au ? "meets" : "below",
+                          r.metrics.throughput_mean, r.metrics.io_mean_mb_per_s));
+      }
+      out.push_back(entry(w, r));
+    });
+  }
+  // The loader comparison: the most accelerators each loader sustains on the same files.
+  attempt("npz_256k", [&] {
+    const DlioWorkload w = prepared("npz_256k", data, epochs);
+    generate(w, o);
+    WorkloadOptions options{.stop = o.stop};
+    const MaxAcceleratorSearch s = find_max_accelerators(w, options, o.quick ? 16 : 64, {});
+    const WorkloadResult r = run_workload(w, {.accelerators = std::max<int64_t>(1, s.max_accelerators),
+                                              .stop = o.stop});
+    nlohmann::json x = entry(w, r);
+    nlohmann::json probes = nlohmann::json::array();
+    for (const Probe& p : s.probes)
+      probes.push_back({{"accelerators", p.accelerators},
+                        {"au_percentage", p.au_percentage},
+                        {"meets", p.meets}});
+    x["workload"]["max_accelerators"] = {{"max_accelerators", s.max_accelerators},
+                                         {"probes", probes},
+                                         {"storage_mib_per_s", s.storage_mib_per_s},
+                                         {"demand_mib_per_s", s.demand_mib_per_s},
+                                         {"bound_accelerators", s.bound}};
+    if (o.log) {
+      o.log(fmt::format("npz_256k: pipeprof sustains {} accelerators at AU >= {:.0f}% (storage "
+                        "bound {:.1f})",
+                        s.max_accelerators, w.au * 100, s.bound));
+    }
+    out.push_back(std::move(x));
+    if (stopped()) return;
+    if (!python_has_torch()) {
+      if (o.log) o.log("npz_256k: the PyTorch peer skipped (/usr/bin/python3 lacks torch)");
+      return;
+    }
+    const fs::path peer_out = o.out / "pytorch_npz_256k.json";
+    const std::string cmd = fmt::format(
+        "/usr/bin/python3 {} {} {} --find-max-accelerators --max-accelerators {} -q --out {} "
+        "2>&1",
+        quoted(pytorch_peer().string()), quoted((workloads_dir() / "npz_256k.yaml").string()),
+        quoted("++workload.dataset.data_folder=" + w.dataset.data_folder) + " " +
+            quoted(fmt::format("++workload.train.epochs={}", epochs)),
+        o.quick ? 4 : 8, quoted(peer_out.string()));
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (pipe == nullptr) throw RunFailure("cannot start the PyTorch peer");
+    std::string text;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof(buf), pipe))
+      text.append(buf, n);
+    const int status = pclose(pipe);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      throw RunFailure(fmt::format("the PyTorch peer failed (exit {}): {}",
+                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1, text));
+    }
+    std::ifstream in(peer_out);
+    nlohmann::json peer = nlohmann::json::parse(in).at("experiments").at(0);
+    peer["id"] = peer["id"].get<std::string>() + " (pytorch)";
+    if (o.log) {
+      o.log(fmt::format("npz_256k: PyTorch's DataLoader sustains {} accelerators",
+                        peer["workload"]["max_accelerators"].value("max_accelerators", 0)));
+    }
+    out.push_back(std::move(peer));
+  });
+  return out;
+}
+
+}  // namespace pipeprof::harness::workload

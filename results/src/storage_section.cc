@@ -1,0 +1,130 @@
+#include "storage_section.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "summary_chart.h"
+
+namespace pipeprof::results {
+namespace {
+
+std::optional<double> number(const nlohmann::json& x, const char* key) {
+  if (auto it = x.find(key); it != x.end() && it->is_number()) return it->get<double>();
+  return std::nullopt;
+}
+
+std::string text(const nlohmann::json& x, const char* key) {
+  if (auto it = x.find(key); it != x.end() && it->is_string()) return it->get<std::string>();
+  return "";
+}
+
+std::string shown(const std::optional<double>& v, int digits) {
+  return v ? fmt::format("{:.{}f}", *v, digits) : std::string("-");
+}
+
+struct Row {
+  std::string id, name, loader;
+  std::optional<double> au, throughput, io, wait_p99, max_accelerators, bound, accelerators;
+  bool meets = false;
+};
+
+Row row_of(const nlohmann::json& x) {
+  const nlohmann::json& w = x["workload"];
+  Row r;
+  r.id = text(x, "id");
+  r.name = text(w, "name");
+  r.loader = text(w, "peer").empty() ? "pipeprof" : text(w, "peer");
+  r.accelerators = number(w, "accelerators");
+  if (auto d = w.find("dlio"); d != w.end() && d->is_object()) {
+    r.au = number(*d, "train_au_mean_percentage");
+    r.throughput = number(*d, "train_throughput_mean_samples_per_second");
+    r.io = number(*d, "train_io_mean_MB_per_second");
+    r.meets = text(*d, "train_au_meet_expectation") == "success";
+  }
+  if (auto m = w.find("wait_ms"); m != w.end() && m->is_object()) r.wait_p99 = number(*m, "p99");
+  if (auto m = w.find("max_accelerators"); m != w.end() && m->is_object()) {
+    r.max_accelerators = number(*m, "max_accelerators");
+    r.bound = number(*m, "bound_accelerators");
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string storage_section(const nlohmann::json& experiments, Report& report) {
+  std::vector<Row> rows;
+  for (const auto& x : experiments) {
+    if (auto w = x.find("workload"); w != x.end() && w->is_object()) rows.push_back(row_of(x));
+  }
+  if (rows.empty()) return "";
+  std::string md =
+      "## Storage workloads\n\n"
+      "DLIO / MLPerf Storage workloads: accelerator utilization (AU) = time computing / wall time "
+      "of the training loop, the first step excluded, as DLIO computes it (the mean over the "
+      "simulated accelerators; throughput their sum). `max accel.` is the most simulated "
+      "accelerators whose AU met the workload's threshold (the MLPerf Storage result), and "
+      "`storage bound` the storage's read bandwidth over what one accelerator demands.\n\n"
+      "| workload | loader | accelerators | AU % | meets | samples/s | MiB/s | wait p99 ms | max "
+      "accel. | storage bound |\n|---|---|--:|--:|---|--:|--:|--:|--:|--:|\n";
+  for (const Row& r : rows) {
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.loader,
+                      shown(r.accelerators, 0), shown(r.au, 2), r.meets ? "yes" : "no",
+                      shown(r.throughput, 1), shown(r.io, 1), shown(r.wait_p99, 2),
+                      shown(r.max_accelerators, 0), shown(r.bound, 1));
+  }
+  md += "\n";
+  // pipeprof beside each peer loader run on the same workload.
+  std::map<std::string, const Row*> ours;
+  for (const Row& r : rows)
+    if (r.loader == "pipeprof") ours[r.name] = &r;
+  std::vector<ChartRow> chart;
+  bool by_max = false;
+  std::string pairs;
+  for (const Row& peer : rows) {
+    if (peer.loader == "pipeprof") continue;
+    const auto it = ours.find(peer.name);
+    if (it == ours.end()) continue;
+    const Row& p = *it->second;
+    std::optional<double> ratio;
+    if (p.max_accelerators && peer.max_accelerators && *peer.max_accelerators > 0)
+      ratio = *p.max_accelerators / *peer.max_accelerators;
+    pairs += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", peer.name, peer.loader,
+                         shown(p.max_accelerators, 0), shown(peer.max_accelerators, 0),
+                         ratio ? fmt::format("{:.1f}x", *ratio) : std::string("-"),
+                         shown(p.au, 2), shown(peer.au, 2));
+    if (p.max_accelerators && peer.max_accelerators) {
+      by_max = true;
+      chart.push_back({peer.name, p.max_accelerators, peer.max_accelerators, p.bound});
+    } else {
+      chart.push_back({peer.name, p.au, peer.au, std::nullopt});
+    }
+  }
+  if (!pairs.empty()) {
+    md +=
+        "### pipeprof beside other loaders\n\nThe same workload file, files, threads and step. "
+        "AU is each run's own (its accelerator count in the table above).\n\n"
+        "| workload | peer | pipeprof max accel. | peer max accel. | ratio | pipeprof AU % | peer AU "
+        "% |\n|---|---|--:|--:|--:|--:|--:|\n" +
+        pairs + "\n";
+    ChartText t;
+    if (by_max) {
+      t.title = "Simulated accelerators sustained at the AU threshold";
+      t.series[0] = "pipeprof";
+      t.series[1] = "peer loader";
+      t.series[2] = "storage bound";
+    } else {
+      t.title = "AU (%)";
+      t.series[0] = "pipeprof";
+      t.series[1] = "peer loader";
+      t.series[2] = "-";
+    }
+    report.files.push_back({"storage.svg", summary_chart_svg(chart, t)});
+    md += "![pipeprof beside other loaders on the same workloads](storage.svg)\n\n";
+  }
+  return md;
+}
+
+}  // namespace pipeprof::results
