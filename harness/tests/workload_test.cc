@@ -446,6 +446,36 @@ TEST(WorkloadRun, AuAndThroughputAgreeWithTheStepLog) {
   EXPECT_EQ(j["dlio"]["train_au_percentage"].size(), 2U);
 }
 
+TEST(WorkloadRun, AutotunedReadersStartAtOneThread) {
+  const TempDir tmp;
+  DlioWorkload w;
+  w.file = "auto.yaml";
+  w.loader = Loader::kTensorFlow;
+  w.dataset.data_folder = (tmp / "data").string();
+  w.dataset.num_files_train = 8;
+  w.dataset.num_samples_per_file = 16;
+  w.dataset.record_length = 1024;
+  w.batch_size = 4;
+  w.read_threads_autotune = true;
+  w.epochs = 2;
+  w.computation_time = pipelines::TimeDistribution::constant(0.002);
+  formats::generate_dataset(w.dataset, {});
+  const WorkloadResult r = run_workload(w, {.accelerators = 1});
+  const nlohmann::json& tuned = r.run.accelerators.at(0).autotune;
+  ASSERT_TRUE(tuned.contains("final")) << tuned.dump();
+  // One reader keeps up with 2 ms steps of 4 KiB: the tuner has no reason to add one, and the
+  // knob it would otherwise start at (cycle_length, 8) is never seen.
+  bool seen = false;
+  for (const auto& k : tuned["final"]) {
+    if (k["knob"] != "parallelism") continue;
+    seen = true;
+    EXPECT_EQ(k["value"], 1) << tuned.dump();
+  }
+  EXPECT_TRUE(seen) << tuned.dump();
+  for (const auto& c : tuned["changes"])
+    if (c["knob"] == "parallelism") EXPECT_GE(c["old"].get<int>(), 1);
+}
+
 TEST(WorkloadRun, MissingFilesNameTheFolderAndHowToMakeThem) {
   const TempDir tmp;
   DlioWorkload w;

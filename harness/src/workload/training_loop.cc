@@ -121,6 +121,23 @@ void compute_sleep(int64_t deadline_ns) {
   }
 }
 
+// read_threads: autotune starts the readers at one thread: the tuner adds one while they are all
+// busy and nothing waits for the consumer, so it settles at the fewest that keep up with the step.
+// The interleave makes its parallelism knob (at cycle_length) when the repeat above it first pulls;
+// the knob is made here first, at 1, on the interleave's node, and the interleave takes it.
+void start_readers_at_one(const nlohmann::json& spec, pipelines::Model& model) {
+  const nlohmann::json& stages = spec.at("stages");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const nlohmann::json& s = stages[i];
+    if (s.value("op", "") != "interleave" || s.value("parallelism", nlohmann::json()) != "autotune")
+      continue;
+    model
+        .node(fmt::format("stages[{}]", i), "interleave",
+              fmt::format("interleave '{}'", s.value("name", "")), fmt::format("stages[{}]", i + 1))
+        .knob("parallelism", 1, s.at("cycle_length").get<int64_t>(), 1);
+  }
+}
+
 int64_t storage_bytes(const std::vector<pipelines::NodeSnapshot>& stages) {
   int64_t bytes = 0;
   for (const auto& s : stages)
@@ -159,9 +176,9 @@ class Accelerator {
       // accelerators gather at the first epoch's barrier).
       std::unique_ptr<pipelines::Iterator> it;
       if (o_.mode == LoaderMode::kPipeline) {
-        it = pipelines::parse_spec(repeated(loader_spec(w_, files_, rank_, o_.accelerators)),
-                                   fmt::format("{} (rank {})", w_.file, rank_))
-                 .dataset.iterate();
+        const nlohmann::json spec = repeated(loader_spec(w_, files_, rank_, o_.accelerators));
+        it = pipelines::parse_spec(spec, fmt::format("{} (rank {})", w_.file, rank_)).dataset.iterate();
+        if (w_.read_threads_autotune) start_readers_at_one(spec, it->model());
       }
       std::optional<autotune::OnlineTuner> tuner;
       struct Detach {
@@ -178,6 +195,7 @@ class Accelerator {
       }
       std::mt19937_64 rng(static_cast<uint64_t>(w_.seed + rank_));
       int64_t bytes_before = 0;
+      size_t changes_seen = 0;
       for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
         if (rank_ == 0 && o_.drop_caches && o_.mode == LoaderMode::kPipeline) {
           for (const std::string& f : files_)
@@ -237,6 +255,16 @@ class Accelerator {
           e.bytes_read = bytes - bytes_before;
           bytes_before = bytes;
         }
+        if (tuner) {  // what the tuner moved during this epoch
+          if (record_.autotune.is_null()) record_.autotune = {{"changes", nlohmann::json::array()}};
+          const std::vector<autotune::KnobChange> changes = tuner->changes();
+          for (size_t i = changes_seen; i < changes.size(); ++i) {
+            nlohmann::json change = autotune::to_json(std::vector{changes[i]})[0];
+            change["epoch"] = epoch;
+            record_.autotune["changes"].push_back(std::move(change));
+          }
+          changes_seen = changes.size();
+        }
         const bool complete = e.complete;
         record_.epochs.push_back(std::move(e));
         if (!complete) break;  // out of batches or stopping: this accelerator leaves
@@ -244,8 +272,8 @@ class Accelerator {
       if (tuner) {
         tuner->detach();
         detach_guard.tuner = nullptr;
-        record_.autotune = {{"changes", autotune::to_json(tuner->changes())},
-                            {"final", autotune::to_json(autotune::knob_values(it->model()))}};
+        if (record_.autotune.is_null()) record_.autotune = {{"changes", nlohmann::json::array()}};
+        record_.autotune["final"] = autotune::to_json(autotune::knob_values(it->model()));
       }
       if (it) {
         const auto model = it->shared_model();
