@@ -232,11 +232,11 @@ class NpzSamples(Dataset):
 
 
 class ContiguousSampler(Sampler):
-    """DLIO's sampler: rank r reads samples [r * ceil(N / P), (r + 1) * ceil(N / P))."""
+    """DLIO's sampler: rank r reads samples [r * floor(N / P), (r + 1) * floor(N / P))."""
 
     def __init__(self, total, rank, ranks):
-        per_rank = -(-total // ranks)
-        self.begin, self.end = min(total, rank * per_rank), min(total, (rank + 1) * per_rank)
+        per_rank = total // ranks
+        self.begin, self.end = rank * per_rank, (rank + 1) * per_rank
 
     def __iter__(self):
         return iter(range(self.begin, self.end))

@@ -234,24 +234,24 @@ TEST(WorkloadLoader, PyTorchRanksReadContiguousSampleRanges) {
   w.dataset.num_samples_per_file = 3;  // 30 samples
   w.batch_size = 2;
   w.read_threads = 2;
-  // ceil(30 / 4) = 8 each: [0, 8), [8, 16), [16, 24), [24, 30)
+  // floor(30 / 4) = 7 each: [0, 7), [7, 14), [14, 21), [21, 28); samples 28 and 29 left out.
   EXPECT_EQ(pytorch_samples(w, 0, 4).begin, 0);
-  EXPECT_EQ(pytorch_samples(w, 1, 4).begin, 8);
-  EXPECT_EQ(pytorch_samples(w, 3, 4).begin, 24);
-  EXPECT_EQ(pytorch_samples(w, 3, 4).end, 30);
+  EXPECT_EQ(pytorch_samples(w, 1, 4).begin, 7);
+  EXPECT_EQ(pytorch_samples(w, 3, 4).begin, 21);
+  EXPECT_EQ(pytorch_samples(w, 3, 4).end, 28);
   const nlohmann::json spec = loader_spec(w, names(10), 1, 4);
   const auto& st = spec["stages"];
-  // Samples 8..15 lie in files 2..5; skip the 2 of file 2 before sample 8, take 8.
+  // Samples 7..13 lie in files 2..4; skip the 1 of file 2 before sample 7, take 7.
   EXPECT_EQ(st[0]["op"], "list_files");
   const std::vector<std::string> all = names(10);
-  EXPECT_EQ(st[0]["files"], nlohmann::json(std::vector<std::string>(all.begin() + 2, all.begin() + 6)));
+  EXPECT_EQ(st[0]["files"], nlohmann::json(std::vector<std::string>(all.begin() + 2, all.begin() + 5)));
   EXPECT_EQ(st[1]["op"], "interleave");
   EXPECT_EQ(st[1]["cycle_length"], 2);
   EXPECT_EQ(st[1]["parallelism"], 2);
   EXPECT_EQ(st[1]["block_length"], 3);
   EXPECT_EQ(st[1]["pipeline"]["stages"][0]["rows_axis"], -1);
-  EXPECT_EQ(st[2], (nlohmann::json{{"op", "skip"}, {"count", 2}}));
-  EXPECT_EQ(st[3], (nlohmann::json{{"op", "take"}, {"count", 8}}));
+  EXPECT_EQ(st[2], (nlohmann::json{{"op", "skip"}, {"count", 1}}));
+  EXPECT_EQ(st[3], (nlohmann::json{{"op", "take"}, {"count", 7}}));
   EXPECT_EQ(st[4]["op"], "batch");
   EXPECT_EQ(st[5], (nlohmann::json{{"op", "prefetch"}, {"buffer_size", 2}}));  // 2 x ceil(2 / 2)
   EXPECT_NO_THROW(pipelines::parse_spec(spec, "spec"));

@@ -81,8 +81,10 @@ std::string train_pattern(const DlioWorkload& w) {
 
 SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks) {
   const int64_t total = w.dataset.num_files_train * w.dataset.num_samples_per_file;
-  const int64_t per_rank = (total + ranks - 1) / ranks;  // DLIO: ceil(total / ranks)
-  return {std::min(total, rank * per_rank), std::min(total, (rank + 1) * per_rank)};
+  // DLIO's sampler (MLPerf Storage v3): floor(total / ranks) each, the remainder left out, so that
+  // no rank is left with fewer samples than the others' steps need.
+  const int64_t per_rank = total / ranks;
+  return {rank * per_rank, (rank + 1) * per_rank};
 }
 
 nlohmann::json repeated(nlohmann::json spec) {

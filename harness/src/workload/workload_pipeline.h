@@ -1,8 +1,8 @@
 // A DLIO workload's data loader as a pipeprof pipeline spec, for one rank of `ranks` (a simulated
 // accelerator, or an MPI rank), with the access pattern of the loader DLIO emulates:
 //
-//   pytorch     the rank reads a contiguous range of sample indices (ceil(samples / ranks) each,
-//               DLIO's split), in order; read_threads readers (an interleave over the range's
+//   pytorch     the rank reads a contiguous range of sample indices (floor(samples / ranks) each,
+//               DLIO's split, the remainder left out), in order; read_threads readers (an interleave over the range's
 //               files) each read whole files, samples counted as they come
 //               list_files(the range's files)
 //                 -> interleave(<format source> -> nbytes [-> sleep_time preprocess],
