@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TFRecord and npz read bandwidth against fio, on the same files, block size and threads, in one
-# run, warm (page-cached) and cold (files dropped from the page cache before each pass: fsync +
+# run, warm (page-cached) and cold (files dropped from the page cache before each pass: sync_file_range +
 # posix_fadvise DONTNEED, no root needed; fio's --invalidate=1 does the same).
 #
 #   scripts/bench_storage.sh [build dir]      (default: build)

@@ -125,6 +125,9 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
   // many in flight): 16 threads, or more with more cores.
   const int threads = static_cast<int>(std::max<int64_t>(
       {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())}));
+  // Warm: a first pass puts the files in the page cache (they may not be there yet), the second
+  // is measured.
+  if (!options.drop_caches) (void)measure_storage_mib_per_s(files, threads, false, options.stop);
   s.storage_mib_per_s = measure_storage_mib_per_s(files, threads, options.drop_caches, options.stop);
   s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
   s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;

@@ -172,10 +172,21 @@ std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenO
 void drop_from_page_cache(const std::string& path) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw IoError(fmt::format("{}: cannot open: {}", path, errno_text(errno)));
-  // fsync needs no write access on Linux; dirty pages would otherwise stay cached.
-  if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS) {
+  // Dirty pages would stay cached: write them out first. sync_file_range writes and waits for the
+  // file's dirty pages without fsync's flush of the device's cache, which costs about 100 us even
+  // for a file with nothing to write (0.8 s for 8192 clean files here, against 0.03 s).
+#if defined(SYNC_FILE_RANGE_WRITE)
+  if (::sync_file_range(fd.get(), 0, 0,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER) != 0 &&
+      errno != EINVAL && errno != ESPIPE) {
+    throw IoError(fmt::format("{}: sync_file_range failed: {}", path, errno_text(errno)));
+  }
+#else
+  if (::fsync(fd.get()) != 0 && errno != EINVAL && errno != EROFS) {  // no write access needed
     throw IoError(fmt::format("{}: fsync failed: {}", path, errno_text(errno)));
   }
+#endif
   if (const int err = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED); err != 0) {
     throw IoError(fmt::format("{}: posix_fadvise(DONTNEED) failed: {}", path, errno_text(err)));
   }

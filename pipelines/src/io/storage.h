@@ -84,7 +84,7 @@ class RandomAccessFile {
 // Opens a local path (or a file:// URL). Other schemes name the missing backend in the IoError.
 std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options = {});
 
-// Writes the file's dirty pages out (fsync) and asks the kernel to drop its cached pages
+// Writes the file's dirty pages out (sync_file_range) and asks the kernel to drop its cached pages
 // (posix_fadvise POSIX_FADV_DONTNEED): the next read comes from the device. Needs no privileges;
 // pages mapped by another process may stay. Throws IoError when the file cannot be opened.
 void drop_from_page_cache(const std::string& path);

@@ -67,7 +67,7 @@ Dataset fixed_length_records(std::vector<std::string> files, FixedLengthRecordOp
 // empty list when none match. Throws InputDataError when a folder cannot be read.
 std::vector<std::string> matching_files(const std::string& pattern);
 
-// Writes a file's dirty pages out and drops its pages from the page cache (fsync +
+// Writes a file's dirty pages out and drops its pages from the page cache (sync_file_range +
 // posix_fadvise DONTNEED; no privileges needed), so that its next read comes from the device.
 // Throws InputDataError naming the file when it cannot be opened.
 void drop_from_page_cache(const std::string& path);
