@@ -11,32 +11,17 @@
 #include "pipeprof/results/gantt_svg.h"
 #include "pipeprof/results/results_file.h"
 #include "pipeprof/trace/chrome_json.h"
+#include "report_fields.h"
 #include "storage_section.h"
 #include "summary_chart.h"
 
 namespace pipeprof::results {
 namespace {
 
-std::optional<double> opt_number(const nlohmann::json& x, const char* key) {
-  if (auto it = x.find(key); it != x.end() && it->is_number()) return it->get<double>();
-  return std::nullopt;
-}
-
-std::string str(const nlohmann::json& x, const char* key) {
-  if (auto it = x.find(key); it != x.end() && it->is_string()) return it->get<std::string>();
-  return "";
-}
-
-std::string num(const std::optional<double>& v, int digits) {
-  return v ? fmt::format("{:.{}f}", *v, digits) : std::string("-");
-}
-
-// Markdown table cells: no pipes or line breaks.
-std::string cell(std::string text) {
-  for (char& c : text)
-    if (c == '|' || c == '\n') c = ' ';
-  return text;
-}
+using report_fields::cell;
+using report_fields::num;
+using report_fields::opt_number;
+using report_fields::str;
 
 // The anchor a code host gives the heading "### <id>": lower case, punctuation other than '-' and
 // '_' dropped, spaces as '-'.

@@ -6,24 +6,16 @@
 #include <optional>
 #include <vector>
 
+#include "report_fields.h"
 #include "summary_chart.h"
 
 namespace pipeprof::results {
 namespace {
 
-std::optional<double> number(const nlohmann::json& x, const char* key) {
-  if (auto it = x.find(key); it != x.end() && it->is_number()) return it->get<double>();
-  return std::nullopt;
-}
-
-std::string text(const nlohmann::json& x, const char* key) {
-  if (auto it = x.find(key); it != x.end() && it->is_string()) return it->get<std::string>();
-  return "";
-}
-
-std::string shown(const std::optional<double>& v, int digits) {
-  return v ? fmt::format("{:.{}f}", *v, digits) : std::string("-");
-}
+using report_fields::cell;
+constexpr auto number = report_fields::opt_number;
+constexpr auto text = report_fields::str;
+constexpr auto shown = report_fields::num;
 
 struct Row {
   std::string id, name, loader;
@@ -70,7 +62,8 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
       "| workload | loader | accelerators | AU % | meets | samples/s | MiB/s | wait p99 ms | max "
       "accel. | storage bound |\n|---|---|--:|--:|---|--:|--:|--:|--:|--:|\n";
   for (const Row& r : rows) {
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.loader,
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(r.id),
+                      cell(r.loader),
                       shown(r.accelerators, 0), shown(r.au, 2), r.meets ? "yes" : "no",
                       shown(r.throughput, 1), shown(r.io, 1), shown(r.wait_p99, 2),
                       shown(r.max_accelerators, 0), shown(r.bound, 1));
@@ -91,7 +84,7 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
     std::optional<double> ratio;
     if (p.max_accelerators && peer.max_accelerators && *peer.max_accelerators > 0)
       ratio = *p.max_accelerators / *peer.max_accelerators;
-    pairs += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", peer.name, peer.loader,
+    pairs += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(peer.name), cell(peer.loader),
                          shown(p.max_accelerators, 0), shown(peer.max_accelerators, 0),
                          ratio ? fmt::format("{:.1f}x", *ratio) : std::string("-"),
                          shown(p.au, 2), shown(peer.au, 2));

@@ -166,16 +166,24 @@ RunMetrics run_metrics(const DlioWorkload& w, const TrainRun& run, int64_t steps
   return m;
 }
 
-std::string dlio_timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
-                  1000000;
+namespace {
+
+// A wall-clock time as DLIO stamps it: local time, microseconds.
+std::string local_timestamp(std::chrono::system_clock::time_point t) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000;
   std::tm tm{};
-  ::localtime_r(&t, &tm);
+  ::localtime_r(&seconds, &tm);
   char buf[64];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
   return fmt::format("{}.{:06d}", buf, us);
+}
+
+}  // namespace
+
+std::string dlio_timestamp() {
+  return local_timestamp(std::chrono::system_clock::now());
 }
 
 nlohmann::ordered_json summary_json(const DlioWorkload& w, const RunMetrics& m,
@@ -221,17 +229,8 @@ nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run) {
   const auto wall_now = std::chrono::system_clock::now();
   const int64_t mono_now = trace::now_ns();
   auto stamp = [&](int64_t ns) {
-    const auto t = wall_now - std::chrono::nanoseconds(mono_now - ns);
-    const std::time_t tt = std::chrono::system_clock::to_time_t(
-        std::chrono::time_point_cast<std::chrono::system_clock::duration>(t));
-    const auto us =
-        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() %
-        1000000;
-    std::tm tm{};
-    ::localtime_r(&tt, &tm);
-    char buf[64];
-    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-    return fmt::format("{}.{:06d}", buf, us);
+    return local_timestamp(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+        wall_now - std::chrono::nanoseconds(mono_now - ns)));
   };
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   if (run.accelerators.empty()) return out;

@@ -14,6 +14,7 @@
 
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/files.h"
+#include "pipeprof/results/compare.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/workload_pipeline.h"
 
@@ -309,12 +310,7 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
     steady.push_back(rep.steady_wait_mean_ms);
     x.elements = steps;
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
+  using results::median;
   x.median_wall_ms = median(walls);
   x.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
   x.median_steady_wait_ms = median(steady);
