@@ -252,7 +252,8 @@ def normal_priority(_worker_id=None):
 
 
 def accelerator(rank, ranks, w, files, barrier, results, stop, realtime):
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run (through `stop`)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler: terminate() ends it
     try:
         if realtime:  # as pipeprof runs its training loops (see `pipeprof workload --help`)
             try:
@@ -279,6 +280,7 @@ def accelerator(rank, ranks, w, files, barrier, results, stop, realtime):
         for epoch in range(1, w["epochs"] + 1):
             barrier.wait()
             if stop.is_set():
+                barrier.abort()  # the others stop too, wherever they wait
                 break
             start = ns()
             records = []
@@ -304,6 +306,7 @@ def accelerator(rank, ranks, w, files, barrier, results, stop, realtime):
                 records.append((loaded - load_start, computed - loaded, computed - load_start, after - computed))
                 load_start = after
                 if stop.is_set():
+                    barrier.abort()  # every rank stops at this step, none waits for another
                     break
             results.put((rank, epoch, start, ns(), records, len(records) == steps))
             if len(records) < steps:
@@ -336,18 +339,23 @@ def run(w, files, ranks, stop, realtime=True, notes=None):
              for r in range(ranks)]
     for p in procs:
         p.start()
-    epochs, done, error = {}, 0, None
+    epochs, done, error = {}, set(), None
     try:
-        while done < ranks:
+        while len(done) < ranks:
             try:
                 msg = results.get(timeout=1)
             except Exception:
-                if not any(p.is_alive() for p in procs):
-                    error = error or "an accelerator process died"
+                # A process that ended without saying it was done died (a signal, out of memory):
+                # the others would wait for it at the barrier forever.
+                dead = [r for r, p in enumerate(procs) if p.exitcode is not None and r not in done]
+                if dead:
+                    error = error or "accelerator %d died (exit code %s)" % (dead[0], procs[dead[0]].exitcode)
+                    stop.set()
+                    barrier.abort()
                     break
                 continue
             if msg[1] == "done":
-                done += 1
+                done.add(msg[0])
             elif msg[1] == "note":
                 if notes is not None and msg[2] not in notes:
                     notes.append(msg[2])
@@ -361,7 +369,7 @@ def run(w, files, ranks, stop, realtime=True, notes=None):
         for p in procs:
             p.join(timeout=30)
             if p.is_alive():
-                p.terminate()
+                p.kill()
                 p.join()
     if error:
         raise RuntimeError(error)
@@ -564,6 +572,11 @@ def main(argv):
                 hi = n
                 break
             lo, n = n, n * 2
+        if hi == 0 and lo < a.max_accelerators and not interrupted:  # every doubling met it
+            if probe(a.max_accelerators):
+                lo = a.max_accelerators
+            else:
+                hi = a.max_accelerators
         while hi > lo + 1 and not interrupted:
             mid = (lo + hi) // 2
             if probe(mid):

@@ -214,6 +214,19 @@ TEST(PyTorchPeer, RunsTheSameWorkloadInPipeprofsResultsFormat) {
   EXPECT_NE(cmp.out.find("workload:tiny"), std::string::npos) << cmp.out;
   EXPECT_EQ(pipeprof("report " + peer.string() + " --out " + (tmp / "r").string()).code, 0);
 
+  // Ctrl-C: the accelerators and their workers stop, what was measured is written, exit 130.
+  const auto stopped = tmp / "stopped.json";
+  const std::string long_run = std::string(PIPEPROF_PEER) + " " + w.string() +
+                               " ++workload.train.epochs=100000 -n 2 --out " + stopped.string();
+  const CliResult ctrl_c = pipeprof::testing::run_command(
+      "sh -c '" + long_run + " & pid=$!; sleep 4; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_NE(ctrl_c.out.find("rc=130"), std::string::npos) << ctrl_c.out;
+  EXPECT_EQ(read_json(stopped)["interrupted"], true);
+  // "[p]": the pattern does not match the shell that runs pgrep.
+  const CliResult left =
+      pipeprof::testing::run_command("pgrep -f '[p]ytorch_dataloader.py .*" + stopped.string() + "'");
+  EXPECT_NE(left.code, 0) << "processes left: " << left.out;
+
   // Bad input: a format the peer does not read.
   const auto tf = tmp.write("tf.yaml", "dataset:\n  format: tfrecord\n");
   const CliResult bad = pipeprof::testing::run_command(std::string(PIPEPROF_PEER) + " " + tf.string());

@@ -138,8 +138,8 @@ const std::map<std::string, FunctionMaker>& functions() {
          }, latency(ms));
        }},
       // A time drawn from a distribution for every element (DLIO's time values, in seconds:
-      // time_distribution.h); each calling thread draws from its own generator, seeded from
-      // `seed` and the order in which threads first call it.
+      // time_distribution.h): call k draws from a generator seeded with `seed` and k (a
+      // microsecond's seeding beside a sleep of milliseconds; no state shared between threads).
       {"sleep_time",
        [](const Fields& f, const nlohmann::json& args) {
          f.only({"time", "seed"});
@@ -150,14 +150,9 @@ const std::map<std::string, FunctionMaker>& functions() {
            throw SpecError(e.what());
          }
          const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
-         auto threads = std::make_shared<std::atomic<uint64_t>>(0);
-         return registered<Function>("sleep_time", args, [time, seed, threads](Element e) {
-           thread_local std::mt19937_64 rng;
-           thread_local const void* owner = nullptr;
-           if (owner != threads.get()) {  // this thread's first call of this function
-             owner = threads.get();
-             rng.seed(seed * 0x9E3779B97F4A7C15ULL + threads->fetch_add(1));
-           }
+         auto calls = std::make_shared<std::atomic<uint64_t>>(0);
+         return registered<Function>("sleep_time", args, [time, seed, calls](Element e) {
+           std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ULL + calls->fetch_add(1));
            precise_sleep_for(static_cast<int64_t>(time.sample(rng) * 1e9));
            return e;
          }, latency(time.mean() * 1e3));

@@ -8,6 +8,7 @@ namespace pipeprof::harness {
 namespace {
 
 std::atomic<bool> g_interrupted{false};  // written only from the signal handler
+int g_depth = 0;  // guards alive (a command's, and one it runs inside it, e.g. data generation)
 struct sigaction g_old_int {
 }, g_old_term{};
 
@@ -25,6 +26,7 @@ void on_signal(int sig) {
 }  // namespace
 
 InterruptGuard::InterruptGuard() {
+  if (g_depth++ > 0) return;  // nested: the outer guard's handlers and flag stand
   g_interrupted = false;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -34,6 +36,7 @@ InterruptGuard::InterruptGuard() {
 }
 
 InterruptGuard::~InterruptGuard() {
+  if (--g_depth > 0) return;
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
 }

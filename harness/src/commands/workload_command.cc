@@ -77,6 +77,16 @@ class Progress {
   std::string label_;
 };
 
+// Ctrl-C during --stall-analysis or --find-max-accelerators: what they measured, in
+// OUT/analysis.json (the measured run did not happen).
+Outcome write_interrupted(const fs::path& out, const nlohmann::json& extra) {
+  fs::create_directories(out);
+  results::write_text_file(out / "analysis.json",
+                           nlohmann::json{{"interrupted", true}, {"workload", extra}}.dump(2) + "\n");
+  std::cerr << "wrote " << (out / "analysis.json").string() << " (interrupted)\n";
+  return Outcome::kInterrupted;
+}
+
 fs::path output_folder(const Options& o, const DlioWorkload& w) {
   if (!o.out.empty()) return o.out;
   if (!w.output_folder.empty()) return w.output_folder;
@@ -183,7 +193,7 @@ Outcome workload_command(const Options& o) {
                                {"synthetic_au_percentage", a.synthetic_au},
                                {"warm_au_percentage", a.warm_au},
                                {"cold_au_percentage", a.cold_au}};
-    if (a.interrupted) return Outcome::kInterrupted;
+    if (a.interrupted) return write_interrupted(out, extra);
   }
   if (o.find_max) {
     std::cerr << fmt::format("searching the most accelerators at AU >= {:.0f}% (up to {})\n",
@@ -214,7 +224,7 @@ Outcome workload_command(const Options& o) {
                                  {"storage_cold", o.drop_caches},
                                  {"demand_mib_per_s", s.demand_mib_per_s},
                                  {"bound_accelerators", s.bound}};
-    if (s.interrupted) return Outcome::kInterrupted;
+    if (s.interrupted) return write_interrupted(out, extra);
   }
 
   // The measured run: N accelerators, the workload's epochs.

@@ -80,8 +80,7 @@ EpochMetrics epoch_metrics(const DlioWorkload& w, const EpochRecord& epoch, int6
   const auto& st = epoch.steps;
   const int64_t n = static_cast<int64_t>(st.size());
   const int64_t s = w.exclude_start_steps;
-  const int64_t e = (w.total_training_steps > 0 ? w.total_training_steps : steps) - 1 -
-                    w.exclude_end_steps;
+  const int64_t e = steps - 1 - w.exclude_end_steps;  // steps: at most total_training_steps
   // Python's slices: indices clamp to the list.
   double compute = 0, excluded_proc = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -139,7 +138,7 @@ RunMetrics run_metrics(const DlioWorkload& w, const TrainRun& run, int64_t steps
   m.throughput_stdev = population_stdev(m.throughput_samples_per_s);
   m.io_mean_mb_per_s = m.throughput_mean * record_bytes(w) / 1024.0 / 1024.0;
   m.io_stdev_mb_per_s = m.throughput_stdev * record_bytes(w) / 1024.0 / 1024.0;
-  m.meets_au = m.au_mean_percentage >= w.au * 100;
+  m.meets_au = !m.au_percentage.empty() && m.au_mean_percentage >= w.au * 100;
   for (const auto& a : run.accelerators) {
     std::vector<double> au, thr;
     for (const EpochRecord& rec : a.epochs) {

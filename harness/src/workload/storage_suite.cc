@@ -140,6 +140,7 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
     while (size_t n = fread(buf, 1, sizeof(buf), pipe))
       text.append(buf, n);
     const int status = pclose(pipe);
+    if (stopped() || (WIFEXITED(status) && WEXITSTATUS(status) == 130)) return;  // interrupted
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       throw RunFailure(fmt::format("the PyTorch peer failed (exit {}): {}",
                                    WIFEXITED(status) ? WEXITSTATUS(status) : -1, text));
@@ -148,8 +149,10 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
     nlohmann::json peer = nlohmann::json::parse(in).at("experiments").at(0);
     peer["id"] = peer["id"].get<std::string>() + " (pytorch)";
     if (o.log) {
-      o.log(fmt::format("npz_256k: PyTorch's DataLoader sustains {} accelerators",
-                        peer["workload"]["max_accelerators"].value("max_accelerators", 0)));
+      o.log(fmt::format(
+          "npz_256k: PyTorch's DataLoader sustains {} accelerators",
+          peer.value(nlohmann::json::json_pointer("/workload/max_accelerators/max_accelerators"),
+                     0)));
     }
     out.push_back(std::move(peer));
   });

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include "pipeprof/autotune/online_tuner.h"
@@ -155,6 +156,14 @@ class Accelerator {
 
   AcceleratorRecord take() { return std::move(record_); }
 
+  // Leaves the barrier (once): done, out of batches, stopped or failed, the others go on without
+  // this accelerator at once, not after its loader is torn down.
+  void leave() {
+    if (left_) return;
+    left_ = true;
+    shared_.barrier().arrive_and_drop();
+  }
+
   void run() {
     static const LoopNames names;
     trace::Recorder& rec = trace::Recorder::global();
@@ -242,10 +251,10 @@ class Accelerator {
             trace::ScopedSpan wait(names.barrier, trace::category::wait());
             shared_.barrier().arrive_and_wait();
           }
-          load_start = trace::now_ns();
-          s.barrier_ns = load_start - computed;
+          s.barrier_ns = trace::now_ns() - computed;
           e.steps.push_back(s);
-          if (rank_ == 0 && o_.on_step) o_.on_step(epoch, step);
+          if (rank_ == 0 && o_.on_step) o_.on_step(epoch, step);  // not timed as the next load
+          load_start = trace::now_ns();
           if (shared_.stopping()) break;
         }
         e.end_ns = trace::now_ns();
@@ -269,6 +278,7 @@ class Accelerator {
         record_.epochs.push_back(std::move(e));
         if (!complete) break;  // out of batches or stopping: this accelerator leaves
       }
+      leave();
       if (tuner) {
         tuner->detach();
         detach_guard.tuner = nullptr;
@@ -283,8 +293,7 @@ class Accelerator {
     } catch (...) {
       shared_.fail(std::current_exception());
     }
-    // Done, out of batches, stopped or failed: the others go on without this accelerator.
-    shared_.barrier().arrive_and_drop();
+    leave();
   }
 
  private:
@@ -294,6 +303,7 @@ class Accelerator {
   Shared& shared_;
   int64_t rank_;
   AcceleratorRecord record_;
+  bool left_ = false;
 };
 
 }  // namespace
@@ -332,8 +342,19 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   {
     std::vector<std::jthread> threads;
     threads.reserve(accelerators.size());
-    for (auto& a : accelerators)
-      threads.emplace_back([&a] { a->run(); });
+    for (size_t i = 0; i < accelerators.size(); ++i) {
+      try {
+        threads.emplace_back([&a = accelerators[i]] { a->run(); });
+      } catch (const std::system_error& e) {
+        // No thread for this one (or the rest): they never arrive; those started stop.
+        shared.fail(std::make_exception_ptr(RunFailure(fmt::format(
+            "cannot start the thread of accelerator {} of {}: {}", i, accelerators.size(),
+            e.what()))));
+        for (size_t k = i; k < accelerators.size(); ++k)
+          shared.barrier().arrive_and_drop();
+        break;
+      }
+    }
   }  // joined
   if (options.trace) {
     run.trace = std::make_shared<trace::Trace>(rec.stop());

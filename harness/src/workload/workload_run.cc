@@ -161,6 +161,14 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
     }
     lo = n;
   }
+  // Every doubling met it: the limit itself, then what lies between.
+  if (hi == 0 && lo < limit && !s.interrupted) {
+    if (probe(limit)) {
+      lo = limit;
+    } else {
+      hi = limit;
+    }
+  }
   while (hi > lo + 1 && !s.interrupted) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (probe(mid)) {

@@ -71,8 +71,9 @@ struct MaxAcceleratorSearch {
   bool interrupted = false;
 };
 
-// Doubles N from 1 while AU meets the threshold (at most `limit`), then bisects between the last N
-// that met it and the first that did not. Each probe is a full run of the workload's epochs.
+// Doubles N from 1 while AU meets the threshold (then tries `limit` itself, when every doubling
+// met it), and bisects between the last N that met it and the first that did not. Each probe is
+// a full run of the workload's epochs.
 MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
                                            int64_t limit,
                                            const std::function<void(const Probe&)>& on_probe);

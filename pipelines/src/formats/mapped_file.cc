@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <new>
 
 #include "formats/format_error.h"
 #include "io/storage.h"
@@ -23,63 +25,56 @@ namespace {
 }  // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_errno(path, "cannot open");
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } const file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail_errno(path, "cannot open");
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    errno = err;
-    fail_errno(path, "cannot stat");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw FormatError(fmt::format("{}: not a regular file", path));
-  }
+  if (::fstat(file.fd, &st) != 0) fail_errno(path, "cannot stat");
+  if (!S_ISREG(st.st_mode)) throw FormatError(fmt::format("{}: not a regular file", path));
   const auto size = static_cast<size_t>(st.st_size);
-  const std::byte* data = nullptr;
-  if (size > 0 && size <= kReadBelowBytes) {
+  if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(path, nullptr, 0, false));
+  if (size <= kReadBelowBytes) {
     // A small file is read into memory: cheaper than a mapping, whose set-up and tear-down (the
     // process's mapping lock, and an interrupt to every core that ran the process to drop its page
     // table entries) cost more than copying a few hundred KiB from the page cache, and contend
     // when many threads open files at once.
-    auto* buffer = static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
+    struct Free {
+      void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
+    };
+    std::unique_ptr<std::byte, Free> buffer(
+        static_cast<std::byte*>(::operator new(size, std::align_val_t{64})));
     size_t done = 0;
     while (done < size) {
-      const ssize_t n = ::pread(fd, buffer + done, size - done, static_cast<off_t>(done));
+      const ssize_t n = ::pread(file.fd, buffer.get() + done, size - done, static_cast<off_t>(done));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int err = n < 0 ? errno : 0;
-        ::operator delete(buffer, std::align_val_t{64});
-        ::close(fd);
-        if (err == 0) {
-          throw FormatError(fmt::format("{}: the file ended at byte {} while it was read ({} bytes "
-                                        "when opened)",
-                                        path, done, size));
-        }
-        errno = err;
-        fail_errno(path, "cannot read");
+      if (n < 0) fail_errno(path, "cannot read");
+      if (n == 0) {
+        throw FormatError(fmt::format(
+            "{}: the file ended at byte {} while it was read ({} bytes when opened)", path, done,
+            size));
       }
       done += static_cast<size_t>(n);
     }
-    ::close(fd);
-    return std::shared_ptr<const MappedFile>(new MappedFile(path, buffer, size, false));
+    std::unique_ptr<const MappedFile> out(new MappedFile(path, buffer.get(), size, false));
+    (void)buffer.release();  // the MappedFile owns it now
+    return out;
   }
-  if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      errno = err;
-      fail_errno(path, "cannot map");
-    }
-    // Writable but private: a tensor viewing the mapping may be written to (copy on write, page by
-    // page); the file never changes.
-    data = static_cast<const std::byte*>(p);
-    io::advise_file_mapping(p, size);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, file.fd, 0);
+  if (p == MAP_FAILED) fail_errno(path, "cannot map");
+  // Writable but private: a tensor viewing the mapping may be written to (copy on write, page by
+  // page); the file never changes.
+  io::advise_file_mapping(p, size);
+  try {
+    return std::unique_ptr<const MappedFile>(
+        new MappedFile(path, static_cast<const std::byte*>(p), size, true));
+  } catch (...) {
+    ::munmap(p, size);
+    throw;
   }
-  ::close(fd);
-  return std::shared_ptr<const MappedFile>(new MappedFile(path, data, size, true));
 }
 
 void MappedFile::prefault(std::span<const std::byte> range) const {
