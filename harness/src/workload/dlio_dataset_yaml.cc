@@ -57,7 +57,8 @@ DlioDatasetSection read_dlio_dataset(const workload::Section& s) {
       {"record_length_resize", &d.record_length_resize},
   };
   for (const auto& [key, field] : lengths) {
-    std::string bytes_key = "record_length_bytes" + key.substr(std::string("record_length").size());
+    const std::string bytes_key =
+        fmt::format("record_length_bytes{}", key.substr(std::string("record_length").size()));
     for (const std::string& k : {key, bytes_key}) {
       if (!s.has(k)) continue;
       const std::string expected = "a number of bytes";

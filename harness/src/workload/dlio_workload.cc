@@ -121,7 +121,7 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     const YAML::Node f = croot["framework"];
     if (!f.IsScalar() || (f.Scalar() != "pytorch" && f.Scalar() != "tensorflow")) {
       throw InputError(fmt::format("{}: framework: expected pytorch or tensorflow, got {}", file,
-                                   f.IsScalar() ? "\"" + f.Scalar() + "\"" : "a mapping"));
+                                   f.IsScalar() ? fmt::format("\"{}\"", f.Scalar()) : "a mapping"));
     }
     w.framework = f.Scalar();
   }

@@ -12,7 +12,7 @@ namespace {
 
 std::string shown(const YAML::Node& v) {
   if (!v.IsDefined() || v.IsNull()) return "nothing";
-  if (v.IsScalar()) return "\"" + v.Scalar() + "\"";
+  if (v.IsScalar()) return fmt::format("\"{}\"", v.Scalar());  // fmt: see time_distribution.cc
   return v.IsSequence() ? "a list" : "a mapping";
 }
 

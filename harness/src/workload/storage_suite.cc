@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 // A workload file with its dataset under `data`, at its own scale, `epochs` epochs.
 DlioWorkload prepared(const std::string& name, const fs::path& data, int64_t epochs) {
   DlioWorkload w = load_workload((workloads_dir() / (name + ".yaml")).string(),
-                                 {"++workload.dataset.data_folder=" + (data / name).string(),
+                                 {fmt::format("++workload.dataset.data_folder={}", (data / name).string()),
                                   fmt::format("++workload.train.epochs={}", epochs)});
   apply_scale(w, w.scale);
   return w;
