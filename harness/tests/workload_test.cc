@@ -472,8 +472,11 @@ TEST(WorkloadRun, AutotunedReadersStartAtOneThread) {
     EXPECT_EQ(k["value"], 1) << tuned.dump();
   }
   EXPECT_TRUE(seen) << tuned.dump();
-  for (const auto& c : tuned["changes"])
-    if (c["knob"] == "parallelism") EXPECT_GE(c["old"].get<int>(), 1);
+  for (const auto& c : tuned["changes"]) {
+    if (c["knob"] == "parallelism") {
+      EXPECT_GE(c["old"].get<int>(), 1);
+    }
+  }
 }
 
 TEST(WorkloadRun, MissingFilesNameTheFolderAndHowToMakeThem) {

@@ -274,7 +274,7 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
       w.name, pipelines::formats::data_format_name(w.dataset.format), loader_name(w.loader),
       w.batch_size, r.accelerators, w.computation_time.describe());
   x.step = fmt::format("sleep:{:g}", w.computation_time.mean() * 1e3);
-  x.part = "C";
+  x.part = std::string("C");  // a move: GCC 12 -O3 reports a false -Wrestrict in assigning "C"
   x.epochs = w.epochs;
   x.spec = r.run.spec;
   x.interrupted = r.run.interrupted;
