@@ -295,19 +295,7 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     if (rep.interrupted) break;  // a partial repetition is not a measurement
     r.repetitions.push_back(rep);
   }
-  std::vector<double> walls, means, p50s, p99s, maxs, steady;
-  for (const auto& rep : r.repetitions) {
-    walls.push_back(rep.wall_ms);
-    means.push_back(rep.wait.mean_ms);
-    p50s.push_back(rep.wait.p50_ms);
-    p99s.push_back(rep.wait.p99_ms);
-    maxs.push_back(rep.wait.max_ms);
-    steady.push_back(rep.steady_wait_mean_ms);
-    r.elements = rep.steps;
-  }
-  r.median_wall_ms = median(walls);
-  r.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
-  r.median_steady_wait_ms = median(steady);
+  summarize_repetitions(r);
   // The machine's rates, measured in the same run: the transport's floor, and what the simulator
   // needs for CPU fills and copies.
   MachineRates rates;
@@ -335,6 +323,22 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
     r.simulation_note = ideal.reason;
   }
   return r;
+}
+
+void summarize_repetitions(ExperimentResult& r) {
+  std::vector<double> walls, means, p50s, p99s, maxs, steady;
+  for (const auto& rep : r.repetitions) {
+    walls.push_back(rep.wall_ms);
+    means.push_back(rep.wait.mean_ms);
+    p50s.push_back(rep.wait.p50_ms);
+    p99s.push_back(rep.wait.p99_ms);
+    maxs.push_back(rep.wait.max_ms);
+    steady.push_back(rep.steady_wait_mean_ms);
+    r.elements = rep.steps;
+  }
+  r.median_wall_ms = median(walls);
+  r.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
+  r.median_steady_wait_ms = median(steady);
 }
 
 double bytes_copied_per_element(const ExperimentResult& r) {

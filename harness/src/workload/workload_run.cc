@@ -14,7 +14,6 @@
 
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/files.h"
-#include "pipeprof/results/compare.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/workload_pipeline.h"
 
@@ -283,7 +282,6 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
   size_t epochs = 0;
   for (const auto& a : r.run.accelerators)
     epochs = std::max(epochs, a.epochs.size());
-  std::vector<double> walls, means, p50s, p99s, maxs, steady;
   for (size_t e = 0; e < epochs; ++e) {
     Repetition rep;
     std::vector<int64_t> waits, later;
@@ -310,18 +308,8 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
     rep.cpu_ms = r.cpu_ms / static_cast<double>(std::max<size_t>(1, epochs));
     rep.peak_rss_kb = peak_rss_kb();
     x.repetitions.push_back(rep);
-    walls.push_back(rep.wall_ms);
-    means.push_back(rep.wait.mean_ms);
-    p50s.push_back(rep.wait.p50_ms);
-    p99s.push_back(rep.wait.p99_ms);
-    maxs.push_back(rep.wait.max_ms);
-    steady.push_back(rep.steady_wait_mean_ms);
-    x.elements = steps;
   }
-  using results::median;
-  x.median_wall_ms = median(walls);
-  x.median_wait = {median(means), median(p50s), median(p99s), median(maxs)};
-  x.median_steady_wait_ms = median(steady);
+  summarize_repetitions(x);
   x.ideal_ms = ideal_ms;
   x.ideal_basis = "an epoch's steps x computation_time: every step computing, none waiting (AU 100%)";
   x.simulation_note = "a DLIO workload: its ideal is its computation time";

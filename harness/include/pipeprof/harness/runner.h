@@ -108,6 +108,10 @@ ExperimentResult run_experiment(const Experiment& experiment, const RunOptions& 
 
 nlohmann::json to_json(const ExperimentResult& result);
 
+// The medians over result.repetitions: median_wall_ms, median_wait, median_steady_wait_ms, and
+// elements (the last repetition's steps).
+void summarize_repetitions(ExperimentResult& result);
+
 // A process-based transport's floor: the bytes its stages copied per element, and the time those
 // copies take at the memcpy bandwidth measured in the same run (nullopt when not measured).
 double bytes_copied_per_element(const ExperimentResult& result);
