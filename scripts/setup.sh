@@ -37,6 +37,9 @@ PACKAGES=(
   # benchmark; numpy, h5py and PIL check the formats in the tests
   zlib1g-dev libisal-dev fio libzip-dev libhdf5-dev libturbojpeg0-dev
   python3-numpy python3-h5py python3-pil
+  # Remote object storage: libcurl for HTTP reads; nginx (with its echo module for a time to first
+  # byte) as the object server of the remote experiments and tests
+  libcurl4-openssl-dev nginx-light libnginx-mod-http-echo
   # The PyTorch peer (harness/peers/pytorch_dataloader.py): PyTorch's DataLoader on the same
   # workloads, in the suite's storage section and its test
   python3-torch python3-yaml

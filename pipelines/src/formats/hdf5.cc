@@ -5,11 +5,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <vector>
 
 #include "formats/format_error.h"
+#include "formats/mapped_file.h"
 
 namespace pipeprof::pipelines::formats {
 namespace {
@@ -212,20 +216,45 @@ std::vector<std::string> all_datasets(hid_t file, const std::string& path) {
 }  // namespace
 
 NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw FormatError(fmt::format("{}: cannot open: no such file", path));
+  const bool remote = path.starts_with("http://") || path.starts_with("https://");
+  uint64_t file_size = 0;
+  std::shared_ptr<const MappedFile> image;  // a remote object, whole in memory
+  if (remote) {
+    image = MappedFile::open(path);
+    file_size = image->size();
+  } else {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      throw FormatError(fmt::format("{}: cannot open: no such file", path));
+    }
+    file_size = static_cast<uint64_t>(st.st_size);
+  }
   std::lock_guard<std::mutex> lock(hdf5_mutex());
   quiet_errors();
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    throw FormatError(fmt::format("{}: offset 0: not an HDF5 file (no superblock signature)", path));
+  Handle fapl(remote ? H5Pcreate(H5P_FILE_ACCESS) : H5I_INVALID_HID, H5Pclose);
+  if (remote) {
+    // HDF5's in-memory ("core") driver over the object's bytes: a file image.
+    constexpr std::array<char, 8> kSignature = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+    if (image->size() < kSignature.size() ||
+        std::memcmp(image->bytes().data(), kSignature.data(), kSignature.size()) != 0) {
+      throw FormatError(fmt::format("{}: offset 0: not an HDF5 file (no superblock signature)", path));
+    }
+    if (!fapl.ok() || H5Pset_fapl_core(fapl.get(), 1 << 20, 0) < 0 ||
+        H5Pset_file_image(fapl.get(), const_cast<std::byte*>(image->bytes().data()), image->size()) < 0) {
+      throw FormatError(fmt::format("{}: cannot set up an HDF5 file image: {}", path, last_error()));
+    }
+  } else {
+    if (H5Fis_hdf5(path.c_str()) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw FormatError(fmt::format("{}: offset 0: not an HDF5 file (no superblock signature)", path));
+    }
   }
-  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, remote ? fapl.get() : H5P_DEFAULT), H5Fclose);
   if (!file.ok()) throw FormatError(fmt::format("{}: cannot open as HDF5: {}", path, last_error()));
   const std::vector<std::string> names = datasets.empty() ? all_datasets(file.get(), path) : datasets;
   NamedTensors out;
   for (const std::string& name : names)
-    out.emplace_back(name, read_dataset(file.get(), path, name, static_cast<uint64_t>(st.st_size)));
+    out.emplace_back(name, read_dataset(file.get(), path, name, file_size));
   return out;
 }
 

@@ -24,7 +24,48 @@ namespace {
 
 }  // namespace
 
+namespace {
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
+};
+using AlignedBytes = std::unique_ptr<std::byte, AlignedFree>;
+
+AlignedBytes allocate_aligned(size_t size) {
+  return AlignedBytes(static_cast<std::byte*>(::operator new(size, std::align_val_t{64})));
+}
+
+}  // namespace
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+  if (path.starts_with("http://") || path.starts_with("https://")) {
+    // A remote object (through the installed cache, if any) is read whole into memory.
+    std::unique_ptr<io::RandomAccessFile> remote;
+    try {
+      remote = io::open_file(path);
+    } catch (const io::IoError& e) {
+      throw FormatError(e.what());
+    }
+    const auto size = static_cast<size_t>(remote->size());
+    if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(path, nullptr, 0, false));
+    AlignedBytes buffer = allocate_aligned(size);
+    size_t done = 0;
+    try {
+      while (done < size) {
+        const size_t n = remote->read_at(done, std::span<std::byte>(buffer.get() + done, size - done));
+        if (n == 0) break;
+        done += n;
+      }
+    } catch (const io::IoError& e) {
+      throw FormatError(e.what());
+    }
+    if (done != size) {
+      throw FormatError(fmt::format("{}: the object ended at byte {} of {}", path, done, size));
+    }
+    std::unique_ptr<const MappedFile> out(new MappedFile(path, buffer.get(), size, false));
+    (void)buffer.release();
+    return out;
+  }
   struct Fd {
     int fd;
     ~Fd() {
@@ -42,11 +83,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     // process's mapping lock, and an interrupt to every core that ran the process to drop its page
     // table entries) cost more than copying a few hundred KiB from the page cache, and contend
     // when many threads open files at once.
-    struct Free {
-      void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
-    };
-    std::unique_ptr<std::byte, Free> buffer(
-        static_cast<std::byte*>(::operator new(size, std::align_val_t{64})));
+    AlignedBytes buffer = allocate_aligned(size);
     size_t done = 0;
     while (done < size) {
       const ssize_t n = ::pread(file.fd, buffer.get() + done, size - done, static_cast<off_t>(done));

@@ -13,6 +13,9 @@
 #include <cstring>
 #include <limits>
 
+#include "io/http.h"
+#include "io/remote_cache.h"
+
 namespace pipeprof::pipelines::io {
 namespace {
 
@@ -160,8 +163,13 @@ std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenO
   std::string path = name;
   if (const auto scheme = name.find("://"); scheme != std::string::npos) {
     const std::string kind = name.substr(0, scheme);
+    if (kind == "http" || kind == "https") {
+      if (options.direct) throw IoError(fmt::format("{}: O_DIRECT applies to local files only", name));
+      return open_remote(name);
+    }
     if (kind != "file") {
-      throw IoError(fmt::format("{}: no storage backend for \"{}://\" URLs (local files only)",
+      throw IoError(fmt::format("{}: no storage backend for \"{}://\" URLs (local files, http:// "
+                                "and https://)",
                                 name, kind));
     }
     path = name.substr(scheme + 3);
@@ -193,6 +201,7 @@ void drop_from_page_cache(const std::string& path) {
 }
 
 std::vector<std::string> match_files(const std::string& pattern) {
+  if (is_http_url(pattern)) return match_http(pattern);
   glob_t g{};
   const int rc = ::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ERR, nullptr, &g);
   std::vector<std::string> out;

@@ -1,0 +1,436 @@
+#include "io/http.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace pipeprof::pipelines::io {
+namespace {
+
+std::mutex g_options_mutex;
+HttpOptions g_options;
+
+std::atomic<int64_t> g_requests{0};
+std::atomic<int64_t> g_retries{0};
+std::atomic<int64_t> g_bytes{0};
+std::atomic<int64_t> g_failures{0};
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw IoError("libcurl could not be initialized (curl_global_init)");
+    }
+  });
+}
+
+// One curl handle per thread: it keeps its connections alive between requests (curl_easy_reset
+// keeps them), so a thread reading file after file from one server reuses one connection.
+CURL* thread_handle() {
+  struct Handle {
+    CURL* curl = nullptr;
+    ~Handle() {
+      if (curl != nullptr) curl_easy_cleanup(curl);
+    }
+  };
+  thread_local Handle handle;
+  if (handle.curl == nullptr) {
+    global_init();
+    handle.curl = curl_easy_init();
+    if (handle.curl == nullptr) throw IoError("libcurl could not create a handle (curl_easy_init)");
+  }
+  return handle.curl;
+}
+
+// Where a response's body goes: a fixed span (ranged reads into the caller's buffer) or a growing
+// vector (whole objects, listings).
+struct Sink {
+  std::byte* out = nullptr;
+  size_t capacity = 0;
+  std::vector<std::byte>* grow = nullptr;
+  size_t received = 0;
+  bool overflow = false;
+};
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  const size_t n = size * count;
+  if (sink->grow != nullptr) {
+    const auto* p = reinterpret_cast<const std::byte*>(data);
+    sink->grow->insert(sink->grow->end(), p, p + n);
+  } else {
+    if (sink->received + n > sink->capacity) {
+      sink->overflow = true;
+      return 0;  // more than asked for: curl stops with CURLE_WRITE_ERROR
+    }
+    std::memcpy(sink->out + sink->received, data, n);
+  }
+  sink->received += n;
+  g_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  return n;
+}
+
+// The headers we read: Content-Range (the object's size). A new status line (a redirect or a 100
+// Continue before the real response) starts over.
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* content_range = static_cast<std::string*>(user);
+  const size_t n = size * count;
+  std::string_view line(data, n);
+  if (line.starts_with("HTTP/")) content_range->clear();
+  constexpr std::string_view kName = "content-range:";
+  if (line.size() > kName.size() &&
+      std::equal(kName.begin(), kName.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+    std::string_view value = line.substr(kName.size());
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+      value.remove_suffix(1);
+    content_range->assign(value);
+  }
+  return n;
+}
+
+// "bytes 0-99/1000" or "bytes */1000": the total (nullopt when absent or "*").
+std::optional<uint64_t> total_from_content_range(const std::string& value) {
+  const auto slash = value.rfind('/');
+  if (slash == std::string::npos || slash + 1 >= value.size()) return std::nullopt;
+  uint64_t total = 0;
+  for (size_t i = slash + 1; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c < '0' || c > '9') return std::nullopt;
+    total = total * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return total;
+}
+
+bool retryable(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool retryable_status(long status) {
+  return status >= 500 || status == 429 || status == 408;
+}
+
+std::string status_text(long status) {
+  switch (status) {
+    case 400: return "400 Bad Request";
+    case 401: return "401 Unauthorized";
+    case 403: return "403 Forbidden";
+    case 404: return "404 Not Found";
+    case 408: return "408 Request Timeout";
+    case 416: return "416 Range Not Satisfiable";
+    case 429: return "429 Too Many Requests";
+    case 500: return "500 Internal Server Error";
+    case 502: return "502 Bad Gateway";
+    case 503: return "503 Service Unavailable";
+    case 504: return "504 Gateway Timeout";
+    default: return std::to_string(status);
+  }
+}
+
+std::string range_text(uint64_t begin, size_t length) {
+  if (length == 0) return "the whole object";
+  return fmt::format("bytes {}-{}", begin, begin + length - 1);
+}
+
+struct Response {
+  long status = 0;
+  std::optional<uint64_t> total;  // from Content-Range
+  size_t received = 0;
+};
+
+// One GET (of [begin, begin + length), or the whole object when length is 0), retried as the
+// options say. Statuses that are not retried come back to the caller when `accept_status` says so
+// (a listing may be 404); other failures throw IoError naming the URL, the range and why.
+Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
+             bool (*accept_status)(long) = nullptr) {
+  const HttpOptions options = http_options();
+  CURL* curl = thread_handle();
+  const auto started = std::chrono::steady_clock::now();
+  std::string last_error;
+  const int attempts = std::max(1, options.max_attempts);
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    if (attempt > 1) {
+      g_retries.fetch_add(1, std::memory_order_relaxed);
+      auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
+      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(wait, options.backoff_max));
+    }
+    curl_easy_reset(curl);  // keeps the handle's live connections
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    std::string content_range;
+    sink.received = 0;
+    sink.overflow = false;
+    if (sink.grow != nullptr) sink.grow->clear();
+    const std::string range =
+        length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &content_range);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     std::max<long>(1, static_cast<long>(options.stall_timeout.count() / 1000)));
+    curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
+    if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+    g_requests.fetch_add(1, std::memory_order_relaxed);
+    const CURLcode rc = curl_easy_perform(curl);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    if (sink.overflow) {
+      g_failures.fetch_add(1, std::memory_order_relaxed);
+      throw IoError(fmt::format("{}: {}: the server sent more than the {} bytes asked for", url,
+                                range_text(begin, length), length));
+    }
+    if (rc != CURLE_OK) {
+      const std::string why = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
+      if (rc == CURLE_PARTIAL_FILE) {
+        last_error = fmt::format("the body ended early ({} bytes received): {}", sink.received, why);
+      } else {
+        last_error = why;
+      }
+      if (retryable(rc)) continue;
+      g_failures.fetch_add(1, std::memory_order_relaxed);
+      throw IoError(fmt::format("{}: {}: {}", url, range_text(begin, length), last_error));
+    }
+    Response response{.status = status, .total = total_from_content_range(content_range),
+                      .received = sink.received};
+    if (status == 200 || status == 206) {
+      // A ranged body shorter than the range asked for, where the object goes on, is cut short.
+      if (length != 0 && status == 206 && response.total) {
+        const uint64_t expected = std::min<uint64_t>(length, *response.total > begin
+                                                                 ? *response.total - begin
+                                                                 : 0);
+        if (sink.received < expected) {
+          last_error = fmt::format("the body ended early ({} of {} bytes)", sink.received, expected);
+          continue;
+        }
+      }
+      return response;
+    }
+    if (accept_status != nullptr && accept_status(status)) return response;
+    last_error = fmt::format("HTTP {}", status_text(status));
+    if (retryable_status(status)) continue;
+    g_failures.fetch_add(1, std::memory_order_relaxed);
+    throw IoError(fmt::format("{}: {}: {}", url, range_text(begin, length), last_error));
+  }
+  g_failures.fetch_add(1, std::memory_order_relaxed);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  throw IoError(fmt::format("{}: {}: {} (gave up after {} attempts in {:.1f} s)", url,
+                            range_text(begin, length), last_error, attempts, seconds));
+}
+
+class HttpFile final : public RandomAccessFile {
+ public:
+  explicit HttpFile(std::string url) : url_(std::move(url)) {
+    const size_t first = std::max<size_t>(1, http_options().first_request_bytes);
+    head_.resize(first);
+    Sink sink{.out = head_.data(), .capacity = head_.size()};
+    // 416: the range starts at or past the end: an empty object ("bytes */0").
+    const Response r = get(url_, 0, first, sink, [](long status) { return status == 416; });
+    if (r.status == 416) {
+      if (!r.total || *r.total != 0) {
+        throw IoError(fmt::format("{}: bytes 0-{}: HTTP 416 Range Not Satisfiable", url_, first - 1));
+      }
+      size_ = 0;
+      head_.clear();
+      return;
+    }
+    head_.resize(r.received);
+    if (r.status == 206 && r.total) {
+      size_ = *r.total;
+    } else if (r.status == 200 && r.received < first) {
+      size_ = r.received;  // the server ignored the range and sent the whole (small) object
+    } else {
+      throw IoError(fmt::format("{}: the server does not give the object's size for a ranged "
+                                "GET (HTTP {}, no Content-Range)",
+                                url_, r.status));
+    }
+  }
+
+  const std::string& name() const override { return url_; }
+  uint64_t size() const override { return size_; }
+
+  size_t read_at(uint64_t offset, std::span<std::byte> out) override {
+    if (offset >= size_ || out.empty()) return 0;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), size_ - offset));
+    size_t done = 0;
+    if (offset < head_.size()) {  // the first request's bytes
+      done = std::min<size_t>(want, head_.size() - static_cast<size_t>(offset));
+      std::memcpy(out.data(), head_.data() + offset, done);
+    }
+    if (done < want) {
+      Sink sink{.out = out.data() + done, .capacity = want - done};
+      const Response r = get(url_, offset + done, want - done, sink);
+      if (r.status == 206 && r.total && *r.total != size_) {
+        throw IoError(fmt::format("{}: {}: the object changed while it was read ({} bytes when "
+                                  "opened, {} now)",
+                                  url_, range_text(offset + done, want - done), size_, *r.total));
+      }
+      if (r.status != 206 || sink.received != want - done) {
+        throw IoError(fmt::format("{}: {}: expected a 206 response of {} bytes, got HTTP {} with {}",
+                                  url_, range_text(offset + done, want - done), want - done,
+                                  r.status, sink.received));
+      }
+      done = want;
+    }
+    return done;
+  }
+
+ private:
+  std::string url_;
+  std::vector<std::byte> head_;
+  uint64_t size_ = 0;
+};
+
+bool has_wildcard(std::string_view s) {
+  return s.find_first_of("*?[") != std::string_view::npos;
+}
+
+// Percent-encodes a name from a listing for use in a URL path.
+std::string encode_name(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += c;
+    } else {
+      out += fmt::format("%{:02X}", u);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+HttpOptions http_options() {
+  const std::lock_guard lock(g_options_mutex);
+  return g_options;
+}
+
+void set_http_options(const HttpOptions& options) {
+  const std::lock_guard lock(g_options_mutex);
+  g_options = options;
+}
+
+HttpCounters http_counters() {
+  return {.requests = g_requests.load(), .retries = g_retries.load(), .bytes = g_bytes.load(),
+          .failures = g_failures.load()};
+}
+
+void reset_http_counters() {
+  g_requests = 0;
+  g_retries = 0;
+  g_bytes = 0;
+  g_failures = 0;
+}
+
+bool is_http_url(const std::string& name) {
+  return name.starts_with("http://") || name.starts_with("https://");
+}
+
+std::unique_ptr<RandomAccessFile> open_http(const std::string& url) {
+  return std::make_unique<HttpFile>(url);
+}
+
+std::vector<std::byte> fetch_http(const std::string& url) {
+  HttpFile file(url);
+  std::vector<std::byte> out(static_cast<size_t>(file.size()));
+  if (!out.empty() && file.read_at(0, out) != out.size()) {
+    throw IoError(fmt::format("{}: the object ended before its {} bytes", url, out.size()));
+  }
+  return out;
+}
+
+std::vector<std::string> match_http(const std::string& pattern) {
+  const auto scheme = pattern.find("://");
+  const auto path_start = pattern.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme == std::string::npos || path_start == std::string::npos) {
+    throw IoError(fmt::format("{}: expected a URL with a path (http://host:port/folder/*.ext)",
+                              pattern));
+  }
+  const auto last = pattern.rfind('/');
+  const std::string folder = pattern.substr(0, last + 1);
+  const std::string name_pattern = pattern.substr(last + 1);
+  if (has_wildcard(std::string_view(folder).substr(path_start))) {
+    throw IoError(fmt::format("{}: wildcards are allowed only in the last part of a URL", pattern));
+  }
+  if (!has_wildcard(name_pattern)) return {pattern};  // one object, as a local name without them
+
+  std::vector<std::string> names;
+  std::vector<std::byte> body;
+  Sink sink{.grow = &body};
+  auto client_error = [](long status) { return status >= 400 && status < 500; };
+  const Response index = get(folder, 0, 0, sink, client_error);
+  bool listed = false;
+  if (index.status == 200) {
+    const auto json = nlohmann::json::parse(reinterpret_cast<const char*>(body.data()),
+                                            reinterpret_cast<const char*>(body.data() + body.size()),
+                                            nullptr, /*allow_exceptions=*/false);
+    if (json.is_array()) {
+      for (const auto& entry : json) {
+        if (!entry.is_object() || !entry.contains("name") || !entry.at("name").is_string()) {
+          throw IoError(fmt::format("{}: the JSON index has an entry without a name: {}", folder,
+                                    entry.dump()));
+        }
+        if (entry.value("type", std::string("file")) != "file") continue;
+        names.push_back(entry.at("name").get<std::string>());
+      }
+      listed = true;
+    }
+  }
+  std::string index_result =
+      listed ? std::string() : (index.status == 200 ? "not a JSON index" : "HTTP " + status_text(index.status));
+  if (!listed) {
+    const std::string manifest = folder + "manifest.txt";
+    const Response m = get(manifest, 0, 0, sink, client_error);
+    if (m.status != 200) {
+      throw IoError(fmt::format("{}: cannot list {}: its index gave {}, and {} gave HTTP {}",
+                                pattern, folder, index_result, manifest, status_text(m.status)));
+    }
+    std::istringstream lines(std::string(reinterpret_cast<const char*>(body.data()), body.size()));
+    for (std::string line; std::getline(lines, line);) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || line.front() == '#') continue;
+      names.push_back(line);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& name : names) {
+    if (::fnmatch(name_pattern.c_str(), name.c_str(), FNM_PERIOD) == 0) {
+      out.push_back(folder + encode_name(name));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace pipeprof::pipelines::io

@@ -1,0 +1,69 @@
+// HTTP object storage (libcurl): a file is an object behind an http:// or https:// URL, read with
+// ranged GETs. Each thread keeps one connection per server alive between requests (a curl handle
+// per thread), so several threads reading several files keep several requests in flight. Failures
+// that may pass (no connection, a timeout, a reset or cut-short body, 5xx and 429) are retried a
+// bounded number of times with exponential backoff; every error names the URL, the byte range and
+// the HTTP status or curl's reason. Listing a "folder" reads the server's JSON index (nginx's
+// `autoindex_format json`) or, where it has none, a manifest file in that folder.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/storage.h"
+
+namespace pipeprof::pipelines::io {
+
+struct HttpOptions {
+  // Attempts per request (the first included) before a retryable failure is an error.
+  int max_attempts = 5;
+  // Backoff before retry k (k = 1, 2, ...): backoff_initial * 2^(k-1), at most backoff_max.
+  std::chrono::milliseconds backoff_initial{100};
+  std::chrono::milliseconds backoff_max{2000};
+  // A connection that is not established within this time fails (and is retried).
+  std::chrono::milliseconds connect_timeout{3000};
+  // A transfer that moves no byte for this long fails (and is retried): a stalled server, never a
+  // slow but moving one.
+  std::chrono::milliseconds stall_timeout{10000};
+  // The first request of an open file asks for this many bytes: it gives the object's size too
+  // (Content-Range), so a small object costs one request.
+  size_t first_request_bytes = 256 * 1024;
+};
+
+// The process's HTTP options (the defaults above until set). Set before reads start.
+HttpOptions http_options();
+void set_http_options(const HttpOptions& options);
+
+// What this process's HTTP reads did, since the start or the last reset.
+struct HttpCounters {
+  int64_t requests = 0;  // GETs sent, retries included
+  int64_t retries = 0;   // requests that were a retry of a failed one
+  int64_t bytes = 0;     // body bytes received
+  int64_t failures = 0;  // requests that gave up (an IoError)
+};
+HttpCounters http_counters();
+void reset_http_counters();
+
+// True for http:// and https:// URLs.
+bool is_http_url(const std::string& name);
+
+// Opens an object: its first request (first_request_bytes from byte 0) gives its size. Throws
+// IoError naming the URL (404, 403, a server that cannot be reached after the retries, ...).
+std::unique_ptr<RandomAccessFile> open_http(const std::string& url);
+
+// Reads the whole object into memory (an open and one more request for the rest).
+std::vector<std::byte> fetch_http(const std::string& url);
+
+// The URLs of the objects matching `pattern`, an http(s) URL whose last part may hold wildcards
+// (*, ?, [...]: fnmatch), sorted bytewise. The folder's listing is its JSON index (a GET of the
+// folder's URL with a trailing slash) or, when the server gives none (403, 404, not JSON), the
+// file "manifest.txt" in that folder: one name per line, relative to the folder ('#' starts a
+// comment). Throws IoError naming both when neither exists, or when the folder part holds a
+// wildcard.
+std::vector<std::string> match_http(const std::string& pattern);
+
+}  // namespace pipeprof::pipelines::io

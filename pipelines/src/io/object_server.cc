@@ -1,0 +1,355 @@
+// The object server: nginx started on 127.0.0.1 with a generated configuration in a temporary
+// folder of its own (config, error log, pid file, nginx's temporary files), in a process group of
+// its own so that every nginx process can be signalled at once, and with a parent-death signal so
+// that it stops when the process that started it dies without stopping it.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "pipeprof/pipelines/remote.h"
+
+namespace pipeprof::pipelines {
+namespace {
+
+constexpr const char* kEchoModule = "/usr/lib/nginx/modules/ngx_http_echo_module.so";
+
+std::string find_nginx(const std::string& configured) {
+  if (!configured.empty()) return ::access(configured.c_str(), X_OK) == 0 ? configured : "";
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    std::stringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      if (dir.empty()) continue;
+      const std::string candidate = dir + "/nginx";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+  }
+  for (const char* candidate : {"/usr/sbin/nginx", "/usr/local/sbin/nginx"}) {
+    if (::access(candidate, X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// A port nobody listens on now (the kernel's pick for port 0).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw RemoteError(fmt::format("object server: socket: {}", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw RemoteError(fmt::format("object server: no free port on 127.0.0.1: {}", std::strerror(err)));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool answers(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string tail_of(const std::filesystem::path& file, size_t max_bytes = 2000) {
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > max_bytes) text = "..." + text.substr(text.size() - max_bytes);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+// nginx's quoting for a path in its configuration.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+// A thread that runs jobs handed to it (the fork of nginx) and lives until the server goes.
+class ObjectServer::Spawner {
+ public:
+  Spawner() : thread_([this] { loop(); }) {}
+  ~Spawner() {
+    {
+      const std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Spawner(const Spawner&) = delete;
+  Spawner& operator=(const Spawner&) = delete;
+
+  // Runs `job` on the thread; returns its result (errno is the job's).
+  pid_t run(const std::function<pid_t()>& job) {
+    std::unique_lock lock(mutex_);
+    job_ = &job;
+    done_ = false;
+    wake_.notify_all();
+    wake_.wait(lock, [&] { return done_; });
+    errno = error_;
+    return result_;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return quit_ || job_ != nullptr; });
+      if (quit_) return;
+      result_ = (*job_)();
+      error_ = errno;
+      job_ = nullptr;
+      done_ = true;
+      wake_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  const std::function<pid_t()>* job_ = nullptr;
+  pid_t result_ = -1;
+  int error_ = 0;
+  bool done_ = false;
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+bool ObjectServer::available(bool with_latency, std::string* why) {
+  if (find_nginx("").empty()) {
+    if (why != nullptr) *why = "nginx is not installed (Debian: nginx-light)";
+    return false;
+  }
+  if (with_latency && ::access(kEchoModule, R_OK) != 0) {
+    if (why != nullptr) {
+      *why = fmt::format("nginx's echo module ({}) is not installed (Debian: "
+                         "libnginx-mod-http-echo)",
+                         kEchoModule);
+    }
+    return false;
+  }
+  return true;
+}
+
+ObjectServer::ObjectServer(ObjectServerOptions options)
+    : options_(std::move(options)), spawner_(std::make_unique<Spawner>()) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options_.root, ec)) {
+    throw RemoteError(fmt::format("object server: {} is not a folder", options_.root.string()));
+  }
+  options_.root = std::filesystem::absolute(options_.root);
+  // The echo module sleeps in whole milliseconds.
+  options_.latency = std::chrono::round<std::chrono::milliseconds>(options_.latency);
+  if (options_.latency.count() < 0 || options_.rate_bytes_per_second < 0) {
+    throw RemoteError("object server: latency and rate must not be negative");
+  }
+  std::string why;
+  if (!available(options_.latency.count() > 0, &why)) throw RemoteError("object server: " + why);
+  std::string tmpl = (std::filesystem::temp_directory_path() / "pipeprof-nginx-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw RemoteError(fmt::format("object server: cannot create a temporary folder: {}",
+                                  std::strerror(errno)));
+  }
+  dir_ = tmpl;
+  try {
+    std::filesystem::create_directories(dir_ / "tmp");
+    port_ = options_.port;
+    launch();
+  } catch (...) {
+    std::filesystem::remove_all(dir_, ec);
+    throw;
+  }
+}
+
+ObjectServer::~ObjectServer() {
+  try {
+    stop();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor reports nothing
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string ObjectServer::url() const {
+  return fmt::format("http://127.0.0.1:{}/", port_);
+}
+
+void ObjectServer::launch() {
+  const std::string nginx = find_nginx(options_.nginx);
+  if (nginx.empty()) {
+    throw RemoteError(options_.nginx.empty()
+                          ? "object server: nginx is not installed (Debian: nginx-light)"
+                          : fmt::format("object server: {} is not an executable", options_.nginx));
+  }
+  const bool pick_port = port_ == 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (pick_port) port_ = free_port();
+    const auto conf = dir_ / "nginx.conf";
+    const auto log = dir_ / "error.log";
+    {
+      std::ofstream out(conf, std::ios::trunc);
+      const bool latency = options_.latency.count() > 0;
+      if (latency) out << "load_module " << kEchoModule << ";\n";
+      out << "daemon off;\nworker_processes " << std::max(1, options_.workers) << ";\n"
+          << "pid " << quoted((dir_ / "nginx.pid").string()) << ";\n"
+          << "error_log " << quoted(log.string()) << " warn;\n"
+          << "events { worker_connections 4096; }\n"
+          << "http {\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n"
+          << "  keepalive_requests 1000000;\n  keepalive_timeout 300s;\n"
+          << "  default_type application/octet-stream;\n";
+      for (const char* kind : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
+        out << "  " << kind << "_temp_path " << quoted((dir_ / "tmp").string()) << ";\n";
+      }
+      out << "  server {\n    listen 127.0.0.1:" << port_ << ";\n"
+          << "    root " << quoted(options_.root.string()) << ";\n";
+      if (options_.rate_bytes_per_second > 0) {
+        out << "    limit_rate " << options_.rate_bytes_per_second << ";\n";
+      }
+      for (const auto& [prefix, status] : options_.fixed_status) {
+        // "=/path": that path only; otherwise everything under the prefix.
+        if (prefix.starts_with("=")) {
+          out << "    location = " << quoted(prefix.substr(1)) << " { return " << status << "; }\n";
+        } else {
+          out << "    location ^~ " << quoted(prefix) << " { return " << status << "; }\n";
+        }
+      }
+      if (latency) {
+        // The delay, then the file (or the folder's JSON index) from a named location: ranges,
+        // Content-Length and sendfile as without it.
+        out << fmt::format("    location / {{ echo_sleep {:.3f}; echo_exec @object; }}\n",
+                           static_cast<double>(options_.latency.count()) / 1e6)
+            << "    location @object { autoindex on; autoindex_format json; }\n";
+      } else {
+        out << "    location / { autoindex on; autoindex_format json; }\n";
+      }
+      out << "  }\n}\n";
+      if (!out) throw RemoteError(fmt::format("object server: cannot write {}", conf.string()));
+    }
+    std::error_code ec;
+    std::filesystem::remove(log, ec);
+    const std::string prefix = dir_.string() + "/";
+    const std::string conf_s = conf.string();
+    const std::string log_s = log.string();
+    std::vector<const char*> argv = {nginx.c_str(), "-p", prefix.c_str(), "-c", conf_s.c_str(),
+                                     "-e", log_s.c_str(), nullptr};
+    const pid_t parent = ::getpid();
+    // The parent-death signal fires when the thread that forked exits, not the process: nginx is
+    // forked by the server's own thread, which lives as long as the server.
+    const pid_t pid = spawner_->run([&]() -> pid_t {
+      const pid_t child = ::fork();
+      if (child != 0) return child;
+      // Only async-signal-safe calls until exec.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(127);
+      const int null = ::open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        ::dup2(null, STDIN_FILENO);
+        ::dup2(null, STDOUT_FILENO);
+      }
+      const int err = ::open(log_s.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (err >= 0) ::dup2(err, STDERR_FILENO);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execv(nginx.c_str(), const_cast<char* const*>(argv.data()));
+      ::_exit(127);
+    });
+    if (pid < 0) throw RemoteError(fmt::format("object server: fork: {}", std::strerror(errno)));
+    ::setpgid(pid, pid);  // also here, so that it holds before either side runs on
+    pid_ = pid;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool exited = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        pid_ = -1;
+        break;
+      }
+      if (answers(port_)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const std::string why = tail_of(log);
+    if (!exited) {
+      reap(std::chrono::milliseconds(0));
+      throw RemoteError(fmt::format("object server: nginx did not answer on port {} within 10 s{}",
+                                    port_, why.empty() ? "" : ": " + why));
+    }
+    if (pick_port && why.find("Address already in use") != std::string::npos) continue;
+    throw RemoteError(fmt::format("object server: nginx exited at start: {}",
+                                  why.empty() ? "(no message)" : why));
+  }
+  throw RemoteError("object server: no free port found in 5 tries");
+}
+
+void ObjectServer::reap(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-pid_, SIGKILL);
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // Workers outlive their master for a moment after it is killed: they are in its group.
+  ::kill(-pid_, SIGKILL);
+  pid_ = -1;
+}
+
+void ObjectServer::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);  // nginx's fast shutdown: open transfers are cut
+  reap(std::chrono::seconds(5));
+}
+
+void ObjectServer::kill() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGKILL);
+  reap(std::chrono::seconds(5));
+}
+
+void ObjectServer::start() {
+  if (pid_ > 0) return;
+  launch();
+}
+
+}  // namespace pipeprof::pipelines

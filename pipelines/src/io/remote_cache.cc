@@ -1,0 +1,507 @@
+// The read-through disk cache of remote objects. An object lives in the cache folder as two files:
+// <key> (its bytes, exactly) and <key>.meta ("pipeprof-remote-cache 1", its size and CRC-32C, its
+// URL). Both are written under temporary names and renamed into place, the meta file first, so a
+// reader that finds the object finds its meta; a reader checks size and CRC-32C on every open, and
+// a mismatch (a damaged or half-replaced file) evicts the object and fetches it again. The least
+// recently used objects go first when the budget is exceeded (a hit touches the object's mtime, so
+// the order holds across processes and runs); the folder is rescanned before evicting, so objects
+// other processes added count too. A write that fails (ENOSPC, EDQUOT, EFBIG, EIO) evicts room and
+// tries once more, then serves the object from memory without keeping it.
+#include "io/remote_cache.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "formats/crc32c.h"
+#include "io/http.h"
+#include "pipeprof/pipelines/remote.h"
+
+namespace pipeprof::pipelines {
+
+using Bytes = std::shared_ptr<const std::vector<std::byte>>;
+
+namespace {
+
+constexpr std::string_view kMagic = "pipeprof-remote-cache 1";
+
+// A whole object in memory (a miss: the fetched bytes are served while they are written out).
+class MemoryFile final : public io::RandomAccessFile {
+ public:
+  MemoryFile(std::string name, Bytes bytes) : name_(std::move(name)), bytes_(std::move(bytes)) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return bytes_->size(); }
+  size_t read_at(uint64_t offset, std::span<std::byte> out) override {
+    if (offset >= bytes_->size()) return 0;
+    const size_t n = std::min<size_t>(out.size(), bytes_->size() - static_cast<size_t>(offset));
+    std::memcpy(out.data(), bytes_->data() + offset, n);
+    return n;
+  }
+
+ private:
+  std::string name_;
+  Bytes bytes_;
+};
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// The object's file name: a hash of the URL, then (for people looking at the folder) the URL's
+// last part, made safe.
+std::string key_of(const std::string& url) {
+  std::string tail = url.substr(url.rfind('/') + 1);
+  if (tail.size() > 64) tail = tail.substr(tail.size() - 64);
+  for (char& c : tail) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  return fmt::format("{:016x}-{}", fnv1a(url), tail);
+}
+
+bool is_object_name(const std::string& name) {
+  return !name.empty() && name.front() != '.' && !name.ends_with(".meta");
+}
+
+struct Meta {
+  uint64_t size = 0;
+  uint32_t crc = 0;
+  std::string url;
+};
+
+std::optional<Meta> read_meta(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string magic;
+  Meta m;
+  std::string crc_hex;
+  if (!std::getline(in, magic) || magic != kMagic) return std::nullopt;
+  if (!(in >> m.size >> crc_hex)) return std::nullopt;
+  in.ignore(1);
+  if (!std::getline(in, m.url)) return std::nullopt;
+  try {
+    m.crc = static_cast<uint32_t>(std::stoul(crc_hex, nullptr, 16));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return m;
+}
+
+// Writes `bytes` to `path` (created or truncated); returns 0 or the errno.
+int write_all(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return err;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return errno;
+  return 0;
+}
+
+std::atomic<uint64_t> g_temp_counter{0};
+
+std::mutex g_installed_mutex;
+std::shared_ptr<RemoteCache> g_installed;
+
+}  // namespace
+
+struct RemoteCache::Impl {
+  struct Entry {
+    uint64_t size = 0;
+    std::filesystem::file_time_type last_use;
+  };
+  struct InFlight {
+    std::shared_future<Bytes> bytes;
+  };
+
+  RemoteCacheOptions options;
+  mutable std::mutex mutex;
+  std::unordered_map<std::string, Entry> index;  // key -> entry (this process's view)
+  uint64_t used = 0;
+  std::unordered_map<std::string, std::shared_future<Bytes>> in_flight;
+
+  std::atomic<int64_t> hits{0}, misses{0}, bytes_fetched{0}, bytes_from_cache{0}, evictions{0},
+      damaged{0}, write_failures{0}, too_large{0}, preloaded{0}, preload_failures{0};
+
+  std::vector<std::thread> preloaders;
+  std::atomic<bool> stop_preload{false};
+  std::atomic<size_t> preload_next{0};
+  std::atomic<uint64_t> preload_bytes{0};
+  std::vector<std::string> preload_urls;
+
+  std::filesystem::path object_path(const std::string& key) const { return options.dir / key; }
+  std::filesystem::path meta_path(const std::string& key) const {
+    return options.dir / (key + ".meta");
+  }
+
+  // Reads the folder's objects into the index (under mutex).
+  void rescan_locked() {
+    index.clear();
+    used = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(options.dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!is_object_name(name)) continue;
+      std::error_code e2;
+      const auto size = entry.file_size(e2);
+      if (e2) continue;
+      const auto mtime = entry.last_write_time(e2);
+      if (e2) continue;
+      index[name] = Entry{.size = size, .last_use = mtime};
+      used += size;
+    }
+  }
+
+  void remove_locked(const std::string& key) {
+    std::error_code ec;
+    std::filesystem::remove(object_path(key), ec);
+    std::filesystem::remove(meta_path(key), ec);
+    if (auto it = index.find(key); it != index.end()) {
+      used -= std::min(used, it->second.size);
+      index.erase(it);
+    }
+  }
+
+  // Evicts least recently used objects (never `keep`) until `bytes` more fit in `budget`.
+  void make_room_locked(uint64_t bytes, const std::string& keep, uint64_t budget) {
+    if (used + bytes <= budget) return;
+    rescan_locked();
+    std::vector<std::pair<std::filesystem::file_time_type, std::string>> order;
+    for (const auto& [key, entry] : index) {
+      if (key != keep) order.emplace_back(entry.last_use, key);
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [when, key] : order) {
+      if (used + bytes <= budget) break;
+      remove_locked(key);
+      evictions.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // A verified cached copy, or nullptr (missing; damaged ones are removed and counted).
+  std::unique_ptr<io::RandomAccessFile> open_cached(const std::string& key, const std::string& url) {
+    const auto path = object_path(key);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return nullptr;
+    std::unique_ptr<io::RandomAccessFile> file;
+    try {
+      file = io::open_file(path.string());
+    } catch (const io::IoError&) {
+      return nullptr;  // evicted by someone else meanwhile
+    }
+    const auto meta = read_meta(meta_path(key));
+    bool good = meta && meta->url == url && meta->size == file->size();
+    if (good) {
+      uint32_t crc = 0;
+      if (auto mapping = file->map()) {
+        crc = formats::crc32c(std::span<const std::byte>(mapping->data(), mapping->size()));
+      } else {
+        std::vector<std::byte> buffer(1 << 20);
+        for (uint64_t offset = 0; offset < file->size();) {
+          const size_t n = file->read_at(offset, buffer);
+          if (n == 0) break;
+          crc = formats::crc32c(std::span<const std::byte>(buffer.data(), n), crc);
+          offset += n;
+        }
+      }
+      good = crc == meta->crc;
+    }
+    const std::lock_guard lock(mutex);
+    if (!good) {
+      damaged.fetch_add(1, std::memory_order_relaxed);
+      remove_locked(key);
+      return nullptr;
+    }
+    // Most recently used now (the order eviction goes by, in every process).
+    const timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+    index[key] = Entry{.size = file->size(), .last_use = std::filesystem::file_time_type::clock::now()};
+    hits.fetch_add(1, std::memory_order_relaxed);
+    bytes_from_cache.fetch_add(static_cast<int64_t>(file->size()), std::memory_order_relaxed);
+    return file;
+  }
+
+  // Keeps a fetched object; false when it could not be (counted).
+  bool store(const std::string& key, const std::string& url, const std::vector<std::byte>& bytes) {
+    if (bytes.size() > options.budget_bytes) {
+      too_large.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    const uint32_t crc = formats::crc32c(std::span<const std::byte>(bytes));
+    const std::string meta_text = fmt::format("{}\n{} {:08x}\n{}\n", kMagic, bytes.size(), crc, url);
+    const auto stem = fmt::format(".tmp-{}-{}-{}", key, ::getpid(), g_temp_counter.fetch_add(1));
+    const auto tmp_object = options.dir / stem;
+    const auto tmp_meta = options.dir / (stem + ".meta");
+    const std::lock_guard lock(mutex);
+    make_room_locked(bytes.size(), key, options.budget_bytes);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      int err = write_all(tmp_object, bytes);
+      if (err == 0) {
+        err = write_all(tmp_meta, std::as_bytes(std::span(meta_text.data(), meta_text.size())));
+      }
+      if (err == 0 && ::rename(tmp_meta.c_str(), meta_path(key).c_str()) != 0) err = errno;
+      if (err == 0 && ::rename(tmp_object.c_str(), object_path(key).c_str()) != 0) err = errno;
+      if (err == 0) {
+        if (auto it = index.find(key); it != index.end()) used -= std::min(used, it->second.size);
+        index[key] = Entry{.size = bytes.size(),
+                           .last_use = std::filesystem::file_time_type::clock::now()};
+        used += bytes.size();
+        return true;
+      }
+      std::error_code ec;
+      std::filesystem::remove(tmp_object, ec);
+      std::filesystem::remove(tmp_meta, ec);
+      const bool full = err == ENOSPC || err == EDQUOT || err == EFBIG;
+      if (!full || attempt == 1) break;
+      // The disk holds less than the budget says: make room for twice the object, then try again.
+      make_room_locked(0, key, used > 2 * bytes.size() ? used - 2 * bytes.size() : 0);
+    }
+    write_failures.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  // The object's bytes from the server, once per process at a time: a second caller waits for the
+  // first one's fetch. `preload`: counted as preloaded.
+  Bytes fetch(const std::string& key, const std::string& url, bool preload) {
+    std::promise<Bytes> promise;
+    std::shared_future<Bytes> future;
+    {
+      const std::lock_guard lock(mutex);
+      if (auto it = in_flight.find(key); it != in_flight.end()) {
+        future = it->second;
+      } else {
+        in_flight.emplace(key, promise.get_future().share());
+      }
+    }
+    if (future.valid()) return future.get();  // another thread's fetch (its error, if it failed)
+    try {
+      auto bytes = std::make_shared<const std::vector<std::byte>>(io::fetch_http(url));
+      bytes_fetched.fetch_add(static_cast<int64_t>(bytes->size()), std::memory_order_relaxed);
+      if (preload) {
+        if (preload_bytes.fetch_add(bytes->size()) + bytes->size() > options.budget_bytes) {
+          stop_preload = true;  // the budget is full of this run's objects: keep the rest remote
+        } else if (store(key, url, *bytes)) {
+          preloaded.fetch_add(1, std::memory_order_relaxed);
+        }
+      } else {
+        store(key, url, *bytes);
+      }
+      promise.set_value(bytes);
+      const std::lock_guard lock(mutex);
+      in_flight.erase(key);
+      return bytes;
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      const std::lock_guard lock(mutex);
+      in_flight.erase(key);
+      throw;
+    }
+  }
+
+  std::unique_ptr<io::RandomAccessFile> open(const std::string& url) {
+    const std::string key = key_of(url);
+    {
+      // An object being fetched (by a preloader or another reader): wait for it.
+      std::shared_future<Bytes> pending;
+      {
+        const std::lock_guard lock(mutex);
+        if (auto it = in_flight.find(key); it != in_flight.end()) pending = it->second;
+      }
+      if (pending.valid()) {
+        try {
+          Bytes bytes = pending.get();
+          hits.fetch_add(1, std::memory_order_relaxed);
+          bytes_from_cache.fetch_add(static_cast<int64_t>(bytes->size()), std::memory_order_relaxed);
+          return std::make_unique<MemoryFile>(url, std::move(bytes));
+        } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): fetched again below
+        }
+      }
+    }
+    if (auto cached = open_cached(key, url)) return cached;
+    misses.fetch_add(1, std::memory_order_relaxed);
+    return std::make_unique<MemoryFile>(url, fetch(key, url, /*preload=*/false));
+  }
+
+  void preload_worker() {
+    while (!stop_preload.load()) {
+      const size_t i = preload_next.fetch_add(1);
+      if (i >= preload_urls.size()) return;
+      const std::string& url = preload_urls[i];
+      const std::string key = key_of(url);
+      std::error_code ec;
+      if (std::filesystem::exists(meta_path(key), ec) &&
+          std::filesystem::exists(object_path(key), ec)) {
+        const auto size = std::filesystem::file_size(object_path(key), ec);
+        if (!ec && preload_bytes.fetch_add(size) + size > options.budget_bytes) return;
+        continue;  // already cached (checked when opened)
+      }
+      try {
+        fetch(key, url, /*preload=*/true);
+      } catch (const std::exception&) {
+        preload_failures.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  void join_preloaders() {
+    for (auto& t : preloaders) {
+      if (t.joinable()) t.join();
+    }
+    preloaders.clear();
+  }
+};
+
+RemoteCache::RemoteCache(RemoteCacheOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.budget_bytes == 0) throw RemoteError("remote cache: the byte budget must be > 0");
+  if (options.dir.empty()) throw RemoteError("remote cache: no folder given");
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec || !std::filesystem::is_directory(options.dir)) {
+    throw RemoteError(fmt::format("remote cache: cannot create the folder {}: {}",
+                                  options.dir.string(), ec ? ec.message() : "not a folder"));
+  }
+  if (::access(options.dir.c_str(), W_OK) != 0) {
+    throw RemoteError(fmt::format("remote cache: the folder {} is not writable: {}",
+                                  options.dir.string(), std::strerror(errno)));
+  }
+  impl_->options = std::move(options);
+  const std::lock_guard lock(impl_->mutex);
+  // Temporary files of a run that died midway are removed; objects are kept.
+  for (const auto& entry : std::filesystem::directory_iterator(impl_->options.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".tmp-")) {
+      // A writer takes far less than ten minutes: an older one died midway.
+      std::error_code e2;
+      const auto age = std::filesystem::file_time_type::clock::now() - entry.last_write_time(e2);
+      if (!e2 && age > std::chrono::minutes(10)) std::filesystem::remove(entry.path(), e2);
+    }
+  }
+  impl_->rescan_locked();
+}
+
+RemoteCache::~RemoteCache() {
+  impl_->stop_preload = true;
+  impl_->join_preloaders();
+}
+
+void RemoteCache::preload(std::vector<std::string> urls) {
+  impl_->stop_preload = true;
+  impl_->join_preloaders();
+  impl_->stop_preload = false;
+  impl_->preload_urls = std::move(urls);
+  impl_->preload_next = 0;
+  impl_->preload_bytes = 0;
+  const int threads = std::max(1, impl_->options.preload_threads);
+  for (int i = 0; i < threads; ++i) impl_->preloaders.emplace_back([this] { impl_->preload_worker(); });
+}
+
+void RemoteCache::wait_for_preload() {
+  impl_->join_preloaders();
+}
+
+std::filesystem::path RemoteCache::local_copy(const std::string& url) {
+  const std::string key = key_of(url);
+  if (impl_->open_cached(key, url)) return impl_->object_path(key);
+  impl_->misses.fetch_add(1, std::memory_order_relaxed);
+  try {
+    impl_->fetch(key, url, /*preload=*/false);
+  } catch (const io::IoError& e) {
+    throw RemoteError(e.what());
+  }
+  std::error_code ec;
+  return std::filesystem::exists(impl_->object_path(key), ec) ? impl_->object_path(key)
+                                                              : std::filesystem::path();
+}
+
+RemoteCacheCounters RemoteCache::counters() const {
+  const Impl& i = *impl_;
+  return {.hits = i.hits, .misses = i.misses, .bytes_fetched = i.bytes_fetched,
+          .bytes_from_cache = i.bytes_from_cache, .evictions = i.evictions, .damaged = i.damaged,
+          .write_failures = i.write_failures, .too_large = i.too_large, .preloaded = i.preloaded,
+          .preload_failures = i.preload_failures};
+}
+
+uint64_t RemoteCache::bytes_cached() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->used;
+}
+
+const RemoteCacheOptions& RemoteCache::options() const {
+  return impl_->options;
+}
+
+ScopedRemoteCache::ScopedRemoteCache(std::shared_ptr<RemoteCache> cache) {
+  const std::lock_guard lock(g_installed_mutex);
+  previous_ = std::exchange(g_installed, std::move(cache));
+}
+
+ScopedRemoteCache::~ScopedRemoteCache() {
+  const std::lock_guard lock(g_installed_mutex);
+  g_installed = std::move(previous_);
+}
+
+RemoteCounters remote_counters() {
+  const auto c = io::http_counters();
+  return {.requests = c.requests, .retries = c.retries, .bytes = c.bytes, .failures = c.failures};
+}
+
+void reset_remote_counters() {
+  io::reset_http_counters();
+}
+
+void set_remote_read_options(const RemoteReadOptions& options) {
+  io::HttpOptions o = io::http_options();
+  o.max_attempts = options.max_attempts;
+  o.backoff_initial = options.backoff_initial;
+  o.backoff_max = options.backoff_max;
+  o.connect_timeout = options.connect_timeout;
+  o.stall_timeout = options.stall_timeout;
+  io::set_http_options(o);
+}
+
+RemoteReadOptions remote_read_options() {
+  const io::HttpOptions o = io::http_options();
+  return {.max_attempts = o.max_attempts, .backoff_initial = o.backoff_initial,
+          .backoff_max = o.backoff_max, .connect_timeout = o.connect_timeout,
+          .stall_timeout = o.stall_timeout};
+}
+
+namespace io {
+
+std::shared_ptr<RemoteCache> installed_remote_cache() {
+  const std::lock_guard lock(g_installed_mutex);
+  return g_installed;
+}
+
+std::unique_ptr<RandomAccessFile> open_remote(const std::string& url) {
+  if (auto cache = installed_remote_cache()) return cache->impl().open(url);
+  return open_http(url);
+}
+
+}  // namespace io
+
+}  // namespace pipeprof::pipelines
