@@ -18,6 +18,7 @@
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/report.h"
+#include "workload/remote_env.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "workload/workload_pipeline.h"
 #include "workload/workload_run.h"
@@ -115,6 +116,7 @@ void print_summary(std::ostream& out, const DlioWorkload& w, const workload::Wor
                        *lo, lo - m.accelerator_au_percentage.begin(), *hi,
                        hi - m.accelerator_au_percentage.begin());
   }
+  if (!r.remote.is_null()) out << workload::RemoteEnvironment::table(r.remote);
   for (const std::string& note : r.run.notes)
     out << "note: " << note << "\n";
 }
@@ -159,7 +161,8 @@ Outcome workload_command(const Options& o) {
                                     .autotune = !o.no_autotune,
                                     .trace = !o.trace.empty(),
                                     .realtime = !o.normal_priority,
-                                    .stop = &InterruptGuard::flag()};
+                                    .stop = &InterruptGuard::flag(),
+                                    .scratch_dir = out};
   Progress progress(!o.quiet, w.epochs, workload::steps_per_epoch(w, o.accelerators));
   options.on_step = [&](int64_t e, int64_t s) { progress(e, s); };
 

@@ -51,7 +51,10 @@ const std::vector<std::string_view> kStorageKeys{"storage_type", "storage_root",
 const std::vector<std::string_view> kModelKeys{
     "name", "type", "model_size", "model_size_bytes", "optimization_groups", "num_layers",
     "layer_parameters", "model_datatype", "optimizer_datatype", "parallelism", "transformer"};
-const std::vector<std::string_view> kPipeprofKeys{"scale"};
+const std::vector<std::string_view> kPipeprofKeys{"scale", "remote"};
+const std::vector<std::string_view> kRemoteKeys{"mode",         "latency_ms",       "rate_mib_s",
+                                                "preload",      "cache_budget_mib", "copy_threads",
+                                                "cache_dir",    "keep_cache"};
 
 void warn_unknown(DlioWorkload& w, const Section& s, const std::vector<std::string_view>& known) {
   for (const std::string& key : s.unknown_keys(known)) {
@@ -248,6 +251,35 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
       w.scale = s.number("scale", 0);
       if (w.scale <= 0 || w.scale > 1) s.fail("scale", "a fraction in (0, 1]");
     }
+    if (s.has("remote")) {
+      const YAML::Node node = s.get("remote");
+      if (!node.IsMap()) s.fail("remote", "a mapping (mode, latency_ms, rate_mib_s, ...)");
+      const Section r(file, "pipeprof.remote", node);
+      warn_unknown(w, r, kRemoteKeys);
+      RemoteSettings& rs = w.remote;
+      const std::string mode = r.has("mode") ? r.text("mode") : "direct";
+      if (mode == "direct") {
+        rs.mode = RemoteMode::kDirect;
+      } else if (mode == "cached") {
+        rs.mode = RemoteMode::kCached;
+      } else if (mode == "copy_first") {
+        rs.mode = RemoteMode::kCopyFirst;
+      } else if (mode == "none" || mode == "local") {
+        rs.mode = RemoteMode::kNone;
+      } else {
+        r.fail("mode", "direct, cached, copy_first or none");
+      }
+      if (r.has("latency_ms")) rs.latency_ms = r.number("latency_ms", 0);
+      if (r.has("rate_mib_s")) rs.rate_mib_s = r.number("rate_mib_s", 0);
+      if (r.has("preload")) rs.preload = r.boolean("preload");
+      if (r.has("cache_budget_mib")) rs.cache_budget_mib = r.number("cache_budget_mib", 0);
+      if (r.has("copy_threads")) rs.copy_threads = r.whole("copy_threads", 1);
+      if (r.has("cache_dir")) rs.cache_dir = r.text("cache_dir", "a folder");
+      if (r.has("keep_cache")) rs.keep_cache = r.boolean("keep_cache");
+      if (rs.mode != RemoteMode::kNone && w.odirect) {
+        r.fail("mode", "local files with reader.odirect (O_DIRECT does not apply to HTTP)");
+      }
+    }
   }
 
   // What DLIO's own validation refuses.
@@ -272,6 +304,16 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     throw InputError(fmt::format("{}: dataset.{}: {}", file, e.key(), e.detail()));
   }
   return w;
+}
+
+std::string_view remote_mode_name(RemoteMode mode) {
+  switch (mode) {
+    case RemoteMode::kNone: return "none";
+    case RemoteMode::kCopyFirst: return "copy_first";
+    case RemoteMode::kDirect: return "direct";
+    case RemoteMode::kCached: return "cached";
+  }
+  return "none";
 }
 
 void apply_scale(DlioWorkload& w, double scale) {

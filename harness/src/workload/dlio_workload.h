@@ -7,7 +7,8 @@
 // pipeprof extensions, which DLIO ignores: `reader.read_threads: autotune` (the online tuner picks
 // the reader parallelism and prefetch), and a top-level `pipeprof` section with `scale`, the
 // fraction of the dataset's files a run uses unless --scale says otherwise (the shipped MLPerf
-// workloads carry one that fits a small machine).
+// workloads carry one that fits a small machine), and `remote` (RemoteSettings: the dataset read
+// from an object server).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,26 @@
 namespace pipeprof::harness::workload {
 
 enum class Loader { kPyTorch, kTensorFlow };
+
+// pipeprof.remote: the dataset folder served by an object server (nginx on 127.0.0.1, started for
+// the run) and read over HTTP in one of EXPERIMENTS.md's C2 ways.
+enum class RemoteMode {
+  kNone,       // local files
+  kCopyFirst,  // copy every file to local disk (copy_threads in parallel), then train locally
+  kDirect,     // every epoch reads every file over HTTP
+  kCached,     // through a read-through disk cache (optionally preloaded)
+};
+struct RemoteSettings {
+  RemoteMode mode = RemoteMode::kNone;
+  double latency_ms = 20;    // time to first byte per request
+  double rate_mib_s = 0;     // bytes/s per request (0: unlimited)
+  bool preload = false;      // cached: fetch the file list ahead, in parallel with training
+  double cache_budget_mib = 0;  // cached: 0: the training files' size plus 10%
+  int64_t copy_threads = 8;     // copy_first: requests in flight; cached: preload threads
+  std::string cache_dir;        // cached: empty: <output folder>/remote_cache
+  bool keep_cache = false;      // cached: reuse what an earlier run left (a warm start)
+};
+std::string_view remote_mode_name(RemoteMode mode);
 
 struct DlioWorkload {
   std::string file;        // the workload file as given
@@ -72,6 +93,7 @@ struct DlioWorkload {
   double au = 0.90;  // metric.au: the AU an accelerator must keep (a fraction)
 
   double scale = 1;  // pipeprof.scale
+  RemoteSettings remote;  // pipeprof.remote
 
   std::vector<std::string> warnings;  // unknown keys, settings that are not emulated
 };

@@ -207,8 +207,9 @@ class Accelerator {
       size_t changes_seen = 0;
       for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
         if (rank_ == 0 && o_.drop_caches && o_.mode == LoaderMode::kPipeline) {
-          for (const std::string& f : files_)
-            pipelines::drop_from_page_cache(f);
+          for (const std::string& f : files_) {
+            if (f.find("://") == std::string::npos) pipelines::drop_from_page_cache(f);
+          }
         }
         shared_.barrier().arrive_and_wait();  // every accelerator starts the epoch together
         if (shared_.stopping()) break;
@@ -276,6 +277,7 @@ class Accelerator {
         }
         const bool complete = e.complete;
         record_.epochs.push_back(std::move(e));
+        if (rank_ == 0 && o_.on_epoch_end) o_.on_epoch_end(epoch);
         if (!complete) break;  // out of batches or stopping: this accelerator leaves
       }
       leave();
@@ -327,7 +329,9 @@ std::vector<std::string> training_files(const DlioWorkload& w) {
 TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   if (options.accelerators < 1) throw InputError("--accelerators: expected at least 1");
   TrainRun run;
-  run.files = options.mode == LoaderMode::kPipeline ? training_files(w) : std::vector<std::string>{};
+  if (options.mode == LoaderMode::kPipeline) {
+    run.files = options.files.empty() ? training_files(w) : options.files;
+  }
   run.spec = loader_spec(w, run.files.empty() ? expected_training_files(w) : run.files, 0,
                          options.accelerators);
   trace::Recorder& rec = trace::Recorder::global();

@@ -75,6 +75,10 @@ struct TrainOptions {
   const std::atomic<bool>* stop = nullptr;  // Ctrl-C: stop after the current step
   // Called on the first accelerator's thread after each of its steps (epoch from 1, step from 1).
   std::function<void(int64_t epoch, int64_t step)> on_step;
+  // Called on the first accelerator's thread at the end of each of its epochs (from 1).
+  std::function<void(int64_t epoch)> on_epoch_end;
+  // The files to read (paths or URLs); empty: the workload's training files (training_files).
+  std::vector<std::string> files;
 };
 
 struct TrainRun {

@@ -15,6 +15,7 @@
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/trace/clock.h"
+#include "workload/remote_env.h"
 #include "workload/workload_pipeline.h"
 
 namespace pipeprof::harness::workload {
@@ -55,12 +56,33 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                  .realtime = options.realtime,
                  .stop = options.stop,
                  .on_step = options.on_step};
+  // A remote dataset: the server (and the copy or the cache) for this run only.
+  std::unique_ptr<RemoteEnvironment> remote;
+  std::filesystem::path scratch = options.scratch_dir;
+  struct RemoveScratch {
+    std::filesystem::path dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch;
   r.start = dlio_timestamp();
   const int64_t cpu0 = trace::process_cpu_ns();
+  if (w.remote.mode != RemoteMode::kNone && mode == LoaderMode::kPipeline) {
+    if (scratch.empty()) {
+      scratch = std::filesystem::temp_directory_path() /
+                fmt::format("pipeprof-remote-{}-{}", ::getpid(), trace::now_ns());
+      remove_scratch.dir = scratch;
+    }
+    remote = std::make_unique<RemoteEnvironment>(w, options.accelerators, scratch, options.stop);
+    t.files = remote->files();
+    t.on_epoch_end = [&remote](int64_t epoch) { remote->epoch_end(epoch); };
+  }
   r.run = run_training(w, t);
   r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
   r.end = dlio_timestamp();
   r.metrics = run_metrics(w, r.run, r.steps);
+  if (remote) r.remote = remote->report(w, r.run, r.metrics, r.steps);
   return r;
 }
 
@@ -262,6 +284,7 @@ nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r) {
       {"accelerator_priority", r.run.realtime ? "SCHED_FIFO" : "normal"},
   };
   if (!r.run.notes.empty()) out["notes"] = r.run.notes;
+  if (!r.remote.is_null()) out["remote"] = r.remote;
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,6 +28,9 @@ struct WorkloadOptions {
   const std::atomic<bool>* stop = nullptr;
   // Progress: called about every 100 ms with the first accelerator's epoch and step.
   std::function<void(int64_t epoch, int64_t step)> on_step;
+  // Where a remote workload (pipeprof.remote) keeps its local copy or cache; empty: a temporary
+  // folder, removed afterwards.
+  std::filesystem::path scratch_dir;
 };
 
 struct WorkloadResult {
@@ -36,6 +40,8 @@ struct WorkloadResult {
   RunMetrics metrics;
   std::string start, end;  // DLIO's timestamps
   double cpu_ms = 0;       // process CPU time during the run
+  // pipeprof.remote: RemoteEnvironment::report (null for local files).
+  nlohmann::json remote;
 };
 
 WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& options,

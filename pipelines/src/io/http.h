@@ -30,8 +30,8 @@ struct HttpOptions {
   // slow but moving one.
   std::chrono::milliseconds stall_timeout{10000};
   // The first request of an open file asks for this many bytes: it gives the object's size too
-  // (Content-Range), so a small object costs one request.
-  size_t first_request_bytes = 256 * 1024;
+  // (Content-Range), so an object up to this size costs one request.
+  size_t first_request_bytes = 1024 * 1024;
 };
 
 // The process's HTTP options (the defaults above until set). Set before reads start.

@@ -220,6 +220,16 @@ void ObjectServer::launch() {
     {
       std::ofstream out(conf, std::ios::trunc);
       const bool latency = options_.latency.count() > 0;
+      // In the location that serves the file (set at the server level, it is lost on the way
+      // through echo_exec). nginx waits bytes/rate after each piece it sends, so the pieces must
+      // be small for the limit to hold on objects smaller than a socket buffer: a piece of at
+      // most 10 ms at the rate (a response's last piece goes out at once).
+      const int64_t rate = options_.rate_bytes_per_second;
+      const std::string limit =
+          rate > 0 ? fmt::format(" limit_rate {}; sendfile_max_chunk {}; output_buffers 2 {};",
+                                 rate, std::max<int64_t>(4096, rate / 100),
+                                 std::max<int64_t>(4096, rate / 100))
+                   : std::string();
       if (latency) out << "load_module " << kEchoModule << ";\n";
       out << "daemon off;\nworker_processes " << std::max(1, options_.workers) << ";\n"
           << "pid " << quoted((dir_ / "nginx.pid").string()) << ";\n"
@@ -233,9 +243,6 @@ void ObjectServer::launch() {
       }
       out << "  server {\n    listen 127.0.0.1:" << port_ << ";\n"
           << "    root " << quoted(options_.root.string()) << ";\n";
-      if (options_.rate_bytes_per_second > 0) {
-        out << "    limit_rate " << options_.rate_bytes_per_second << ";\n";
-      }
       for (const auto& [prefix, status] : options_.fixed_status) {
         // "=/path": that path only; otherwise everything under the prefix.
         if (prefix.starts_with("=")) {
@@ -249,9 +256,9 @@ void ObjectServer::launch() {
         // Content-Length and sendfile as without it.
         out << fmt::format("    location / {{ echo_sleep {:.3f}; echo_exec @object; }}\n",
                            static_cast<double>(options_.latency.count()) / 1e6)
-            << "    location @object { autoindex on; autoindex_format json; }\n";
+            << "    location @object { autoindex on; autoindex_format json;" << limit << " }\n";
       } else {
-        out << "    location / { autoindex on; autoindex_format json; }\n";
+        out << "    location / { autoindex on; autoindex_format json;" << limit << " }\n";
       }
       out << "  }\n}\n";
       if (!out) throw RemoteError(fmt::format("object server: cannot write {}", conf.string()));

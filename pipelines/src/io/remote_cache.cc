@@ -297,7 +297,12 @@ struct RemoteCache::Impl {
         in_flight.emplace(key, promise.get_future().share());
       }
     }
-    if (future.valid()) return future.get();  // another thread's fetch (its error, if it failed)
+    if (future.valid()) {
+      // Another thread's fetch: a reader waits for it (and gets its error, if it fails); the
+      // preloader moves on to the next object instead.
+      if (preload) return nullptr;
+      return future.get();
+    }
     try {
       auto bytes = std::make_shared<const std::vector<std::byte>>(io::fetch_http(url));
       bytes_fetched.fetch_add(static_cast<int64_t>(bytes->size()), std::memory_order_relaxed);
@@ -462,6 +467,25 @@ ScopedRemoteCache::ScopedRemoteCache(std::shared_ptr<RemoteCache> cache) {
 ScopedRemoteCache::~ScopedRemoteCache() {
   const std::lock_guard lock(g_installed_mutex);
   g_installed = std::move(previous_);
+}
+
+uint64_t download(const std::string& url, const std::filesystem::path& to) {
+  std::vector<std::byte> bytes;
+  try {
+    bytes = io::fetch_http(url);
+  } catch (const io::IoError& e) {
+    throw RemoteError(e.what());
+  }
+  const auto tmp = to.string() + fmt::format(".tmp-{}-{}", ::getpid(), g_temp_counter.fetch_add(1));
+  std::error_code ec;
+  std::filesystem::create_directories(to.parent_path(), ec);
+  if (const int err = write_all(tmp, bytes); err != 0 || ::rename(tmp.c_str(), to.c_str()) != 0) {
+    const int why = err != 0 ? err : errno;
+    std::filesystem::remove(tmp, ec);
+    throw RemoteError(fmt::format("{}: cannot write the copy of {}: {}", to.string(), url,
+                                  std::strerror(why)));
+  }
+  return bytes.size();
 }
 
 RemoteCounters remote_counters() {

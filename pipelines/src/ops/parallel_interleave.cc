@@ -1,7 +1,8 @@
 // Parallel interleave. The consumer runs the sequential cycle algorithm over slots, but every open
 // slot is pulled ahead by workers into its own hand-off queue (at most buffer_output_elements
 // elements, by default max(2, block_length)), so the consumer mostly takes elements that are
-// already there. All cycle_length slots are opened on the first pull. A slot is pulled by one
+// already there. All cycle_length slots are opened on the first pull, and a slot whose input
+// ended is given the next input as soon as the consumer finds it drained. A slot is pulled by one
 // worker at a time (the queue's turn), which keeps each input's order; the workers serve slots in
 // cycle order starting from the one the consumer needs next. At most `parallelism` pulls run at
 // once (read on every decision, so a knob change takes effect at once). Nobody is woken for a
@@ -84,6 +85,11 @@ class ParallelInterleaveIterator final : public Iterator {
         finished.close();
         lock.lock();
         --open_;
+        // The next input goes into this slot now, not when the cycle comes back to it: the same
+        // input lands in the same slot (drained slots are found, and refilled, in cycle order),
+        // but its pulls start a whole cycle earlier. An input of one element (a file of one
+        // sample) would otherwise be opened only when the consumer needs it, one at a time.
+        if (!input_done_) open_slot(lock, cycle_);
         advance();
         continue;
       }

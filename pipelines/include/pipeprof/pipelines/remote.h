@@ -110,6 +110,10 @@ struct RemoteReadOptions {
 void set_remote_read_options(const RemoteReadOptions& options);
 RemoteReadOptions remote_read_options();
 
+// Copies the object at `url` to the file `to` (written under a temporary name, then renamed);
+// returns its size. Throws RemoteError naming the URL or the file.
+uint64_t download(const std::string& url, const std::filesystem::path& to);
+
 // ---- The disk cache ----
 
 struct RemoteCacheOptions {

@@ -1,0 +1,250 @@
+#include "workload/remote_env.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/trace/clock.h"
+
+namespace pipeprof::harness::workload {
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds(int64_t ns) {
+  return static_cast<double>(ns) / 1e9;
+}
+
+}  // namespace
+
+RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators,
+                                     const fs::path& scratch, const std::atomic<bool>* stop)
+    : w_(w), settings_(w.remote), accelerators_(accelerators), scratch_(scratch) {
+  const std::vector<std::string> local = training_files(w);
+  const fs::path root = fs::absolute(w.dataset.data_folder);
+  for (const std::string& f : local) {
+    std::error_code ec;
+    file_bytes_.push_back(fs::file_size(f, ec));
+  }
+  server_ = std::make_unique<pipelines::ObjectServer>(pipelines::ObjectServerOptions{
+      .root = root,
+      .latency = std::chrono::microseconds(std::llround(settings_.latency_ms * 1e3)),
+      .rate_bytes_per_second = static_cast<int64_t>(settings_.rate_mib_s * 1048576.0)});
+  std::vector<std::string> urls;
+  for (const std::string& f : local) {
+    urls.push_back(server_->url() + fs::absolute(f).lexically_relative(root).generic_string());
+  }
+  pipelines::reset_remote_counters();
+  samples_.push_back(sample());
+  start_ns_ = trace::now_ns();
+  switch (settings_.mode) {
+    case RemoteMode::kDirect:
+      files_ = urls;
+      break;
+    case RemoteMode::kCopyFirst: {
+      copy_dir_ = scratch_ / "remote_copy";
+      std::error_code ec;
+      fs::remove_all(copy_dir_, ec);
+      for (const std::string& f : local) {
+        files_.push_back((copy_dir_ / fs::absolute(f).lexically_relative(root)).string());
+      }
+      std::atomic<size_t> next{0};
+      std::exception_ptr error;
+      std::mutex error_mutex;
+      {
+        std::vector<std::jthread> copiers;
+        const auto threads = static_cast<size_t>(std::max<int64_t>(1, settings_.copy_threads));
+        for (size_t t = 0; t < std::min(threads, urls.size()); ++t) {
+          copiers.emplace_back([&] {
+            for (size_t i = next++; i < urls.size(); i = next++) {
+              if (stop != nullptr && stop->load()) return;
+              try {
+                pipelines::download(urls[i], files_[i]);
+              } catch (...) {
+                const std::lock_guard lock(error_mutex);
+                if (!error) error = std::current_exception();
+                next = urls.size();
+              }
+            }
+          });
+        }
+      }
+      if (error) std::rethrow_exception(error);
+      copy_s_ = seconds(trace::now_ns() - start_ns_);
+      break;
+    }
+    case RemoteMode::kCached: {
+      cache_dir_ = settings_.cache_dir.empty() ? scratch_ / "remote_cache" : fs::path(settings_.cache_dir);
+      if (!settings_.keep_cache) {
+        std::error_code ec;
+        fs::remove_all(cache_dir_, ec);
+      }
+      uint64_t total = 0;
+      for (const uint64_t b : file_bytes_) total += b;
+      const auto budget = settings_.cache_budget_mib > 0
+                              ? static_cast<uint64_t>(settings_.cache_budget_mib * 1048576.0)
+                              : total + total / 10 + 1;
+      cache_ = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
+          .dir = cache_dir_,
+          .budget_bytes = budget,
+          .preload_threads = static_cast<int>(std::max<int64_t>(1, settings_.copy_threads))});
+      installed_.emplace(cache_);
+      if (settings_.preload) cache_->preload(urls);
+      files_ = urls;
+      break;
+    }
+    case RemoteMode::kNone:
+      throw InputError(fmt::format("{}: pipeprof.remote.mode is none: nothing to serve", w.file));
+  }
+}
+
+RemoteEnvironment::~RemoteEnvironment() {
+  installed_.reset();
+  cache_.reset();  // stops a preload still running
+  server_.reset();
+  std::error_code ec;
+  if (!copy_dir_.empty()) fs::remove_all(copy_dir_, ec);
+  if (!cache_dir_.empty() && !settings_.keep_cache && settings_.cache_dir.empty()) {
+    fs::remove_all(cache_dir_, ec);
+  }
+}
+
+RemoteEnvironment::Sample RemoteEnvironment::sample() const {
+  return {.remote = pipelines::remote_counters(),
+          .cache = cache_ ? cache_->counters() : pipelines::RemoteCacheCounters{}};
+}
+
+void RemoteEnvironment::epoch_end(int64_t epoch) {
+  if (static_cast<int64_t>(samples_.size()) == epoch) samples_.push_back(sample());
+}
+
+nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& run,
+                                         const RunMetrics& m, int64_t steps) const {
+  const double latency_s = settings_.latency_ms / 1e3;
+  const double rate = settings_.rate_mib_s * 1048576.0;
+  double request_s = 0;  // sum of t_f
+  uint64_t total_bytes = 0;
+  // The server sends the first piece of a response at once, then waits piece / rate after each
+  // (ObjectServer: pieces of 10 ms at the rate, at least 4 KiB).
+  const double piece = std::max(4096.0, rate / 100);
+  for (const uint64_t b : file_bytes_) {
+    request_s += latency_s + (rate > 0 ? std::max(0.0, static_cast<double>(b) - piece) / rate : 0.0);
+    total_bytes += b;
+  }
+  const double mean_request_s = file_bytes_.empty() ? 0 : request_s / static_cast<double>(file_bytes_.size());
+  const int64_t in_flight = accelerators_ * std::max<int64_t>(1, w.read_threads);
+  const int64_t copy_threads = std::max<int64_t>(1, settings_.copy_threads);
+  const double compute_s = static_cast<double>(steps) * w.computation_time.mean();
+  const double remote_epoch_s = std::max(compute_s, request_s / static_cast<double>(in_flight));
+  const int64_t batch_files = std::max<int64_t>(
+      1, (w.batch_size + w.dataset.num_samples_per_file - 1) / w.dataset.num_samples_per_file);
+  const double first_batch_s =
+      std::ceil(static_cast<double>(batch_files) / static_cast<double>(in_flight)) * mean_request_s;
+
+  nlohmann::json out{{"mode", std::string(remote_mode_name(settings_.mode))},
+                     {"preload", settings_.preload},
+                     {"latency_ms", settings_.latency_ms},
+                     {"rate_mib_s_per_request", settings_.rate_mib_s},
+                     {"requests_in_flight", in_flight},
+                     {"files", file_bytes_.size()},
+                     {"dataset_bytes", total_bytes}};
+  double ideal_first_step_s = first_batch_s;
+  if (settings_.mode == RemoteMode::kCopyFirst) {
+    const double ideal_copy_s = request_s / static_cast<double>(copy_threads);
+    out["copy_seconds"] = copy_s_;
+    out["copy_ideal_seconds"] = ideal_copy_s;
+    out["copy_threads"] = copy_threads;
+    ideal_first_step_s = ideal_copy_s;
+  }
+  if (cache_) {
+    out["cache_budget_bytes"] = cache_->options().budget_bytes;
+    const auto c = cache_->counters();
+    out["cache"] = {{"hits", c.hits},
+                    {"misses", c.misses},
+                    {"bytes_fetched", c.bytes_fetched},
+                    {"evictions", c.evictions},
+                    {"damaged", c.damaged},
+                    {"write_failures", c.write_failures},
+                    {"too_large", c.too_large},
+                    {"preloaded", c.preloaded},
+                    {"preload_failures", c.preload_failures}};
+  }
+  // The time to the first step: from the start (before a copy) to rank 0's first batch in hand.
+  if (!run.accelerators.empty() && !run.accelerators[0].epochs.empty() &&
+      !run.accelerators[0].epochs[0].steps.empty()) {
+    const EpochRecord& e = run.accelerators[0].epochs[0];
+    out["time_to_first_step_seconds"] = seconds(e.start_ns + e.steps[0].load_ns - start_ns_);
+  }
+  out["time_to_first_step_ideal_seconds"] = ideal_first_step_s;
+
+  const bool cache_holds_all =
+      cache_ && cache_->options().budget_bytes >= total_bytes;
+  nlohmann::json epochs = nlohmann::json::array();
+  for (size_t k = 1; k < samples_.size(); ++k) {
+    const Sample& a = samples_[k - 1];
+    const Sample& b = samples_[k];
+    const int64_t hits = b.cache.hits - a.cache.hits;
+    const int64_t misses = b.cache.misses - a.cache.misses;
+    bool remote_epoch = settings_.mode == RemoteMode::kDirect;
+    if (settings_.mode == RemoteMode::kCached) remote_epoch = k == 1 || !cache_holds_all;
+    double ideal = remote_epoch ? remote_epoch_s : compute_s;
+    if (settings_.mode == RemoteMode::kCached && k == 1 && settings_.preload) {
+      ideal = std::max(compute_s, request_s / static_cast<double>(in_flight + copy_threads));
+    }
+    nlohmann::json e{{"epoch", k},
+                     {"seconds", k - 1 < m.epoch_seconds.size() ? m.epoch_seconds[k - 1] : 0.0},
+                     {"ideal_seconds", ideal},
+                     {"au_percentage", k - 1 < m.au_percentage.size() ? m.au_percentage[k - 1] : 0.0},
+                     {"remote_bytes", b.remote.bytes - a.remote.bytes},
+                     {"requests", b.remote.requests - a.remote.requests},
+                     {"retries", b.remote.retries - a.remote.retries}};
+    if (cache_) {
+      e["cache_hits"] = hits;
+      e["cache_misses"] = misses;
+      e["cache_hit_ratio"] = hits + misses > 0 ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+    }
+    epochs.push_back(std::move(e));
+  }
+  out["epochs"] = std::move(epochs);
+  return out;
+}
+
+std::string RemoteEnvironment::table(const nlohmann::json& remote) {
+  std::string out = fmt::format(
+      "remote ({}{}): {} files, {:.1f} MiB, {:g} ms to first byte, {} per request, {} requests in "
+      "flight\n",
+      remote.value("mode", ""), remote.value("preload", false) ? ", preloaded" : "",
+      remote.value("files", 0), remote.value("dataset_bytes", 0.0) / 1048576.0,
+      remote.value("latency_ms", 0.0),
+      remote.value("rate_mib_s_per_request", 0.0) > 0
+          ? fmt::format("{:g} MiB/s", remote.value("rate_mib_s_per_request", 0.0))
+          : std::string("no bandwidth limit"),
+      remote.value("requests_in_flight", 0));
+  if (remote.contains("copy_seconds")) {
+    out += fmt::format("  copy first: {:.2f} s (ideal {:.2f} s, {} threads)\n",
+                       remote.value("copy_seconds", 0.0), remote.value("copy_ideal_seconds", 0.0),
+                       remote.value("copy_threads", 0));
+  }
+  if (remote.contains("time_to_first_step_seconds")) {
+    out += fmt::format("  time to first step: {:.3f} s (ideal {:.3f} s)\n",
+                       remote.value("time_to_first_step_seconds", 0.0),
+                       remote.value("time_to_first_step_ideal_seconds", 0.0));
+  }
+  const bool cached = remote.contains("cache");
+  out += fmt::format("  {:>5} {:>9} {:>9} {:>7} {:>12} {:>9}{}\n", "epoch", "seconds", "ideal",
+                     "AU %", "remote MiB", "requests", cached ? "  hit ratio" : "");
+  for (const auto& e : remote.value("epochs", nlohmann::json::array())) {
+    out += fmt::format("  {:>5} {:>9.2f} {:>9.2f} {:>7.1f} {:>12.1f} {:>9}{}\n", e.value("epoch", 0),
+                       e.value("seconds", 0.0), e.value("ideal_seconds", 0.0),
+                       e.value("au_percentage", 0.0), e.value("remote_bytes", 0.0) / 1048576.0,
+                       e.value("requests", 0),
+                       cached ? fmt::format("  {:>9.1f}%", 100.0 * e.value("cache_hit_ratio", 0.0))
+                              : std::string());
+  }
+  return out;
+}
+
+}  // namespace pipeprof::harness::workload

@@ -1,0 +1,84 @@
+// A workload whose dataset lives on remote object storage (pipeprof.remote; EXPERIMENTS.md C2): the
+// dataset folder is served by nginx on 127.0.0.1 (ObjectServer) with a time to first byte and a
+// bandwidth limit per request, and the loaders read it in one of three ways:
+//
+//   copy_first  every training file copied to local disk first (copy_threads requests in flight),
+//               timed before the first step; then the run reads the copy
+//   direct      every epoch reads every file over HTTP (the loaders' threads: one request each)
+//   cached      through a read-through disk cache (RemoteCache), optionally preloading the file
+//               list in the background from the start
+//
+// Per epoch it reports what the seed's argument is about: the epoch's time and AU beside its ideal,
+// the bytes fetched from the server, the cache's hit ratio, and the time to the first step.
+//
+// Ideals, with t_f = latency + (file bytes - the first piece) / rate (a file's request: the server
+// sends the first piece, 10 ms at the rate, at once), R = accelerators x read
+// threads (requests in flight) and C = the workload's compute per epoch (steps x computation_time):
+//   a remote epoch: max(C, sum of t_f / R); a local epoch: C
+//   copy_first's copy: sum of t_f / copy_threads; cached with preloading: R + copy_threads in flight
+//   time to the first step: ceil(files in a batch / R) x the mean t_f (copy_first: after the copy)
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeprof/pipelines/remote.h"
+#include "workload/dlio_metrics.h"
+#include "workload/dlio_workload.h"
+#include "workload/training_loop.h"
+
+namespace pipeprof::harness::workload {
+
+class RemoteEnvironment {
+ public:
+  // Starts the server on the workload's data folder (its training files must be there), then,
+  // for copy_first, copies them under <scratch>/remote_copy, and for cached, opens the cache
+  // (emptied first unless keep_cache) and starts the preload. Throws InputError or
+  // pipelines::RemoteError naming what failed.
+  RemoteEnvironment(const DlioWorkload& w, int64_t accelerators, const std::filesystem::path& scratch,
+                    const std::atomic<bool>* stop);
+  // Stops the server; removes the copy (and the cache, unless keep_cache).
+  ~RemoteEnvironment();
+  RemoteEnvironment(const RemoteEnvironment&) = delete;
+  RemoteEnvironment& operator=(const RemoteEnvironment&) = delete;
+
+  // What the loaders read: URLs, or the local copy's paths.
+  const std::vector<std::string>& files() const { return files_; }
+  // Samples the counters at the end of an epoch (rank 0's).
+  void epoch_end(int64_t epoch);
+  // The "remote" object of results.json: settings, copy, time to first step, per-epoch figures
+  // beside their ideals, the cache's counters.
+  nlohmann::json report(const DlioWorkload& w, const TrainRun& run, const RunMetrics& m,
+                        int64_t steps) const;
+  // A table of the per-epoch figures for the terminal and the report.
+  static std::string table(const nlohmann::json& remote);
+
+ private:
+  struct Sample {
+    pipelines::RemoteCounters remote;
+    pipelines::RemoteCacheCounters cache;
+  };
+  Sample sample() const;
+
+  const DlioWorkload& w_;
+  RemoteSettings settings_;
+  int64_t accelerators_;
+  std::filesystem::path scratch_;
+  std::unique_ptr<pipelines::ObjectServer> server_;
+  std::shared_ptr<pipelines::RemoteCache> cache_;
+  std::optional<pipelines::ScopedRemoteCache> installed_;
+  std::filesystem::path copy_dir_, cache_dir_;
+  std::vector<std::string> files_;
+  std::vector<uint64_t> file_bytes_;
+  int64_t start_ns_ = 0;  // before the copy (the run's start as a user sees it)
+  double copy_s_ = 0;
+  std::vector<Sample> samples_;  // [0]: at the start; [k]: at the end of epoch k
+};
+
+}  // namespace pipeprof::harness::workload
