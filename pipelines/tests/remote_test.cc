@@ -309,7 +309,7 @@ TEST_F(RemoteTest, KilledServerEndsTheRunWithAClearErrorInBoundedTime) {
 
 TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
   REQUIRE_NGINX(false);
-  auto objects = make_objects("r", 1, 500'000);
+  auto objects = make_objects("r", 1, 3'000'000);  // more than the first request's 1 MiB
   RemoteReadOptions patient = remote_read_options();
   patient.max_attempts = 8;
   patient.backoff_initial = 50ms;
@@ -325,10 +325,10 @@ TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
   reset_remote_counters();
   std::vector<std::byte> tail(100'000);
   size_t n = 0;
-  EXPECT_NO_THROW(n = file->read_at(400'000, tail));  // retried until the server is back
+  EXPECT_NO_THROW(n = file->read_at(2'400'000, tail));  // retried until the server is back
   restart.join();
   EXPECT_EQ(n, tail.size());
-  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), objects[0].begin() + 400'000));
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), objects[0].begin() + 2'400'000));
   EXPECT_GE(remote_counters().retries, 1);
 }
 
@@ -341,7 +341,7 @@ TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
   reset_remote_counters();
   std::thread truncate([&] {
     std::this_thread::sleep_for(300ms);
-    fs::resize_file(file, 1 << 20);  // nginx sent its Content-Length; the rest never comes
+    fs::resize_file(file, 2 << 20);  // nginx sent its Content-Length; the rest never comes
   });
   std::vector<std::byte> all(4 << 20);
   std::string what;
@@ -354,7 +354,7 @@ TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
   ASSERT_FALSE(what.empty()) << "a cut-short body was accepted";
   EXPECT_NE(what.find("shrinking.bin"), std::string::npos) << what;
   // The cut-short body is retried; the retry finds the object changed.
-  EXPECT_NE(what.find("changed while it was read (4194304 bytes when opened, 1048576 now)"),
+  EXPECT_NE(what.find("changed while it was read (4194304 bytes when opened, 2097152 now)"),
             std::string::npos)
       << what;
   EXPECT_GE(remote_counters().retries, 1);
@@ -398,6 +398,25 @@ TEST_F(RemoteCacheTest, SecondEpochIsServedLocallyAndTheCacheOutlivesTheRun) {
   EXPECT_EQ(read_all(*f), objects[3]);
   EXPECT_EQ(remote_counters().requests, 0);
   EXPECT_EQ(cache->counters().hits, 1);
+}
+
+TEST_F(RemoteCacheTest, KeyByPathSurvivesAServerOnAnotherPort) {
+  REQUIRE_NGINX(false);
+  const auto objects = make_objects("k", 2, 10'000);
+  const fs::path dir = root_ / "cache";
+  for (const bool by_path : {true, false}) {
+    fs::remove_all(dir);
+    for (int run = 0; run < 2; ++run) {
+      ObjectServer server({.root = root_ / "data"});  // a new port each run
+      auto cache = std::make_shared<RemoteCache>(
+          RemoteCacheOptions{.dir = dir, .budget_bytes = 1 << 20, .key_by_path = by_path});
+      ScopedRemoteCache installed(cache);
+      EXPECT_EQ(read_all(*io::open_file(url_of(server, "k", 1))), objects[1]);
+      if (run == 1) {
+        EXPECT_EQ(cache->counters().hits, by_path ? 1 : 0) << "key_by_path " << by_path;
+      }
+    }
+  }
 }
 
 TEST_F(RemoteCacheTest, EvictsTheLeastRecentlyUsed) {

@@ -143,8 +143,8 @@ TEST(LocalFile, ErrorsNameTheFile) {
   expect_error<IoError>([&] { io::open_file((tmp / "missing").string()); },
                         {(tmp / "missing").string(), "cannot open", "No such file"});
   expect_error<IoError>([&] { io::open_file(tmp.path().string()); }, {"is a directory"});
-  expect_error<IoError>([&] { io::open_file("http://host/x"); },
-                        {"http://host/x", "no storage backend for \"http://\""});
+  expect_error<IoError>([&] { io::open_file("s3://bucket/x"); },
+                        {"s3://bucket/x", "no storage backend for \"s3://\""});
 }
 
 TEST(LocalFile, DirectReadsAreAlignedOrRefused) {

@@ -38,7 +38,6 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
     urls.push_back(server_->url() + fs::absolute(f).lexically_relative(root).generic_string());
   }
   pipelines::reset_remote_counters();
-  samples_.push_back(sample());
   start_ns_ = trace::now_ns();
   switch (settings_.mode) {
     case RemoteMode::kDirect:
@@ -73,7 +72,11 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
         }
       }
       if (error) std::rethrow_exception(error);
+      // Interrupted midway: the run that follows stops at once; it is given the URLs, not a copy
+      // with files missing.
+      if (stop != nullptr && stop->load()) files_ = urls;
       copy_s_ = seconds(trace::now_ns() - start_ns_);
+      copy_bytes_ = pipelines::remote_counters().bytes;
       break;
     }
     case RemoteMode::kCached: {
@@ -90,7 +93,8 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
       cache_ = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
           .dir = cache_dir_,
           .budget_bytes = budget,
-          .preload_threads = static_cast<int>(std::max<int64_t>(1, settings_.copy_threads))});
+          .preload_threads = static_cast<int>(std::max<int64_t>(1, settings_.copy_threads)),
+          .key_by_path = true});  // the server's port changes from run to run
       installed_.emplace(cache_);
       if (settings_.preload) cache_->preload(urls);
       files_ = urls;
@@ -99,6 +103,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
     case RemoteMode::kNone:
       throw InputError(fmt::format("{}: pipeprof.remote.mode is none: nothing to serve", w.file));
   }
+  samples_.push_back(sample());  // the epochs' counts start here (after a copy)
 }
 
 RemoteEnvironment::~RemoteEnvironment() {
@@ -155,6 +160,7 @@ nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& 
   if (settings_.mode == RemoteMode::kCopyFirst) {
     const double ideal_copy_s = request_s / static_cast<double>(copy_threads);
     out["copy_seconds"] = copy_s_;
+    out["copy_bytes"] = copy_bytes_;
     out["copy_ideal_seconds"] = ideal_copy_s;
     out["copy_threads"] = copy_threads;
     ideal_first_step_s = ideal_copy_s;

@@ -78,6 +78,7 @@ class RemoteEnvironment {
   std::vector<uint64_t> file_bytes_;
   int64_t start_ns_ = 0;  // before the copy (the run's start as a user sees it)
   double copy_s_ = 0;
+  int64_t copy_bytes_ = 0;
   std::vector<Sample> samples_;  // [0]: at the start; [k]: at the end of epoch k
 };
 

@@ -289,8 +289,10 @@ class HttpFile final : public RandomAccessFile {
     }
     if (done < want) {
       Sink sink{.out = out.data() + done, .capacity = want - done};
-      const Response r = get(url_, offset + done, want - done, sink);
-      if (r.status == 206 && r.total && *r.total != size_) {
+      // 416: the range is past the end of the object now.
+      const Response r =
+          get(url_, offset + done, want - done, sink, [](long status) { return status == 416; });
+      if ((r.status == 206 || r.status == 416) && r.total && *r.total != size_) {
         throw IoError(fmt::format("{}: {}: the object changed while it was read ({} bytes when "
                                   "opened, {} now)",
                                   url_, range_text(offset + done, want - done), size_, *r.total));

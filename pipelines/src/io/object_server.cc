@@ -231,6 +231,9 @@ void ObjectServer::launch() {
                                  std::max<int64_t>(4096, rate / 100))
                    : std::string();
       if (latency) out << "load_module " << kEchoModule << ";\n";
+      // Started as root, nginx's workers would run as nobody and could not read a private folder:
+      // they keep the user that started the server.
+      if (::geteuid() == 0) out << "user root;\n";
       out << "daemon off;\nworker_processes " << std::max(1, options_.workers) << ";\n"
           << "pid " << quoted((dir_ / "nginx.pid").string()) << ";\n"
           << "error_log " << quoted(log.string()) << " warn;\n"

@@ -153,6 +153,14 @@ struct RemoteCache::Impl {
   std::atomic<uint64_t> preload_bytes{0};
   std::vector<std::string> preload_urls;
 
+  // What an object is known by: its URL, or with key_by_path the URL's path.
+  std::string identity(const std::string& url) const {
+    if (!options.key_by_path) return url;
+    const auto scheme = url.find("://");
+    const auto path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    return path == std::string::npos ? url : url.substr(path);
+  }
+
   std::filesystem::path object_path(const std::string& key) const { return options.dir / key; }
   std::filesystem::path meta_path(const std::string& key) const {
     return options.dir / (key + ".meta");
@@ -214,7 +222,7 @@ struct RemoteCache::Impl {
       return nullptr;  // evicted by someone else meanwhile
     }
     const auto meta = read_meta(meta_path(key));
-    bool good = meta && meta->url == url && meta->size == file->size();
+    bool good = meta && meta->url == identity(url) && meta->size == file->size();
     if (good) {
       uint32_t crc = 0;
       if (auto mapping = file->map()) {
@@ -252,7 +260,8 @@ struct RemoteCache::Impl {
       return false;
     }
     const uint32_t crc = formats::crc32c(std::span<const std::byte>(bytes));
-    const std::string meta_text = fmt::format("{}\n{} {:08x}\n{}\n", kMagic, bytes.size(), crc, url);
+    const std::string meta_text =
+        fmt::format("{}\n{} {:08x}\n{}\n", kMagic, bytes.size(), crc, identity(url));
     const auto stem = fmt::format(".tmp-{}-{}-{}", key, ::getpid(), g_temp_counter.fetch_add(1));
     const auto tmp_object = options.dir / stem;
     const auto tmp_meta = options.dir / (stem + ".meta");
@@ -328,7 +337,7 @@ struct RemoteCache::Impl {
   }
 
   std::unique_ptr<io::RandomAccessFile> open(const std::string& url) {
-    const std::string key = key_of(url);
+    const std::string key = key_of(identity(url));
     {
       // An object being fetched (by a preloader or another reader): wait for it.
       std::shared_future<Bytes> pending;
@@ -356,7 +365,7 @@ struct RemoteCache::Impl {
       const size_t i = preload_next.fetch_add(1);
       if (i >= preload_urls.size()) return;
       const std::string& url = preload_urls[i];
-      const std::string key = key_of(url);
+      const std::string key = key_of(identity(url));
       std::error_code ec;
       if (std::filesystem::exists(meta_path(key), ec) &&
           std::filesystem::exists(object_path(key), ec)) {
@@ -429,7 +438,7 @@ void RemoteCache::wait_for_preload() {
 }
 
 std::filesystem::path RemoteCache::local_copy(const std::string& url) {
-  const std::string key = key_of(url);
+  const std::string key = key_of(impl_->identity(url));
   if (impl_->open_cached(key, url)) return impl_->object_path(key);
   impl_->misses.fetch_add(1, std::memory_order_relaxed);
   try {

@@ -120,6 +120,9 @@ struct RemoteCacheOptions {
   std::filesystem::path dir;  // created when missing; its objects are reused by later runs
   uint64_t budget_bytes = 0;  // > 0
   int preload_threads = 4;    // requests in flight while preloading
+  // Objects are known by their URL's path alone, not its host and port: for a server whose
+  // address changes from run to run (an ObjectServer on a free port) whose cache is kept.
+  bool key_by_path = false;
 };
 
 struct RemoteCacheCounters {

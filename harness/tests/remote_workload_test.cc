@@ -1,0 +1,175 @@
+// `pipeprof workload` on a remote dataset (pipeprof.remote): the three ways of EXPERIMENTS.md C2
+// against a real nginx the run starts (copy_first, direct, cached with and without preloading),
+// their per-epoch figures in results.json, what each leaves behind (no server process, no copy, no
+// temporary folder), bad settings (exit 2) and Ctrl-C (exit 130, the server stopped). Skips where
+// nginx or its echo module is not installed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "pipeprof/pipelines/remote.h"
+#include "pipeprof_testing/run_command.h"
+#include "pipeprof_testing/temp_dir.h"
+
+namespace {
+
+using pipeprof::testing::CliResult;
+using pipeprof::testing_support::TempDir;
+namespace fs = std::filesystem;
+
+#define REQUIRE_NGINX()                                                                      \
+  do {                                                                                       \
+    std::string why_;                                                                        \
+    if (!pipeprof::pipelines::ObjectServer::available(true, &why_)) GTEST_SKIP() << why_;    \
+  } while (0)
+
+// The command with TMPDIR in the test's folder, so that the server's temporary folder is seen.
+CliResult pipeprof(const TempDir& tmp, const std::string& args) {
+  return pipeprof::testing::run_command("TMPDIR=" + (tmp / "tmp").string() + " " +
+                                        std::string(PIPEPROF_BINARY) + " " + args);
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// 16 npz files of one 64 KiB sample, batch 2, 2 readers, a 5 ms step: 8 steps an epoch, 2 epochs;
+// the server adds 2 ms to first byte.
+fs::path workload(const TempDir& tmp, const std::string& mode, const std::string& extra = "") {
+  fs::create_directories(tmp / "tmp");
+  return tmp.write(
+      mode + ".yaml",
+      "model:\n  name: remote_" + mode + "\nframework: pytorch\nworkflow:\n  generate_data: "
+      "True\n  train: True\ndataset:\n  data_folder: " + (tmp / "data").string() +
+          "\n  format: npz\n  num_files_train: 16\n  num_samples_per_file: 1\n  "
+          "record_length_bytes: 65536\nreader:\n  data_loader: pytorch\n  batch_size: 2\n  "
+          "read_threads: 2\ntrain:\n  epochs: 2\n  computation_time: 0.005\nmetric:\n  au: "
+          "0.5\npipeprof:\n  remote:\n    mode: " + mode + "\n    latency_ms: 2\n" + extra);
+}
+
+int64_t dataset_bytes(const TempDir& tmp) {
+  int64_t total = 0;
+  for (const auto& e : fs::directory_iterator(tmp / "data" / "train")) total += static_cast<int64_t>(e.file_size());
+  return total;
+}
+
+// Nothing of the server is left: its temporary folder is gone (its processes stop with it).
+void expect_server_gone(const TempDir& tmp) {
+  for (const auto& e : fs::directory_iterator(tmp / "tmp")) {
+    EXPECT_FALSE(e.path().filename().string().starts_with("pipeprof-nginx-")) << e.path();
+  }
+  // "[p]": the pattern does not match the shell that runs pgrep.
+  const CliResult ps =
+      pipeprof::testing::run_command("pgrep -f '" + (tmp / "tmp").string() + "/[p]ipeprof-nginx'");
+  EXPECT_NE(ps.code, 0) << "nginx processes left: " << ps.out;
+}
+
+TEST(RemoteWorkload, DirectReadsEveryFileEveryEpoch) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof(tmp, "workload " + workload(tmp, "direct").string() + " -q --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("remote (direct): 16 files"), std::string::npos) << r.out;
+  const auto remote = read_json(out / "results.json")["experiments"][0]["workload"]["remote"];
+  EXPECT_EQ(remote["mode"], "direct");
+  EXPECT_EQ(remote["files"], 16);
+  EXPECT_EQ(remote["requests_in_flight"], 2);
+  ASSERT_EQ(remote["epochs"].size(), 2U);
+  const int64_t bytes = dataset_bytes(tmp);
+  for (const auto& e : remote["epochs"]) {
+    // Every file each epoch (the loaders read ahead into the next epoch: at most a few more).
+    EXPECT_GE(e["remote_bytes"].get<int64_t>(), bytes * 3 / 4) << e;
+    EXPECT_GE(e["requests"].get<int64_t>(), 12) << e;
+    EXPECT_GT(e["seconds"].get<double>(), 0);
+    EXPECT_GT(e["ideal_seconds"].get<double>(), 0);
+  }
+  EXPECT_GT(remote["time_to_first_step_seconds"].get<double>(), 0.002);  // at least one latency
+  expect_server_gone(tmp);
+}
+
+TEST(RemoteWorkload, CachedServesLaterEpochsLocallyAndCleansUp) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto out = tmp / "out";
+  for (const bool preload : {false, true}) {
+    const CliResult r =
+        pipeprof(tmp, "workload " +
+                          workload(tmp, "cached", preload ? "    preload: True\n" : "").string() +
+                          " -q --out " + out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto remote = read_json(out / "results.json")["experiments"][0]["workload"]["remote"];
+    EXPECT_EQ(remote["mode"], "cached");
+    EXPECT_EQ(remote["preload"], preload);
+    ASSERT_EQ(remote["epochs"].size(), 2U);
+    EXPECT_GT(remote["epochs"][0]["remote_bytes"].get<int64_t>(), 0);
+    EXPECT_EQ(remote["epochs"][1]["remote_bytes"], 0) << remote;  // the budget holds the dataset
+    EXPECT_EQ(remote["epochs"][1]["cache_hit_ratio"], 1.0) << remote;
+    EXPECT_EQ(remote["cache"]["bytes_fetched"], dataset_bytes(tmp)) << remote;
+    EXPECT_EQ(remote["cache"]["damaged"], 0);
+    if (preload) {
+      EXPECT_GT(remote["cache"]["preloaded"].get<int64_t>(), 0) << remote;
+    }
+    EXPECT_FALSE(fs::exists(out / "remote_cache")) << "the run's cache was left behind";
+    expect_server_gone(tmp);
+  }
+  // keep_cache with a folder of the user's: a second run starts warm.
+  const auto dir = tmp / "cache";
+  const std::string keep = "    cache_dir: " + dir.string() + "\n    keep_cache: True\n";
+  ASSERT_EQ(pipeprof(tmp, "workload " + workload(tmp, "cached", keep).string() + " -q --out " + out.string()).code, 0);
+  EXPECT_TRUE(fs::exists(dir));
+  const CliResult warm =
+      pipeprof(tmp, "workload " + workload(tmp, "cached", keep).string() + " -q --out " + out.string());
+  ASSERT_EQ(warm.code, 0) << warm.out;
+  const auto remote = read_json(out / "results.json")["experiments"][0]["workload"]["remote"];
+  EXPECT_EQ(remote["epochs"][0]["remote_bytes"], 0) << remote;
+  EXPECT_EQ(remote["cache"]["misses"], 0) << remote;
+}
+
+TEST(RemoteWorkload, CopyFirstCopiesBeforeTheFirstStepThenReadsLocally) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof(tmp, "workload " + workload(tmp, "copy_first").string() + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("copy first:"), std::string::npos) << r.out;
+  const auto remote = read_json(out / "results.json")["experiments"][0]["workload"]["remote"];
+  EXPECT_EQ(remote["copy_bytes"], dataset_bytes(tmp));
+  EXPECT_GT(remote["copy_seconds"].get<double>(), 0);
+  EXPECT_GE(remote["time_to_first_step_seconds"].get<double>(), remote["copy_seconds"].get<double>());
+  for (const auto& e : remote["epochs"]) EXPECT_EQ(e["remote_bytes"], 0) << e;
+  EXPECT_FALSE(fs::exists(out / "remote_copy")) << "the copy was left behind";
+  expect_server_gone(tmp);
+}
+
+TEST(RemoteWorkload, BadSettingsAreExit2NamingTheKey) {
+  const TempDir tmp;
+  const CliResult mode = pipeprof(tmp, "workload " + workload(tmp, "sideways").string() + " -q");
+  EXPECT_EQ(mode.code, 2) << mode.out;
+  EXPECT_NE(mode.out.find("pipeprof.remote.mode"), std::string::npos) << mode.out;
+  const CliResult latency =
+      pipeprof(tmp, "workload " + workload(tmp, "direct").string() + " ++pipeprof.remote.latency_ms=-1 -q");
+  EXPECT_EQ(latency.code, 2) << latency.out;
+  EXPECT_NE(latency.out.find("pipeprof.remote.latency_ms"), std::string::npos) << latency.out;
+}
+
+TEST(RemoteWorkload, CtrlCStopsTheServerAndWritesWhatWasMeasured) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto w = workload(tmp, "cached", "    preload: True\n");
+  const auto out = tmp / "out";
+  const std::string cmd = "TMPDIR=" + (tmp / "tmp").string() + " " + PIPEPROF_BINARY + " workload " +
+                          w.string() + " workload.train.epochs=100000 -q --out " + out.string();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + cmd + " & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json(out / "results.json")["interrupted"], true);
+  EXPECT_FALSE(fs::exists(out / "remote_cache"));
+  expect_server_gone(tmp);
+}
+
+}  // namespace
