@@ -44,6 +44,66 @@ Row row_of(const nlohmann::json& x) {
   return r;
 }
 
+// Workloads read from an object server (their "remote" object): per epoch beside the ideal.
+std::string remote_subsection(const nlohmann::json& experiments, Report& report) {
+  std::string rows;
+  std::vector<ChartRow> chart;
+  for (const auto& x : experiments) {
+    const auto w = x.find("workload");
+    if (w == x.end() || !w->is_object()) continue;
+    const auto remote = w->find("remote");
+    if (remote == w->end() || !remote->is_object()) continue;
+    const std::string mode =
+        text(*remote, "mode") + (remote->value("preload", false) ? " + preload" : "");
+    const auto first_step = number(*remote, "time_to_first_step_seconds");
+    const auto first_ideal = number(*remote, "time_to_first_step_ideal_seconds");
+    std::optional<double> first_epoch, later_sum;
+    int later = 0;
+    for (const auto& e : remote->value("epochs", nlohmann::json::array())) {
+      const auto hit = number(e, "cache_hit_ratio");
+      std::optional<double> mib = number(e, "remote_bytes");
+      if (mib) *mib /= 1048576.0;
+      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(text(x, "id")),
+                          cell(mode), shown(number(e, "epoch"), 0), shown(number(e, "seconds"), 2),
+                          shown(number(e, "ideal_seconds"), 2), shown(number(e, "au_percentage"), 1),
+                          shown(mib, 1),
+                          hit ? fmt::format("{:.1f}%", *hit * 100) : std::string("-"));
+      const auto seconds = number(e, "seconds");
+      if (!seconds) continue;
+      if (!first_epoch) {
+        first_epoch = seconds;
+      } else {
+        later_sum = later_sum.value_or(0) + *seconds;
+        ++later;
+      }
+    }
+    rows += fmt::format("| {} | {} | first step | {} | {} | | | |\n", cell(text(x, "id")),
+                        cell(mode), shown(first_step, 2), shown(first_ideal, 2));
+    std::optional<double> later_mean;
+    if (later > 0) later_mean = *later_sum / later;
+    chart.push_back({text(*w, "name"), first_epoch, later_mean, first_step});
+  }
+  if (rows.empty()) return "";
+  std::string md =
+      "### Remote object storage\n\n"
+      "The dataset served by nginx on 127.0.0.1 with a time to first byte and a bandwidth limit per "
+      "request, read by copying it first, directly every epoch, or through a disk cache (with or "
+      "without preloading). `first step` is the time from the start (a copy included) to the first "
+      "batch in hand. Remote MiB and hit ratio count what happened during the epoch's wall time (the "
+      "loaders read ahead into the next epoch).\n\n"
+      "| workload | mode | epoch | seconds | ideal s | AU % | remote MiB | hit ratio |\n"
+      "|---|---|--:|--:|--:|--:|--:|--:|\n" + rows + "\n";
+  ChartText t;
+  t.title = "Remote reads: seconds";
+  t.series[0] = "epoch 1";
+  t.series[1] = "later epochs (mean)";
+  t.series[2] = "time to first step";
+  t.unit = "s";
+  report.files.push_back({"remote.svg", summary_chart_svg(chart, t)});
+  md += "![epoch times and the time to the first step, per way of reading](remote.svg)\n\n";
+  return md;
+}
+
 }  // namespace
 
 std::string storage_section(const nlohmann::json& experiments, Report& report) {
@@ -108,8 +168,10 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
       t.series[0] = "pipeprof";
       t.series[1] = "peer loader";
       t.series[2] = "storage bound";
+      t.unit = "accelerators";
     } else {
       t.title = "AU (%)";
+      t.unit = "%";
       t.series[0] = "pipeprof";
       t.series[1] = "peer loader";
       t.series[2] = "-";
@@ -117,6 +179,7 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
     report.files.push_back({"storage.svg", summary_chart_svg(chart, t)});
     md += "![pipeprof beside other loaders on the same workloads](storage.svg)\n\n";
   }
+  md += remote_subsection(experiments, report);
   return md;
 }
 

@@ -47,8 +47,8 @@ std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int 
   std::string out;
   if (titled) {
     out +=
-        fmt::format("<text x=\"4\" y=\"{}\" class=\"l\" font-style=\"italic\">up to {} ms</text>\n",
-                    y0 + 4, svg::tick_label(axis_max));
+        fmt::format("<text x=\"4\" y=\"{}\" class=\"l\" font-style=\"italic\">up to {}{}</text>\n",
+                    y0 + 4, svg::tick_label(axis_max), text.unit.empty() ? "" : " " + text.unit);
     y0 += 12;
   }
   const int top = y0 + 6;
@@ -69,10 +69,11 @@ std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int 
       if (!v) continue;
       const int by = y + static_cast<int>(k) * kBar;
       out += fmt::format(
-          "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} {:.2f} "
-          "ms</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"s\">{:.1f}</text>\n",
+          "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{}: {} {:.2f}"
+          "{}</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"s\">{:.1f}</text>\n",
           kLabelWidth, by, std::max(0.0, x_of(*v) - kLabelWidth), kBar - 1, kSeries[k].colour,
-          svg::escape(r.name), svg::escape(text.series[k]), *v, x_of(*v) + 3, by + kBar - 1, *v);
+          svg::escape(r.name), svg::escape(text.series[k]), *v,
+          text.unit.empty() ? "" : " " + svg::escape(text.unit), x_of(*v) + 3, by + kBar - 1, *v);
     }
   }
   return {out, plot_bottom + 20 - y0 + (titled ? 12 : 0)};

@@ -19,6 +19,7 @@ struct ChartRow {
 struct ChartText {
   std::string title = "Measured vs ideal vs seed (ms)";
   std::string series[3] = {"measured (median)", "ideal", "seed (tf.data)"};
+  std::string unit = "ms";  // of the values (tooltips, the axis note); empty: none
 };
 
 std::string summary_chart_svg(const std::vector<ChartRow>& rows, const ChartText& text = {});

@@ -64,5 +64,42 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
             std::string::npos);
 }
 
+TEST(StorageSection, RemoteReadsPerEpochWithTheirChart) {
+  nlohmann::json x = workload_entry("workload:remote_cached", "", 88.7, 0);
+  x["workload"]["name"] = "remote_cached";
+  x["workload"].erase("max_accelerators");
+  x["workload"]["remote"] = {
+      {"mode", "cached"},
+      {"preload", true},
+      {"time_to_first_step_seconds", 0.082},
+      {"time_to_first_step_ideal_seconds", 0.073},
+      {"epochs",
+       {{{"epoch", 1}, {"seconds", 4.89}, {"ideal_seconds", 4.65}, {"au_percentage", 66.2},
+         {"remote_bytes", 134217728}, {"cache_hit_ratio", 0.111}},
+        {{"epoch", 2}, {"seconds", 3.21}, {"ideal_seconds", 3.2}, {"au_percentage", 99.9},
+         {"remote_bytes", 0}, {"cache_hit_ratio", 1.0}}}}};
+  const nlohmann::json doc{{"schema_version", 3}, {"experiments", {x}}};
+  const Report r = render_report(doc, ".", "doc.json");
+  const std::string& md = r.markdown;
+  EXPECT_NE(md.find("### Remote object storage"), std::string::npos) << md;
+  EXPECT_NE(md.find("| workload:remote_cached | cached + preload | 1 | 4.89 | 4.65 | 66.2 | 128.0 | "
+                    "11.1% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| workload:remote_cached | cached + preload | 2 | 3.21 | 3.20 | 99.9 | 0.0 | "
+                    "100.0% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| workload:remote_cached | cached + preload | first step | 0.08 | 0.07 |"),
+            std::string::npos)
+      << md;
+  bool chart = false;
+  for (const auto& f : r.files) {
+    chart = chart || (f.name == "remote.svg" &&
+                      f.content.find("remote_cached: epoch 1 4.89 s") != std::string::npos);
+  }
+  EXPECT_TRUE(chart);
+}
+
 }  // namespace
 }  // namespace pipeprof::results

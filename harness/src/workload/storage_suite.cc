@@ -9,6 +9,7 @@
 
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/datagen.h"
+#include "pipeprof/pipelines/remote.h"
 #include "workload/dlio_workload.h"
 #include "workload/workload_run.h"
 
@@ -17,11 +18,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A workload file with its dataset under `data`, at its own scale, `epochs` epochs.
-DlioWorkload prepared(const std::string& name, const fs::path& data, int64_t epochs) {
-  DlioWorkload w = load_workload((workloads_dir() / (name + ".yaml")).string(),
-                                 {fmt::format("++workload.dataset.data_folder={}", (data / name).string()),
-                                  fmt::format("++workload.train.epochs={}", epochs)});
+// A workload file with its dataset under `data` (in a folder named after the workload, or
+// `folder`), at its own scale, `epochs` epochs.
+DlioWorkload prepared(const std::string& name, const fs::path& data, int64_t epochs,
+                      const std::string& folder = "") {
+  DlioWorkload w = load_workload(
+      (workloads_dir() / (name + ".yaml")).string(),
+      {fmt::format("++workload.dataset.data_folder={}", (data / (folder.empty() ? name : folder)).string()),
+       fmt::format("++workload.train.epochs={}", epochs)});
   apply_scale(w, w.scale);
   return w;
 }
@@ -156,6 +160,31 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
     }
     out.push_back(std::move(peer));
   });
+  // Remote object storage (C2): the same dataset served by nginx, read in the three ways.
+  std::string why;
+  if (!pipelines::ObjectServer::available(true, &why)) {
+    if (o.log) o.log("remote_*: skipped: " + why);
+    return out;
+  }
+  for (const char* name :
+       {"remote_copy_first", "remote_direct", "remote_cached", "remote_cached_preload"}) {
+    attempt(name, [&] {
+      const DlioWorkload w = prepared(name, data, o.quick ? 2 : 3, "remote_256k");
+      generate(w, o);
+      const WorkloadResult r =
+          run_workload(w, {.accelerators = 1, .stop = o.stop, .scratch_dir = o.out / "scratch"});
+      if (o.log) {
+        std::string times;
+        for (const auto& e : r.remote.value("epochs", nlohmann::json::array())) {
+          times += fmt::format("{}{:.2f} s", times.empty() ? "" : ", ", e.value("seconds", 0.0));
+        }
+        o.log(fmt::format("{}: AU {:.2f}%, epochs {}; first step after {:.2f} s", w.name,
+                          r.metrics.au_mean_percentage, times,
+                          r.remote.value("time_to_first_step_seconds", 0.0)));
+      }
+      out.push_back(entry(w, r));
+    });
+  }
   return out;
 }
 

@@ -3,8 +3,9 @@
 // accelerator each, and the loader comparison: npz_256k's most accelerators at AU >= 90% with
 // pipeprof, and with PyTorch's DataLoader (harness/peers/pytorch_dataloader.py) where Debian's
 // python3-torch is installed. Datasets are generated under OUT/data (kept: a second suite reuses
-// them). Each run is an experiment entry with its "workload" object, for results.json and the
-// report's storage section.
+// them). Then the remote experiments (C2: remote_copy_first, remote_direct, remote_cached, with and
+// without preloading) on one dataset served by nginx, where nginx is installed. Each run is an
+// experiment entry with its "workload" object, for results.json and the report's storage section.
 #pragma once
 
 #include <atomic>
