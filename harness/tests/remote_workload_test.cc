@@ -146,6 +146,32 @@ TEST(RemoteWorkload, CopyFirstCopiesBeforeTheFirstStepThenReadsLocally) {
   expect_server_gone(tmp);
 }
 
+TEST(RemoteWorkload, GrowingCacheTrainsOnMoreShardsEveryEpoch) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto out = tmp / "out";
+  // 16 samples, 2 samplers, shards of 2: up to 8 shards.
+  const auto w = workload(tmp, "growing_cache", "    samplers: 2\n    shard_samples: 2\n");
+  const CliResult r = pipeprof(tmp, "workload " + w.string() + " ++workload.train.epochs=4 -q --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("growing cache: 2 samplers, 2 samples a shard"), std::string::npos) << r.out;
+  const auto x = read_json(out / "results.json")["experiments"][0];
+  const auto& g = x["workload"]["growing_cache"];
+  ASSERT_EQ(g["epochs"].size(), 4U) << g;
+  int64_t before = 0;
+  for (const auto& e : g["epochs"]) {
+    EXPECT_GE(e["shards"].get<int64_t>(), before) << g;  // no budget: the set only grows
+    before = e["shards"].get<int64_t>();
+    EXPECT_EQ(e["samples"].get<int64_t>(), 2 * e["shards"].get<int64_t>()) << e;
+    EXPECT_GT(e["deserialize_mb_per_s_per_thread"].get<double>(), 0) << e;
+  }
+  // A shard's two samples, 2 ms to first byte each, come before the first step.
+  EXPECT_GT(g["time_to_first_step_seconds"].get<double>(), 0.004);
+  EXPECT_EQ(x["repetitions"].size(), 4U);
+  EXPECT_FALSE(fs::exists(out / "growing_cache")) << "the shards were left behind";
+  expect_server_gone(tmp);
+}
+
 TEST(RemoteWorkload, BadSettingsAreExit2NamingTheKey) {
   const TempDir tmp;
   const CliResult mode = pipeprof(tmp, "workload " + workload(tmp, "sideways").string() + " -q");

@@ -563,6 +563,59 @@ TEST_F(RemoteCacheTest, PreloadStopsAtTheBudget) {
   EXPECT_LE(cache->bytes_cached(), 450'000u);
 }
 
+TEST_F(RemoteCacheTest, GrowingCacheWritesCompleteShardsAndEvictsTheOldest) {
+  REQUIRE_NGINX(true);
+  make_objects("s", 20, 10'000);
+  ObjectServer server({.root = root_ / "data", .latency = 1ms});
+  GrowingCacheOptions o;
+  for (int i = 0; i < 20; ++i) o.urls.push_back(url_of(server, "s", i));
+  o.dir = root_ / "shards";
+  o.samplers = 2;
+  o.shard_samples = 4;  // per sampler: 10 samples -> shards of 4, 4 and 2
+  {
+    GrowingSampleCache cache(o);
+    ASSERT_TRUE(cache.wait_for_first_shard(nullptr));
+    while (!cache.samplers_done()) std::this_thread::sleep_for(5ms);
+    const auto all = cache.complete();
+    EXPECT_EQ(all.shards, 6);
+    // Every sample once, as a tf.Example of its bytes and label, in complete shards.
+    auto ds = list_files(cache.pattern(), {.shuffle = false})
+                  .interleave(DatasetFn([](const Element& f) { return tfrecord({file_name(f)}); }),
+                              {.cycle_length = 2});
+    EXPECT_EQ(ds.collect().size(), 20u);
+    for (const auto& e : fs::directory_iterator(o.dir)) {
+      EXPECT_FALSE(e.path().filename().string().starts_with(".tmp-")) << e.path();
+    }
+  }
+  // A budget of about three shards: the oldest go first.
+  o.budget_bytes = 3 * 4 * 10'100;
+  GrowingSampleCache cache(o);
+  while (!cache.samplers_done()) std::this_thread::sleep_for(5ms);
+  const auto removed = cache.enforce_budget();
+  EXPECT_GE(removed.shards, 2);
+  EXPECT_LE(cache.complete().bytes, o.budget_bytes);
+}
+
+TEST_F(RemoteCacheTest, GrowingCacheNamesAFailedSampler) {
+  REQUIRE_NGINX(false);
+  make_objects("g", 2, 1000);
+  ObjectServer server({.root = root_ / "data"});
+  GrowingCacheOptions o;
+  o.urls = {url_of(server, "g", 0), server.url() + "g/missing.bin"};
+  o.dir = root_ / "shards";
+  o.samplers = 2;
+  GrowingSampleCache cache(o);
+  try {
+    for (int i = 0; i < 1000 && !cache.samplers_done(); ++i) std::this_thread::sleep_for(5ms);
+    FAIL() << "the failed sampler went unnoticed";
+  } catch (const RemoteError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("sampler 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("missing.bin"), std::string::npos) << what;
+    EXPECT_NE(what.find("404"), std::string::npos) << what;
+  }
+}
+
 TEST_F(RemoteCacheTest, BadFolderIsAClearError) {
   write_file(root_ / "file", random_bytes(1, 1));
   EXPECT_THROW(RemoteCache({.dir = root_ / "file" / "cache", .budget_bytes = 1}), RemoteError);

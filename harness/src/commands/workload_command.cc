@@ -18,6 +18,7 @@
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/report.h"
+#include "workload/growing_run.h"
 #include "workload/remote_env.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "workload/workload_pipeline.h"
@@ -154,6 +155,32 @@ Outcome workload_command(const Options& o) {
   if (w.evaluation) {
     std::cerr << "warning: " << w.file
               << ": workflow.evaluation: evaluation steps are not emulated (training only)\n";
+  }
+
+  if (w.remote.mode == workload::RemoteMode::kGrowingCache) {
+    // C3: its own loop (the epochs grow); results.json and the report, no DLIO summary.
+    if (o.accelerators != 1 || o.find_max || o.stall_analysis) {
+      throw InputError(fmt::format("{}: pipeprof.remote.mode growing_cache runs one accelerator, "
+                                   "without --find-max-accelerators or --stall-analysis",
+                                   w.file));
+    }
+    const workload::GrowingRun g = workload::run_growing_cache(
+        w, out, &InterruptGuard::flag(), [&](const workload::GrowingEpoch& e) {
+          if (!o.quiet) {
+            std::cerr << fmt::format("epoch {}: {} shards, {} samples, {:.2f} s, AU {:.1f}%\n",
+                                     e.epoch, e.shards, e.samples, e.seconds, e.au_percentage);
+          }
+        });
+    std::cout << workload::growing_table(g);
+    fs::create_directories(out);
+    const nlohmann::json doc = results::make_document(
+        results::capture_environment(kVersion),
+        nlohmann::json::array({workload::growing_entry(w, g)}),
+        {.repetitions = 1, .interrupted = g.interrupted, .created_utc = results::utc_now()});
+    results::write_text_file(out / "results.json", doc.dump(2) + "\n");
+    results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
+    std::cerr << fmt::format("wrote {}/results.json and report.md\n", out.string());
+    return g.interrupted ? Outcome::kInterrupted : Outcome::kOk;
   }
 
   workload::WorkloadOptions options{.accelerators = o.accelerators,

@@ -54,7 +54,8 @@ const std::vector<std::string_view> kModelKeys{
 const std::vector<std::string_view> kPipeprofKeys{"scale", "remote"};
 const std::vector<std::string_view> kRemoteKeys{"mode",         "latency_ms",       "rate_mib_s",
                                                 "preload",      "cache_budget_mib", "copy_threads",
-                                                "cache_dir",    "keep_cache"};
+                                                "cache_dir",    "keep_cache",       "samplers",
+                                                "shard_samples"};
 
 void warn_unknown(DlioWorkload& w, const Section& s, const std::vector<std::string_view>& known) {
   for (const std::string& key : s.unknown_keys(known)) {
@@ -264,10 +265,12 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
         rs.mode = RemoteMode::kCached;
       } else if (mode == "copy_first") {
         rs.mode = RemoteMode::kCopyFirst;
+      } else if (mode == "growing_cache") {
+        rs.mode = RemoteMode::kGrowingCache;
       } else if (mode == "none" || mode == "local") {
         rs.mode = RemoteMode::kNone;
       } else {
-        r.fail("mode", "direct, cached, copy_first or none");
+        r.fail("mode", "direct, cached, copy_first, growing_cache or none");
       }
       if (r.has("latency_ms")) rs.latency_ms = r.number("latency_ms", 0);
       if (r.has("rate_mib_s")) rs.rate_mib_s = r.number("rate_mib_s", 0);
@@ -276,6 +279,8 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
       if (r.has("copy_threads")) rs.copy_threads = r.whole("copy_threads", 1);
       if (r.has("cache_dir")) rs.cache_dir = r.text("cache_dir", "a folder");
       if (r.has("keep_cache")) rs.keep_cache = r.boolean("keep_cache");
+      if (r.has("samplers")) rs.samplers = r.whole("samplers", 1);
+      if (r.has("shard_samples")) rs.shard_samples = r.whole("shard_samples", 1);
       if (rs.mode != RemoteMode::kNone && w.odirect) {
         r.fail("mode", "local files with reader.odirect (O_DIRECT does not apply to HTTP)");
       }
@@ -312,6 +317,7 @@ std::string_view remote_mode_name(RemoteMode mode) {
     case RemoteMode::kCopyFirst: return "copy_first";
     case RemoteMode::kDirect: return "direct";
     case RemoteMode::kCached: return "cached";
+    case RemoteMode::kGrowingCache: return "growing_cache";
   }
   return "none";
 }

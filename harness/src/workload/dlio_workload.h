@@ -30,16 +30,22 @@ enum class RemoteMode {
   kCopyFirst,  // copy every file to local disk (copy_threads in parallel), then train locally
   kDirect,     // every epoch reads every file over HTTP
   kCached,     // through a read-through disk cache (optionally preloaded)
+  // C3: sampler processes write fetched samples as TFRecord shards into a local folder; every
+  // epoch trains on the shards complete at its start (growing_run.h)
+  kGrowingCache,
 };
 struct RemoteSettings {
   RemoteMode mode = RemoteMode::kNone;
   double latency_ms = 20;    // time to first byte per request
   double rate_mib_s = 0;     // bytes/s per request (0: unlimited)
   bool preload = false;      // cached: fetch the file list ahead, in parallel with training
-  double cache_budget_mib = 0;  // cached: 0: the training files' size plus 10%
+  // cached: 0: the training files' size plus 10%; growing_cache: the shards' disk budget (0: none)
+  double cache_budget_mib = 0;
   int64_t copy_threads = 8;     // copy_first: requests in flight; cached: preload threads
   std::string cache_dir;        // cached: empty: <output folder>/remote_cache
   bool keep_cache = false;      // cached: reuse what an earlier run left (a warm start)
+  int64_t samplers = 4;         // growing_cache: sampler processes
+  int64_t shard_samples = 64;   // growing_cache: samples per shard
 };
 std::string_view remote_mode_name(RemoteMode mode);
 

@@ -101,7 +101,9 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
       break;
     }
     case RemoteMode::kNone:
-      throw InputError(fmt::format("{}: pipeprof.remote.mode is none: nothing to serve", w.file));
+    case RemoteMode::kGrowingCache:  // its own run (growing_run.h)
+      throw InputError(fmt::format("{}: pipeprof.remote.mode {}: not a way of reading files", w.file,
+                                   remote_mode_name(settings_.mode)));
   }
   samples_.push_back(sample());  // the epochs' counts start here (after a copy)
 }

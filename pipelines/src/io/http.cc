@@ -34,14 +34,16 @@ void global_init() {
 
 // One curl handle per thread: it keeps its connections alive between requests (curl_easy_reset
 // keeps them), so a thread reading file after file from one server reuses one connection.
+struct Handle {
+  CURL* curl = nullptr;
+  ~Handle() {
+    if (curl != nullptr) curl_easy_cleanup(curl);
+  }
+};
+thread_local Handle t_handle;
+
 CURL* thread_handle() {
-  struct Handle {
-    CURL* curl = nullptr;
-    ~Handle() {
-      if (curl != nullptr) curl_easy_cleanup(curl);
-    }
-  };
-  thread_local Handle handle;
+  Handle& handle = t_handle;
   if (handle.curl == nullptr) {
     global_init();
     handle.curl = curl_easy_init();
@@ -353,6 +355,10 @@ void reset_http_counters() {
   g_retries = 0;
   g_bytes = 0;
   g_failures = 0;
+}
+
+void forget_http_connections_after_fork() {
+  t_handle.curl = nullptr;  // left as it is: cleaning it up would close the parent's sockets
 }
 
 bool is_http_url(const std::string& name) {

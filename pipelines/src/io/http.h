@@ -48,6 +48,11 @@ struct HttpCounters {
 HttpCounters http_counters();
 void reset_http_counters();
 
+// In a child process just forked: forgets this thread's connections without closing them (their
+// descriptors are the parent's, or closed and reused in the child); the next request opens new
+// ones.
+void forget_http_connections_after_fork();
+
 // True for http:// and https:// URLs.
 bool is_http_url(const std::string& name);
 

@@ -1,0 +1,224 @@
+#include "workload/growing_run.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <random>
+
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/remote.h"
+#include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/pipelines/spec.h"
+#include "pipeprof/trace/clock.h"
+#include "workload/training_loop.h"
+
+namespace pipeprof::harness::workload {
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t batch_rows(const pipelines::Element& batch) {
+  return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
+}
+
+nlohmann::json loader(const DlioWorkload& w, const std::string& pattern) {
+  const int64_t threads = std::max<int64_t>(1, w.read_threads);
+  return {{"name", w.name + "_growing_cache"},
+          {"description", "the complete shards of the growing cache, listed every epoch"},
+          {"stages",
+           {{{"op", "list_files"}, {"pattern", pattern}, {"shuffle", true}, {"seed", w.seed}},
+            {{"op", "interleave"},
+             {"name", "reader"},
+             {"cycle_length", threads},
+             {"parallelism", threads},
+             {"pipeline", {{"stages", {{{"op", "tfrecord"}, {"files", "$element"}}}}}}},
+            {{"op", "map"},
+             {"name", "deserialize"},
+             {"fn", "parse_example"},
+             {"args",
+              {{"features",
+                {{{"key", "image"}, {"type", "bytes"}}, {{"key", "label"}, {"type", "int64"}}}}}},
+             {"parallelism", threads}},
+            {{"op", "batch"}, {"batch_size", w.batch_size}},
+            {{"op", "prefetch"}, {"buffer_size", std::max<int64_t>(1, w.prefetch_size)}}}}};
+}
+
+}  // namespace
+
+GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
+                             const std::atomic<bool>* stop,
+                             const std::function<void(const GrowingEpoch&)>& on_epoch) {
+  const RemoteSettings& s = w.remote;
+  GrowingRun run;
+  run.samplers = s.samplers;
+  run.shard_samples = s.shard_samples;
+  const std::vector<std::string> local = training_files(w);
+  const fs::path root = fs::absolute(w.dataset.data_folder);
+  pipelines::ObjectServer server(pipelines::ObjectServerOptions{
+      .root = root,
+      .latency = std::chrono::microseconds(std::llround(s.latency_ms * 1e3)),
+      .rate_bytes_per_second = static_cast<int64_t>(s.rate_mib_s * 1048576.0)});
+  pipelines::GrowingCacheOptions options;
+  for (const std::string& f : local) {
+    options.urls.push_back(server.url() + fs::absolute(f).lexically_relative(root).generic_string());
+  }
+  // The samples in a random order (seeded): the shards then hold a mix, as a sampler's would.
+  std::shuffle(options.urls.begin(), options.urls.end(), std::mt19937_64(static_cast<uint64_t>(w.seed)));
+  options.dir = scratch / "growing_cache";
+  options.samplers = static_cast<int>(s.samplers);
+  options.shard_samples = s.shard_samples;
+  options.budget_bytes = static_cast<uint64_t>(s.cache_budget_mib * 1048576.0);
+  struct RemoveFolder {
+    fs::path dir;
+    ~RemoveFolder() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_folder{options.dir};
+  const int64_t start = trace::now_ns();
+  pipelines::GrowingSampleCache cache(options);
+  run.spec = loader(w, cache.pattern());
+  if (!cache.wait_for_first_shard(stop)) {
+    run.interrupted = true;
+    return run;
+  }
+  std::mt19937_64 rng(static_cast<uint64_t>(w.seed));
+  for (int64_t epoch = 1; epoch <= w.epochs; ++epoch) {
+    (void)cache.samplers_done();  // a failed sampler ends the run, naming it
+    GrowingEpoch e;
+    e.epoch = epoch;
+    e.evicted_shards = cache.enforce_budget().shards;
+    auto it = pipelines::parse_spec(run.spec, w.file).dataset.iterate();
+    std::vector<int64_t> waits;
+    int64_t compute_after_first = 0, first_proc = 0;
+    const int64_t epoch_start = trace::now_ns();
+    int64_t load_start = epoch_start;
+    for (;;) {
+      std::optional<pipelines::Element> batch = it->next();
+      const int64_t loaded = trace::now_ns();
+      if (!batch) break;
+      if (run.time_to_first_step_s == 0) run.time_to_first_step_s = static_cast<double>(loaded - start) / 1e9;
+      e.samples += batch_rows(*batch);
+      batch.reset();
+      pipelines::precise_sleep_until(loaded + static_cast<int64_t>(w.computation_time.sample(rng) * 1e9));
+      const int64_t computed = trace::now_ns();
+      waits.push_back(loaded - load_start);
+      if (e.steps == 0) {
+        first_proc = computed - load_start;
+      } else {
+        compute_after_first += computed - loaded;
+      }
+      ++e.steps;
+      load_start = computed;
+      if (stop != nullptr && stop->load()) {
+        run.interrupted = true;
+        break;
+      }
+    }
+    const int64_t wall = trace::now_ns() - epoch_start;
+    e.seconds = static_cast<double>(wall) / 1e9;
+    const int64_t measured = wall - first_proc;
+    e.au_percentage = measured > 0 ? 100.0 * static_cast<double>(compute_after_first) /
+                                         static_cast<double>(measured)
+                                   : 0.0;
+    const WaitStats ws = wait_stats(waits);
+    e.wait_mean_ms = ws.mean_ms;
+    e.wait_p99_ms = ws.p99_ms;
+    for (const auto& stage : it->model().snapshot()) {
+      if (stage.op == "list_files") e.shards = stage.elements;
+      if (stage.op == "tfrecord") e.bytes += stage.bytes_read;
+      if (stage.name.find("deserialize") != std::string::npos && stage.elements > 0 &&
+          stage.wall_ns_per_element > 0) {
+        e.deserialize_mb_s_per_thread = stage.wall_ns_per_element;  // ns a record; a rate below
+      }
+    }
+    // One thread's rate: a record's bytes over the time the function took for it.
+    if (e.deserialize_mb_s_per_thread > 0 && e.samples > 0) {
+      const double record_bytes = static_cast<double>(e.bytes) / static_cast<double>(e.samples);
+      e.deserialize_mb_s_per_thread = record_bytes / e.deserialize_mb_s_per_thread * 1e3;
+    }
+    it.reset();
+    run.epochs.push_back(e);
+    if (on_epoch) on_epoch(e);
+    if (run.interrupted) break;
+  }
+  return run;
+}
+
+nlohmann::json growing_entry(const DlioWorkload& w, const GrowingRun& run) {
+  ExperimentResult x;
+  x.id = "workload:" + w.name;
+  x.description = fmt::format(
+      "growing sample cache: {} samplers write {}-sample TFRecord shards, every epoch trains on "
+      "the complete ones (batch {}, {} readers, computation_time {})",
+      run.samplers, run.shard_samples, w.batch_size, w.read_threads, w.computation_time.describe());
+  x.step = fmt::format("sleep:{:g}", w.computation_time.mean() * 1e3);
+  x.part = std::string("C");
+  x.epochs = w.epochs;
+  x.spec = run.spec;
+  x.interrupted = run.interrupted;
+  nlohmann::json epochs = nlohmann::json::array();
+  double ideal_sum = 0;
+  for (const GrowingEpoch& e : run.epochs) {
+    Repetition rep;
+    rep.wall_ms = e.seconds * 1e3;
+    rep.steps = e.steps;
+    rep.wait.mean_ms = e.wait_mean_ms;
+    rep.wait.p99_ms = e.wait_p99_ms;
+    x.repetitions.push_back(rep);
+    ideal_sum += static_cast<double>(e.steps) * w.computation_time.mean() * 1e3;
+    epochs.push_back({{"epoch", e.epoch},
+                      {"shards", e.shards},
+                      {"samples", e.samples},
+                      {"steps", e.steps},
+                      {"evicted_shards", e.evicted_shards},
+                      {"seconds", e.seconds},
+                      {"au_percentage", e.au_percentage},
+                      {"wait_mean_ms", e.wait_mean_ms},
+                      {"wait_p99_ms", e.wait_p99_ms},
+                      {"bytes", e.bytes},
+                      {"deserialize_mb_per_s_per_thread", e.deserialize_mb_s_per_thread}});
+  }
+  summarize_repetitions(x);
+  // The epochs differ in length: the ideal is the mean epoch's compute time.
+  if (!run.epochs.empty()) {
+    x.ideal_ms = ideal_sum / static_cast<double>(run.epochs.size());
+    x.ideal_basis = "an epoch's steps x computation_time (the mean over the growing epochs)";
+    x.simulation_note = "a growing cache: its ideal is its computation time";
+  }
+  nlohmann::json out = to_json(x);
+  out["workload"] = {{"file", w.file},
+                     {"name", w.name},
+                     {"format", "tfrecord"},
+                     {"batch_size", w.batch_size},
+                     {"read_threads", w.read_threads},
+                     {"computation_time", w.computation_time.to_json()},
+                     {"growing_cache",
+                      {{"samplers", run.samplers},
+                       {"shard_samples", run.shard_samples},
+                       {"latency_ms", w.remote.latency_ms},
+                       {"rate_mib_s_per_request", w.remote.rate_mib_s},
+                       {"budget_mib", w.remote.cache_budget_mib},
+                       {"time_to_first_step_seconds", run.time_to_first_step_s},
+                       {"epochs", epochs}}}};
+  return out;
+}
+
+std::string growing_table(const GrowingRun& run) {
+  std::string out = fmt::format(
+      "growing cache: {} samplers, {} samples a shard; first step after {:.2f} s\n", run.samplers,
+      run.shard_samples, run.time_to_first_step_s);
+  out += fmt::format("  {:>5} {:>6} {:>8} {:>6} {:>8} {:>7} {:>10} {:>10} {:>14}\n", "epoch", "shards",
+                     "samples", "steps", "seconds", "AU %", "wait ms", "p99 ms", "deser. MB/s/thr");
+  for (const GrowingEpoch& e : run.epochs) {
+    out += fmt::format("  {:>5} {:>6} {:>8} {:>6} {:>8.2f} {:>7.1f} {:>10.2f} {:>10.2f} {:>14.0f}{}\n",
+                       e.epoch, e.shards, e.samples, e.steps, e.seconds, e.au_percentage,
+                       e.wait_mean_ms, e.wait_p99_ms, e.deserialize_mb_s_per_thread,
+                       e.evicted_shards > 0 ? fmt::format("  ({} evicted)", e.evicted_shards)
+                                            : std::string());
+  }
+  return out;
+}
+
+}  // namespace pipeprof::harness::workload
