@@ -101,5 +101,32 @@ TEST(StorageSection, RemoteReadsPerEpochWithTheirChart) {
   EXPECT_TRUE(chart);
 }
 
+TEST(StorageSection, GrowingCacheEpochs) {
+  const nlohmann::json x{
+      {"id", "workload:growing_cache"},
+      {"repetitions", {{{"wall_ms", 410}}}},
+      {"workload",
+       {{"name", "growing_cache"},
+        {"growing_cache",
+         {{"samplers", 4},
+          {"epochs",
+           {{{"epoch", 1}, {"shards", 1}, {"samples", 64}, {"evicted_shards", 0}, {"seconds", 0.41},
+             {"au_percentage", 100.0}, {"wait_p99_ms", 5.06}, {"deserialize_mb_per_s_per_thread", 802.4}},
+            {{"epoch", 2}, {"shards", 5}, {"samples", 320}, {"evicted_shards", 3}, {"seconds", 2.01},
+             {"au_percentage", 99.8}, {"wait_p99_ms", 1.46},
+             {"deserialize_mb_per_s_per_thread", 2723.0}}}}}}}}};
+  const nlohmann::json doc{{"schema_version", 3}, {"experiments", {x}}};
+  const std::string md = render_report(doc, ".", "doc.json").markdown;
+  EXPECT_NE(md.find("### A sample cache that grows every epoch"), std::string::npos) << md;
+  EXPECT_NE(md.find("| workload:growing_cache | 1 | 1 | 64 | 0 | 0.41 | 100.0 | 5.06 | 802 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| workload:growing_cache | 2 | 5 | 320 | 3 | 2.01 | 99.8 | 1.46 | 2723 |"),
+            std::string::npos)
+      << md;
+  // Not a DLIO run: not in the workloads' AU table.
+  EXPECT_EQ(md.find("| workload:growing_cache | pipeprof |"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace pipeprof::results

@@ -11,6 +11,7 @@
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/pipelines/remote.h"
 #include "workload/dlio_workload.h"
+#include "workload/growing_run.h"
 #include "workload/workload_run.h"
 
 namespace pipeprof::harness::workload {
@@ -185,6 +186,23 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
       out.push_back(entry(w, r));
     });
   }
+  // The local sample cache that grows every epoch (C3), on the same dataset.
+  attempt("growing_cache", [&] {
+    const DlioWorkload w = prepared("growing_cache", data, o.quick ? 4 : 8, "remote_256k");
+    generate(w, o);
+    const GrowingRun g = run_growing_cache(w, o.out / "scratch", o.stop);
+    if (o.log) {
+      double slowest = 0;
+      for (const GrowingEpoch& e : g.epochs) {
+        slowest = slowest == 0 ? e.deserialize_mb_s_per_thread
+                               : std::min(slowest, e.deserialize_mb_s_per_thread);
+      }
+      o.log(fmt::format("growing_cache: {} epochs, {} shards in the last, deserialization >= {:.0f} "
+                        "MB/s per reader thread",
+                        g.epochs.size(), g.epochs.empty() ? 0 : g.epochs.back().shards, slowest));
+    }
+    out.push_back(growing_entry(w, g));
+  });
   return out;
 }
 
