@@ -61,8 +61,17 @@ install_packages() {
   fi
   say "installing: ${missing[*]}"
   "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    || die "apt-get install failed for: ${missing[*]}"
+  # No service is started by the packages' scripts (nginx-light would start a system nginx on port
+  # 80): pipeprof starts its own servers on free loopback ports when it needs them. Debian's way is
+  # a policy-rc.d that says no, for the time of the install (one that is already there is kept).
+  local policy=/usr/sbin/policy-rc.d placed=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null && "${sudo[@]}" chmod 755 "$policy" && placed=1
+  fi
+  local rc=0
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" || rc=$?
+  [ "$placed" = 1 ] && "${sudo[@]}" rm -f "$policy"
+  [ "$rc" = 0 ] || die "apt-get install failed for: ${missing[*]}"
 }
 
 build() {
