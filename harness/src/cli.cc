@@ -89,6 +89,7 @@ int run_cli(int argc, char** argv) {
   add(add_compare_command(app));
   add(add_datagen_command(app));
   add(add_workload_command(app));
+  add(add_serve_command(app));
 
   try {
     app.parse(argc, argv);

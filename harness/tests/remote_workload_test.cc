@@ -172,6 +172,30 @@ TEST(RemoteWorkload, GrowingCacheTrainsOnMoreShardsEveryEpoch) {
   expect_server_gone(tmp);
 }
 
+TEST(ServeCommand, ServesAFolderUntilCtrlC) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  fs::create_directories(tmp / "tmp");
+  fs::create_directories(tmp / "site");
+  tmp.write("site/hello.txt", "hello from pipeprof\n");
+  const std::string log = (tmp / "serve.log").string();
+  const std::string cmd = "TMPDIR=" + (tmp / "tmp").string() + " " + PIPEPROF_BINARY + " serve " +
+                          (tmp / "site").string() + " --latency-ms 1 > " + log + " 2>&1";
+  // Start it, wait for its address, fetch a file and the folder's JSON index, then Ctrl-C.
+  const std::string get =
+      "/usr/bin/python3 -c \"import sys, urllib.request; "
+      "print(urllib.request.urlopen(sys.argv[1]).read().decode())\"";
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + cmd + " & pid=$!; for i in $(seq 100); do grep -q http " + log +
+      " && break; sleep 0.05; done; url=$(grep -o \"http://[^ ]*\" " + log +
+      "); " + get + " ${url}hello.txt; " + get + " $url; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_NE(r.out.find("hello from pipeprof"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"name\":\"hello.txt\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  expect_server_gone(tmp);
+  EXPECT_EQ(pipeprof(tmp, "serve " + (tmp / "nowhere").string()).code, 2);
+}
+
 TEST(RemoteWorkload, BadSettingsAreExit2NamingTheKey) {
   const TempDir tmp;
   const CliResult mode = pipeprof(tmp, "workload " + workload(tmp, "sideways").string() + " -q");

@@ -22,6 +22,7 @@ CommandRunner add_list_command(CLI::App& app);
 CommandRunner add_ops_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
+CommandRunner add_serve_command(CLI::App& app);
 CommandRunner add_suite_command(CLI::App& app);
 CommandRunner add_tune_command(CLI::App& app);
 CommandRunner add_workload_command(CLI::App& app);
