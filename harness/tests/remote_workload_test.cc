@@ -196,6 +196,31 @@ TEST(ServeCommand, ServesAFolderUntilCtrlC) {
   EXPECT_EQ(pipeprof(tmp, "serve " + (tmp / "nowhere").string()).code, 2);
 }
 
+TEST(RunCommand, ReadsUrlsThroughADiskCacheKeptAcrossRuns) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  fs::create_directories(tmp / "tmp");
+  fs::create_directories(tmp / "site" / "d");
+  for (int i = 0; i < 4; ++i) tmp.write("site/d/f" + std::to_string(i) + ".bin", std::string(4000, 'a' + i));
+  pipeprof::pipelines::ObjectServer server({.root = tmp / "site"});
+  const auto spec = tmp.write(
+      "spec.json", R"({"stages": [{"op": "list_files", "pattern": ")" + server.url() +
+                       R"(d/*.bin", "shuffle": false}, {"op": "interleave", "cycle_length": 2,
+                       "pipeline": {"stages": [{"op": "fixed_length_records", "files": "$element",
+                       "record_bytes": 1000}]}}]})");
+  const std::string run = "run " + spec.string() + " --step none --repetitions 1 --cache-dir " +
+                          (tmp / "cache").string() + " --cache-mib 1";
+  const CliResult cold = pipeprof(tmp, run);
+  ASSERT_EQ(cold.code, 0) << cold.out;
+  EXPECT_NE(cold.out.find("MB fetched"), std::string::npos) << cold.out;
+  EXPECT_EQ(cold.out.find("remote: 0 requests"), std::string::npos) << cold.out;
+  // The second run lists the folder (one request) and reads every file from the cache.
+  const CliResult warm = pipeprof(tmp, run);
+  ASSERT_EQ(warm.code, 0) << warm.out;
+  EXPECT_NE(warm.out.find("remote: 1 requests, 0.0 MB fetched"), std::string::npos) << warm.out;
+  EXPECT_EQ(pipeprof(tmp, "run " + spec.string() + " --cache-dir " + (tmp / "c2").string()).code, 2);
+}
+
 TEST(RemoteWorkload, BadSettingsAreExit2NamingTheKey) {
   const TempDir tmp;
   const CliResult mode = pipeprof(tmp, "workload " + workload(tmp, "sideways").string() + " -q");

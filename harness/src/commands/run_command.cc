@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
@@ -10,6 +11,7 @@
 #include "pipeprof/harness/runner.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/remote.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/results/report.h"
 #include "pipeprof/trace/chrome_json.h"
@@ -26,6 +28,8 @@ struct RunCommandOptions {
   std::string trace;
   int64_t producers = 0;       // 0: the spec's
   int64_t queue_capacity = 0;  // 0: the spec's
+  std::string cache_dir;       // http URLs through a disk cache in this folder
+  double cache_mib = 0;
 };
 
 // Writes --producers and --queue-capacity into every multiprocess and shared_store stage of the
@@ -67,6 +71,19 @@ Outcome run_command(const RunCommandOptions& o) {
   InterruptGuard guard;
   Experiment x = read_input([&] { return find_experiment(o.target); });
   override_process_sources(x, o.producers, o.queue_capacity);
+  // http(s) URLs through a read-through disk cache (docs/remote.md), kept for later runs.
+  std::optional<pipelines::ScopedRemoteCache> cache;
+  if (!o.cache_dir.empty()) {
+    if (o.cache_mib <= 0) throw InputError("--cache-dir needs --cache-mib (the cache's budget)");
+    std::shared_ptr<pipelines::RemoteCache> c;
+    try {
+      c = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
+          .dir = o.cache_dir, .budget_bytes = static_cast<uint64_t>(o.cache_mib * 1048576.0)});
+    } catch (const pipelines::RemoteError& e) {
+      throw InputError(e.what());
+    }
+    cache.emplace(c);
+  }
   RunOptions options{.step = o.step,
                      .epochs = o.epochs,
                      .repetitions = o.repetitions,
@@ -81,6 +98,11 @@ Outcome run_command(const RunCommandOptions& o) {
                            o.epochs > 0 ? o.epochs : x.epochs);
   const ExperimentResult result = run_experiment(x, options);
   print_table(std::cout, {result});
+  if (!o.cache_dir.empty()) {
+    const auto r = pipelines::remote_counters();
+    std::cerr << fmt::format("remote: {} requests, {:.1f} MB fetched ({} retries); the cache in {}\n",
+                             r.requests, static_cast<double>(r.bytes) / 1e6, r.retries, o.cache_dir);
+  }
   if (!o.json.empty()) {
     results::write_text_file(o.json, to_json(result).dump(2) + "\n");
     std::cerr << "wrote " << o.json << "\n";
@@ -117,6 +139,11 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_option("--queue-capacity", o->queue_capacity,
                   "Elements in flight between producers and consumer (default: the spec's)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--cache-dir", o->cache_dir,
+                  "Read http:// URLs through a read-through disk cache in this folder (kept: a "
+                  "later run starts warm; docs/remote.md)");
+  cmd->add_option("--cache-mib", o->cache_mib, "The disk cache's budget in MiB (least recently used evicted)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");
   cmd->add_option("--trace", o->trace,
                   "Record one extra, unmeasured run's timeline and write it as Chrome-trace JSON");
