@@ -209,6 +209,10 @@ TEST(List, ShowsTheCatalog) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("interleave_parallel_3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("map_vectorized"), std::string::npos) << r.out;
+  // The storage workloads (part C) follow.
+  EXPECT_NE(r.out.find("storage workloads (part C"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("remote_cached_preload"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("growing_cache"), std::string::npos) << r.out;
 }
 
 TEST(List, MissingOrBrokenCatalogIsBadInput) {

@@ -4,6 +4,7 @@
 // across runs, damaged objects, a full disk, preloading, concurrent readers). Skips where nginx
 // (or its echo module) is not installed.
 #include <fcntl.h>
+#include <stdlib.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -13,11 +14,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "formats/tfrecord.h"
+#include "io/http.h"
 #include "io/storage.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/formats.h"
@@ -83,9 +86,19 @@ class RemoteTest : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_ / "data");
+    fs::create_directories(root_ / "tmp");
+    // The servers' temporary folders go under the test's own folder, where they are checked.
+    const char* tmpdir = std::getenv("TMPDIR");
+    saved_tmpdir_ = tmpdir != nullptr ? std::optional<std::string>(tmpdir) : std::nullopt;
+    ::setenv("TMPDIR", (root_ / "tmp").c_str(), 1);
   }
   void TearDown() override {
     set_remote_read_options(saved_);
+    if (saved_tmpdir_) {
+      ::setenv("TMPDIR", saved_tmpdir_->c_str(), 1);
+    } else {
+      ::unsetenv("TMPDIR");
+    }
     fs::remove_all(root_);
   }
   // n objects of `bytes` each under data/<folder>/obj_<i>.bin; returns their contents.
@@ -102,6 +115,7 @@ class RemoteTest : public ::testing::Test {
   }
 
   RemoteReadOptions saved_;
+  std::optional<std::string> saved_tmpdir_;
   fs::path root_;
 };
 
@@ -131,15 +145,14 @@ TEST_F(RemoteTest, ServerServesRangesAndStopsCleanly) {
     const auto c = remote_counters();
     EXPECT_EQ(c.retries, 0);
     EXPECT_EQ(c.failures, 0);
-    EXPECT_EQ(c.requests, 4);  // open (the first 256 KiB), the rest, the middle, the tail
+    EXPECT_EQ(c.requests, 4);  // open (the first MiB), the rest, the middle, the tail
   }
   // Stopped: no nginx process left (the master and its workers are one process group).
   for (int i = 0; i < 100 && ::kill(-pid, 0) == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_NE(::kill(-pid, 0), 0) << "nginx processes are left after the server was destroyed";
-  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path())) {
-    EXPECT_FALSE(entry.path().filename().string().starts_with("pipeprof-nginx-") &&
-                 fs::exists(entry.path() / "nginx.pid"))
-        << entry.path();
+  // Its temporary folder (config, logs, pid file) is gone.
+  for (const auto& entry : fs::directory_iterator(root_ / "tmp")) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with("pipeprof-nginx-")) << entry.path();
   }
 }
 
@@ -278,6 +291,28 @@ TEST_F(RemoteTest, ServerErrorsAreRetriedThenReported) {
   EXPECT_EQ(c.failures, 1);
 }
 
+TEST_F(RemoteTest, AnErrorPageLargerThanTheRangeIsRetriedNotTakenForData) {
+  REQUIRE_NGINX(false);
+  make_objects("busy", 1, 100);
+  ObjectServer server({.root = root_ / "data", .fixed_status = {{"/busy/", 503}}});
+  io::HttpOptions o = io::http_options();
+  const io::HttpOptions saved = o;
+  o.first_request_bytes = 16;  // nginx's 503 page is larger than that
+  io::set_http_options(o);
+  reset_remote_counters();
+  std::string what;
+  try {
+    io::open_file(url_of(server, "busy", 0));
+  } catch (const io::IoError& e) {
+    what = e.what();
+  }
+  io::set_http_options(saved);
+  EXPECT_NE(what.find("HTTP 503 Service Unavailable (gave up after 3 attempts"), std::string::npos)
+      << what;
+  EXPECT_EQ(remote_counters().retries, 2);
+  EXPECT_EQ(remote_counters().bytes, 0) << "an error page was counted as data";
+}
+
 TEST_F(RemoteTest, KilledServerEndsTheRunWithAClearErrorInBoundedTime) {
   REQUIRE_NGINX(false);
   make_objects("d", 40, 64 * 1024);
@@ -318,15 +353,21 @@ TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
   ObjectServer server({.root = root_ / "data"});
   auto file = io::open_file(url_of(server, "r", 0));
   server.kill();
+  std::string restart_error;
   std::thread restart([&] {
     std::this_thread::sleep_for(300ms);
-    server.start();
+    try {
+      server.start();
+    } catch (const std::exception& e) {
+      restart_error = e.what();
+    }
   });
   reset_remote_counters();
   std::vector<std::byte> tail(100'000);
   size_t n = 0;
   EXPECT_NO_THROW(n = file->read_at(2'400'000, tail));  // retried until the server is back
   restart.join();
+  EXPECT_EQ(restart_error, "");
   EXPECT_EQ(n, tail.size());
   EXPECT_TRUE(std::equal(tail.begin(), tail.end(), objects[0].begin() + 2'400'000));
   EXPECT_GE(remote_counters().retries, 1);
@@ -340,8 +381,9 @@ TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
   auto remote = io::open_file(server.url() + "shrinking.bin");
   reset_remote_counters();
   std::thread truncate([&] {
-    std::this_thread::sleep_for(300ms);
-    fs::resize_file(file, 2 << 20);  // nginx sent its Content-Length; the rest never comes
+    // Once the read's body is flowing (nginx sent its Content-Length), the rest never comes.
+    for (int i = 0; i < 2000 && remote_counters().bytes < 300'000; ++i) std::this_thread::sleep_for(1ms);
+    fs::resize_file(file, 2 << 20);
   });
   std::vector<std::byte> all(4 << 20);
   std::string what;

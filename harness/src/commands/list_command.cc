@@ -1,10 +1,15 @@
-// pipeprof list: the experiment catalog, one line each.
+// pipeprof list: the experiment catalog, one line each, then the storage workloads (part C: DLIO
+// workload files run by `pipeprof workload`).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "commands/commands.h"
 #include "pipeprof/harness/experiment.h"
+#include "workload/storage_suite.h"
 
 namespace pipeprof::harness {
 
@@ -15,6 +20,28 @@ CommandRunner add_list_command(CLI::App& app) {
     for (const auto& x : read_input([] { return load_catalog(); })) {
       std::cout << fmt::format("{:<24} {:<9} {:>2} epochs  {}\n", x.id, x.step, x.epochs,
                                x.description);
+    }
+    // The workload files: their first comment sentence.
+    const std::filesystem::path dir = workload::workloads_dir();
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    if (!files.empty()) {
+      std::cout << fmt::format("\nstorage workloads (part C; pipeprof workload {}/<name>.yaml):\n",
+                               dir.string());
+    }
+    for (const auto& f : files) {
+      std::ifstream in(f);
+      std::string text, line;
+      while (std::getline(in, line) && line.starts_with("#")) {
+        text += (text.empty() ? "" : " ") + line.substr(line.find_first_not_of("# ") == std::string::npos ? line.size() : line.find_first_not_of("# "));
+      }
+      const auto end = text.find(". ");
+      if (end != std::string::npos) text.resize(end + 1);
+      std::cout << fmt::format("{:<24} {}\n", f.stem().string(), text);
     }
     return Outcome::kOk;
   };

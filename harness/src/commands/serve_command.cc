@@ -50,7 +50,7 @@ Outcome serve_command(const Options& o) {
                      std::chrono::milliseconds(static_cast<int64_t>(o.seconds * 1e3));
   while (!InterruptGuard::flag().load()) {
     if (o.seconds > 0 && std::chrono::steady_clock::now() >= until) break;
-    if (::kill(server->pid(), 0) != 0) throw RunFailure("the object server (nginx) exited");
+    if (!server->alive()) throw RunFailure("the object server (nginx) exited");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   server->stop();

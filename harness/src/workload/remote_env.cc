@@ -39,71 +39,81 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
   }
   pipelines::reset_remote_counters();
   start_ns_ = trace::now_ns();
-  switch (settings_.mode) {
-    case RemoteMode::kDirect:
-      files_ = urls;
-      break;
-    case RemoteMode::kCopyFirst: {
-      copy_dir_ = scratch_ / "remote_copy";
-      std::error_code ec;
-      fs::remove_all(copy_dir_, ec);
-      for (const std::string& f : local) {
-        files_.push_back((copy_dir_ / fs::absolute(f).lexically_relative(root)).string());
-      }
-      std::atomic<size_t> next{0};
-      std::exception_ptr error;
-      std::mutex error_mutex;
-      {
-        std::vector<std::jthread> copiers;
-        const auto threads = static_cast<size_t>(std::max<int64_t>(1, settings_.copy_threads));
-        for (size_t t = 0; t < std::min(threads, urls.size()); ++t) {
-          copiers.emplace_back([&] {
-            for (size_t i = next++; i < urls.size(); i = next++) {
-              if (stop != nullptr && stop->load()) return;
-              try {
-                pipelines::download(urls[i], files_[i]);
-              } catch (...) {
-                const std::lock_guard lock(error_mutex);
-                if (!error) error = std::current_exception();
-                next = urls.size();
-              }
-            }
-          });
-        }
-      }
-      if (error) std::rethrow_exception(error);
-      // Interrupted midway: the run that follows stops at once; it is given the URLs, not a copy
-      // with files missing.
-      if (stop != nullptr && stop->load()) files_ = urls;
-      copy_s_ = seconds(trace::now_ns() - start_ns_);
-      copy_bytes_ = pipelines::remote_counters().bytes;
-      break;
-    }
-    case RemoteMode::kCached: {
-      cache_dir_ = settings_.cache_dir.empty() ? scratch_ / "remote_cache" : fs::path(settings_.cache_dir);
-      if (!settings_.keep_cache) {
+  try {
+    switch (settings_.mode) {
+      case RemoteMode::kDirect:
+        files_ = urls;
+        break;
+      case RemoteMode::kCopyFirst: {
+        copy_dir_ = scratch_ / "remote_copy";
         std::error_code ec;
-        fs::remove_all(cache_dir_, ec);
+        fs::remove_all(copy_dir_, ec);
+        for (const std::string& f : local) {
+          files_.push_back((copy_dir_ / fs::absolute(f).lexically_relative(root)).string());
+        }
+        std::atomic<size_t> next{0};
+        std::exception_ptr error;
+        std::mutex error_mutex;
+        {
+          std::vector<std::jthread> copiers;
+          const auto threads = static_cast<size_t>(std::max<int64_t>(1, settings_.copy_threads));
+          for (size_t t = 0; t < std::min(threads, urls.size()); ++t) {
+            copiers.emplace_back([&] {
+              for (size_t i = next++; i < urls.size(); i = next++) {
+                if (stop != nullptr && stop->load()) return;
+                try {
+                  pipelines::download(urls[i], files_[i]);
+                } catch (...) {
+                  const std::lock_guard lock(error_mutex);
+                  if (!error) error = std::current_exception();
+                  next = urls.size();
+                }
+              }
+            });
+          }
+        }
+        if (error) std::rethrow_exception(error);
+        // Interrupted midway: the run that follows stops at once; it is given the URLs, not a copy
+        // with files missing.
+        if (stop != nullptr && stop->load()) files_ = urls;
+        copy_s_ = seconds(trace::now_ns() - start_ns_);
+        copy_bytes_ = pipelines::remote_counters().bytes;
+        break;
       }
-      uint64_t total = 0;
-      for (const uint64_t b : file_bytes_) total += b;
-      const auto budget = settings_.cache_budget_mib > 0
-                              ? static_cast<uint64_t>(settings_.cache_budget_mib * 1048576.0)
-                              : total + total / 10 + 1;
-      cache_ = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
-          .dir = cache_dir_,
-          .budget_bytes = budget,
-          .preload_threads = static_cast<int>(std::max<int64_t>(1, settings_.copy_threads)),
-          .key_by_path = true});  // the server's port changes from run to run
-      installed_.emplace(cache_);
-      if (settings_.preload) cache_->preload(urls);
-      files_ = urls;
-      break;
+      case RemoteMode::kCached: {
+        cache_dir_ = settings_.cache_dir.empty() ? scratch_ / "remote_cache" : fs::path(settings_.cache_dir);
+        if (!settings_.keep_cache && settings_.cache_dir.empty()) {
+          std::error_code ec;
+          fs::remove_all(cache_dir_, ec);  // the run's own folder
+        }
+        uint64_t total = 0;
+        for (const uint64_t b : file_bytes_) total += b;
+        const auto budget = settings_.cache_budget_mib > 0
+                                ? static_cast<uint64_t>(settings_.cache_budget_mib * 1048576.0)
+                                : total + total / 10 + 1;
+        cache_ = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
+            .dir = cache_dir_,
+            .budget_bytes = budget,
+            .preload_threads = static_cast<int>(std::max<int64_t>(1, settings_.copy_threads)),
+            .key_by_path = true});  // the server's port changes from run to run
+        // A folder of the user's: its cached objects go (a cold start), its other files stay.
+        if (!settings_.keep_cache && !settings_.cache_dir.empty()) cache_->clear();
+        installed_.emplace(cache_);
+        if (settings_.preload) cache_->preload(urls);
+        files_ = urls;
+        break;
+      }
+      case RemoteMode::kNone:
+      case RemoteMode::kGrowingCache:  // its own run (growing_run.h)
+        throw InputError(fmt::format("{}: pipeprof.remote.mode {}: not a way of reading files", w.file,
+                                     remote_mode_name(settings_.mode)));
     }
-    case RemoteMode::kNone:
-    case RemoteMode::kGrowingCache:  // its own run (growing_run.h)
-      throw InputError(fmt::format("{}: pipeprof.remote.mode {}: not a way of reading files", w.file,
-                                   remote_mode_name(settings_.mode)));
+  } catch (...) {
+    // A failed copy or cache set-up leaves nothing behind (the destructor does not run).
+    installed_.reset();
+    cache_.reset();
+    remove_files();
+    throw;
   }
   samples_.push_back(sample());  // the epochs' counts start here (after a copy)
 }
@@ -112,10 +122,14 @@ RemoteEnvironment::~RemoteEnvironment() {
   installed_.reset();
   cache_.reset();  // stops a preload still running
   server_.reset();
+  remove_files();
+}
+
+void RemoteEnvironment::remove_files() {
   std::error_code ec;
   if (!copy_dir_.empty()) fs::remove_all(copy_dir_, ec);
   if (!cache_dir_.empty() && !settings_.keep_cache && settings_.cache_dir.empty()) {
-    fs::remove_all(cache_dir_, ec);
+    fs::remove_all(cache_dir_, ec);  // the run's own folder (a user's folder stays)
   }
 }
 
@@ -137,8 +151,11 @@ nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& 
   // The server sends the first piece of a response at once, then waits piece / rate after each
   // (ObjectServer: pieces of 10 ms at the rate, at least 4 KiB).
   const double piece = std::max(4096.0, rate / 100);
+  // A file over the first request's 1 MiB costs a second request (its latency again).
+  constexpr uint64_t kFirstRequest = uint64_t{1} << 20;
   for (const uint64_t b : file_bytes_) {
-    request_s += latency_s + (rate > 0 ? std::max(0.0, static_cast<double>(b) - piece) / rate : 0.0);
+    request_s += latency_s * (b > kFirstRequest ? 2 : 1) +
+                 (rate > 0 ? std::max(0.0, static_cast<double>(b) - piece) / rate : 0.0);
     total_bytes += b;
   }
   const double mean_request_s = file_bytes_.empty() ? 0 : request_s / static_cast<double>(file_bytes_.size());
@@ -148,8 +165,11 @@ nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& 
   const double remote_epoch_s = std::max(compute_s, request_s / static_cast<double>(in_flight));
   const int64_t batch_files = std::max<int64_t>(
       1, (w.batch_size + w.dataset.num_samples_per_file - 1) / w.dataset.num_samples_per_file);
+  // Rank 0's first batch is read by its own readers only.
   const double first_batch_s =
-      std::ceil(static_cast<double>(batch_files) / static_cast<double>(in_flight)) * mean_request_s;
+      std::ceil(static_cast<double>(batch_files) /
+                static_cast<double>(std::max<int64_t>(1, w.read_threads))) *
+      mean_request_s;
 
   nlohmann::json out{{"mode", std::string(remote_mode_name(settings_.mode))},
                      {"preload", settings_.preload},

@@ -16,7 +16,9 @@
 // threads (requests in flight) and C = the workload's compute per epoch (steps x computation_time):
 //   a remote epoch: max(C, sum of t_f / R); a local epoch: C
 //   copy_first's copy: sum of t_f / copy_threads; cached with preloading: R + copy_threads in flight
-//   time to the first step: ceil(files in a batch / R) x the mean t_f (copy_first: after the copy)
+//   time to the first step: ceil(files in a batch / read threads) x the mean t_f (copy_first: the
+//   copy); a file over 1 MiB costs two requests (two latencies). With read_threads: autotune, R
+//   counts read_threads as written.
 #pragma once
 
 #include <atomic>
@@ -65,6 +67,7 @@ class RemoteEnvironment {
     pipelines::RemoteCacheCounters cache;
   };
   Sample sample() const;
+  void remove_files();  // the copy, and the run's own cache folder
 
   const DlioWorkload& w_;
   RemoteSettings settings_;

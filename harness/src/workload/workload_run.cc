@@ -57,7 +57,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                  .stop = options.stop,
                  .on_step = options.on_step};
   // A remote dataset: the server (and the copy or the cache) for this run only.
-  std::unique_ptr<RemoteEnvironment> remote;
+  // Declared before the environment, so removed after it is torn down (preloads stopped).
   std::filesystem::path scratch = options.scratch_dir;
   struct RemoveScratch {
     std::filesystem::path dir;
@@ -66,6 +66,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
       if (!dir.empty()) std::filesystem::remove_all(dir, ec);
     }
   } remove_scratch;
+  std::unique_ptr<RemoteEnvironment> remote;
   r.start = dlio_timestamp();
   const int64_t cpu0 = trace::process_cpu_ns();
   if (w.remote.mode != RemoteMode::kNone && mode == LoaderMode::kPipeline) {

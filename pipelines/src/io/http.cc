@@ -15,8 +15,10 @@
 namespace pipeprof::pipelines::io {
 namespace {
 
-std::mutex g_options_mutex;
-HttpOptions g_options;
+// The options: an immutable copy behind an atomic pointer, read without a lock (a forked sampler
+// reads them, whatever the parent's threads held at the fork). A replaced copy is kept: options are
+// set a few times per process.
+std::atomic<const HttpOptions*> g_options{new HttpOptions()};
 
 std::atomic<int64_t> g_requests{0};
 std::atomic<int64_t> g_retries{0};
@@ -54,17 +56,27 @@ CURL* thread_handle() {
 
 // Where a response's body goes: a fixed span (ranged reads into the caller's buffer) or a growing
 // vector (whole objects, listings).
+// The body of a response that is not 200 or 206 (an error page) goes to `error_body` (its start,
+// for the message), not to the caller's memory, and is not counted.
 struct Sink {
   std::byte* out = nullptr;
   size_t capacity = 0;
   std::vector<std::byte>* grow = nullptr;
   size_t received = 0;
   bool overflow = false;
+  CURL* curl = nullptr;
+  std::string error_body;
 };
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<Sink*>(user);
   const size_t n = size * count;
+  long status = 0;
+  curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 200 && status != 206) {
+    sink->error_body.append(data, std::min<size_t>(n, 1024 - std::min<size_t>(1024, sink->error_body.size())));
+    return n;
+  }
   if (sink->grow != nullptr) {
     const auto* p = reinterpret_cast<const std::byte*>(data);
     sink->grow->insert(sink->grow->end(), p, p + n);
@@ -184,6 +196,8 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
     std::string content_range;
     sink.received = 0;
     sink.overflow = false;
+    sink.curl = curl;
+    sink.error_body.clear();
     if (sink.grow != nullptr) sink.grow->clear();
     const std::string range =
         length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
@@ -206,10 +220,14 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
     const CURLcode rc = curl_easy_perform(curl);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // the buffer goes with this attempt
     if (sink.overflow) {
       g_failures.fetch_add(1, std::memory_order_relaxed);
-      throw IoError(fmt::format("{}: {}: the server sent more than the {} bytes asked for", url,
-                                range_text(begin, length), length));
+      throw IoError(fmt::format(
+          "{}: {}: {}", url, range_text(begin, length),
+          status == 200 ? std::string("the server ignored the Range header (HTTP 200 with the whole "
+                                      "object)")
+                        : fmt::format("the server sent more than the {} bytes asked for", length)));
     }
     if (rc != CURLE_OK) {
       const std::string why = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
@@ -254,8 +272,8 @@ class HttpFile final : public RandomAccessFile {
  public:
   explicit HttpFile(std::string url) : url_(std::move(url)) {
     const size_t first = std::max<size_t>(1, http_options().first_request_bytes);
-    head_.resize(first);
-    Sink sink{.out = head_.data(), .capacity = head_.size()};
+    std::unique_ptr<std::byte[]> buffer(new std::byte[first]);  // not zero-filled
+    Sink sink{.out = buffer.get(), .capacity = first};
     // 416: the range starts at or past the end: an empty object ("bytes */0").
     const Response r = get(url_, 0, first, sink, [](long status) { return status == 416; });
     if (r.status == 416) {
@@ -263,10 +281,9 @@ class HttpFile final : public RandomAccessFile {
         throw IoError(fmt::format("{}: bytes 0-{}: HTTP 416 Range Not Satisfiable", url_, first - 1));
       }
       size_ = 0;
-      head_.clear();
       return;
     }
-    head_.resize(r.received);
+    head_.assign(buffer.get(), buffer.get() + r.received);  // only what came
     if (r.status == 206 && r.total) {
       size_ = *r.total;
     } else if (r.status == 200 && r.received < first) {
@@ -336,13 +353,15 @@ std::string encode_name(std::string_view name) {
 }  // namespace
 
 HttpOptions http_options() {
-  const std::lock_guard lock(g_options_mutex);
-  return g_options;
+  return *g_options.load(std::memory_order_acquire);
 }
 
 void set_http_options(const HttpOptions& options) {
-  const std::lock_guard lock(g_options_mutex);
-  g_options = options;
+  // Copies replaced stay alive (a reader may still hold one), owned here.
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<const HttpOptions>> kept;
+  const std::lock_guard lock(mutex);
+  kept.emplace_back(g_options.exchange(new HttpOptions(options), std::memory_order_acq_rel));
 }
 
 HttpCounters http_counters() {

@@ -76,6 +76,12 @@ bool answers(int port) {
   return ok;
 }
 
+bool pid_file_holds(const std::filesystem::path& file, pid_t pid) {
+  std::ifstream in(file);
+  long value = 0;
+  return static_cast<bool>(in >> value) && value == pid;
+}
+
 std::string tail_of(const std::filesystem::path& file, size_t max_bytes = 2000) {
   std::ifstream in(file, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -293,6 +299,7 @@ void ObjectServer::launch() {
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::close_range(3, ~0U, 0);  // nothing of the parent's but the standard streams
       ::execv(nginx.c_str(), const_cast<char* const*>(argv.data()));
       ::_exit(127);
     });
@@ -308,7 +315,9 @@ void ObjectServer::launch() {
         pid_ = -1;
         break;
       }
-      if (answers(port_)) return;
+      // Ready: nginx writes its pid file once its sockets are bound (so that an answer on the
+      // port is this nginx's, not another process's that took the port meanwhile).
+      if (pid_file_holds(dir_ / "nginx.pid", pid) && answers(port_)) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     const std::string why = tail_of(log);
@@ -343,6 +352,18 @@ void ObjectServer::reap(std::chrono::milliseconds grace) {
   // Workers outlive their master for a moment after it is killed: they are in its group.
   ::kill(-pid_, SIGKILL);
   pid_ = -1;
+}
+
+bool ObjectServer::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_ || (r < 0 && errno == ECHILD)) {
+    ::kill(-pid_, SIGKILL);  // workers left without their master
+    pid_ = -1;
+    return false;
+  }
+  return true;
 }
 
 void ObjectServer::stop() {

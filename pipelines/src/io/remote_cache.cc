@@ -194,10 +194,12 @@ struct RemoteCache::Impl {
     }
   }
 
-  // Evicts least recently used objects (never `keep`) until `bytes` more fit in `budget`.
+  // Evicts least recently used objects (never `keep`) until `bytes` more fit in `budget`. The
+  // folder is read first: other processes' objects count (a store fetched its object over the
+  // network, so a listing of the folder costs little beside it).
   void make_room_locked(uint64_t bytes, const std::string& keep, uint64_t budget) {
-    if (used + bytes <= budget) return;
     rescan_locked();
+    if (used + bytes <= budget) return;
     std::vector<std::pair<std::filesystem::file_time_type, std::string>> order;
     for (const auto& [key, entry] : index) {
       if (key != keep) order.emplace_back(entry.last_use, key);
@@ -210,11 +212,12 @@ struct RemoteCache::Impl {
     }
   }
 
-  // A verified cached copy, or nullptr (missing; damaged ones are removed and counted).
+  // A verified cached copy, or nullptr: missing (or evicted, or being replaced, meanwhile), or
+  // damaged (removed and counted).
   std::unique_ptr<io::RandomAccessFile> open_cached(const std::string& key, const std::string& url) {
     const auto path = object_path(key);
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return nullptr;
+    struct stat before {};
+    if (::stat(path.c_str(), &before) != 0) return nullptr;
     std::unique_ptr<io::RandomAccessFile> file;
     try {
       file = io::open_file(path.string());
@@ -222,7 +225,8 @@ struct RemoteCache::Impl {
       return nullptr;  // evicted by someone else meanwhile
     }
     const auto meta = read_meta(meta_path(key));
-    bool good = meta && meta->url == identity(url) && meta->size == file->size();
+    if (!meta) return nullptr;  // evicted meanwhile (its meta goes with it): a miss, not damage
+    bool good = meta->url == identity(url) && meta->size == file->size();
     if (good) {
       uint32_t crc = 0;
       if (auto mapping = file->map()) {
@@ -240,6 +244,13 @@ struct RemoteCache::Impl {
     }
     const std::lock_guard lock(mutex);
     if (!good) {
+      // Damaged, unless the object was replaced while it was checked (a writer renames the new
+      // meta, then the new object): then the folder holds a good one, which stays.
+      struct stat now {};
+      if (::stat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino ||
+          now.st_mtim.tv_sec != before.st_mtim.tv_sec || now.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+        return nullptr;
+      }
       damaged.fetch_add(1, std::memory_order_relaxed);
       remove_locked(key);
       return nullptr;
@@ -247,7 +258,9 @@ struct RemoteCache::Impl {
     // Most recently used now (the order eviction goes by, in every process).
     const timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
     ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+    if (auto it = index.find(key); it != index.end()) used -= std::min(used, it->second.size);
     index[key] = Entry{.size = file->size(), .last_use = std::filesystem::file_time_type::clock::now()};
+    used += file->size();
     hits.fetch_add(1, std::memory_order_relaxed);
     bytes_from_cache.fetch_add(static_cast<int64_t>(file->size()), std::memory_order_relaxed);
     return file;
@@ -313,6 +326,25 @@ struct RemoteCache::Impl {
       return future.get();
     }
     try {
+      // Another fetch may have finished between the caller's look into the folder and this one's
+      // start: then the object is there, and it is served from there.
+      if (auto cached = preload ? nullptr : open_cached(key, url)) {
+        auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(cached->size()));
+        size_t done = 0;
+        while (done < bytes->size()) {
+          const size_t n = cached->read_at(done, std::span(*bytes).subspan(done));
+          if (n == 0) break;
+          done += n;
+        }
+        if (done == bytes->size()) {
+          Bytes result = std::move(bytes);
+          promise.set_value(result);
+          const std::lock_guard lock(mutex);
+          in_flight.erase(key);
+          return result;
+        }
+      }
+      if (!preload) misses.fetch_add(1, std::memory_order_relaxed);
       auto bytes = std::make_shared<const std::vector<std::byte>>(io::fetch_http(url));
       bytes_fetched.fetch_add(static_cast<int64_t>(bytes->size()), std::memory_order_relaxed);
       if (preload) {
@@ -356,7 +388,6 @@ struct RemoteCache::Impl {
       }
     }
     if (auto cached = open_cached(key, url)) return cached;
-    misses.fetch_add(1, std::memory_order_relaxed);
     return std::make_unique<MemoryFile>(url, fetch(key, url, /*preload=*/false));
   }
 
@@ -370,7 +401,10 @@ struct RemoteCache::Impl {
       if (std::filesystem::exists(meta_path(key), ec) &&
           std::filesystem::exists(object_path(key), ec)) {
         const auto size = std::filesystem::file_size(object_path(key), ec);
-        if (!ec && preload_bytes.fetch_add(size) + size > options.budget_bytes) return;
+        if (!ec && preload_bytes.fetch_add(size) + size > options.budget_bytes) {
+          stop_preload = true;  // every preloader stops: the budget is full of this list's objects
+          return;
+        }
         continue;  // already cached (checked when opened)
       }
       try {
@@ -440,7 +474,6 @@ void RemoteCache::wait_for_preload() {
 std::filesystem::path RemoteCache::local_copy(const std::string& url) {
   const std::string key = key_of(impl_->identity(url));
   if (impl_->open_cached(key, url)) return impl_->object_path(key);
-  impl_->misses.fetch_add(1, std::memory_order_relaxed);
   try {
     impl_->fetch(key, url, /*preload=*/false);
   } catch (const io::IoError& e) {
@@ -449,6 +482,14 @@ std::filesystem::path RemoteCache::local_copy(const std::string& url) {
   std::error_code ec;
   return std::filesystem::exists(impl_->object_path(key), ec) ? impl_->object_path(key)
                                                               : std::filesystem::path();
+}
+
+void RemoteCache::clear() {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->rescan_locked();
+  std::vector<std::string> keys;
+  for (const auto& [key, entry] : impl_->index) keys.push_back(key);
+  for (const std::string& key : keys) impl_->remove_locked(key);
 }
 
 RemoteCacheCounters RemoteCache::counters() const {

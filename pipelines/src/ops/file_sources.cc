@@ -107,7 +107,7 @@ class FileSourceIterator final : public Iterator {
         trace::ScopedSpan span(read_name_, trace::category::pipeline());
         const int64_t start = trace::now_ns();
         arrays = node_.read(file);
-        count_read(file, trace::now_ns() - start);
+        count_read(file, arrays, trace::now_ns() - start);
       } catch (const formats::FormatError& e) {
         throw InputDataError(stage_name(), e.what());
       }
@@ -168,11 +168,18 @@ class FileSourceIterator final : public Iterator {
 
   // A file read whole (by the format's library, or through its mapping): one read of its size in
   // the stage's storage statistics, its time the time to first byte.
-  void count_read(const std::string& file, int64_t ns) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(file, ec);
+  void count_read(const std::string& file, const Element& arrays, int64_t ns) {
+    int64_t size = 0;
+    if (file.find("://") != std::string::npos) {
+      // A remote object, read whole: its arrays' bytes (the object's, less its headers).
+      for (const Tensor& t : arrays) size += static_cast<int64_t>(t.nbytes());
+    } else {
+      std::error_code ec;
+      const auto bytes = std::filesystem::file_size(file, ec);
+      size = ec ? 0 : static_cast<int64_t>(bytes);
+    }
     NodeStats& st = stats();
-    st.bytes_read.fetch_add(ec ? 0 : static_cast<int64_t>(size), std::memory_order_relaxed);
+    st.bytes_read.fetch_add(size, std::memory_order_relaxed);
     st.read_calls.fetch_add(1, std::memory_order_relaxed);
     st.read_ns.fetch_add(ns, std::memory_order_relaxed);
     st.files_opened.fetch_add(1, std::memory_order_relaxed);

@@ -73,6 +73,8 @@ class SimInterleaveIterator final : public SimIterator {
         }
         slot = Slot{};
         --open_;
+        // As the parallel iterator: the drained slot takes the next input at once.
+        if (node_.parallel_ && !input_done_) t = open(cycle_, t);
         advance();
       } else if (!input_done_) {
         t = open(cycle_, t);

@@ -69,6 +69,8 @@ class ObjectServer {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }  // the nginx master process; -1 when stopped
   bool running() const { return pid_ > 0; }
+  // Whether nginx still runs (reaps it when it has exited: running() is false then).
+  bool alive();
 
   // Stops the server (SIGTERM: nginx's fast shutdown; SIGKILL after 5 s): open transfers are cut.
   void stop();
@@ -158,6 +160,9 @@ class RemoteCache {
   // RemoteError. For the formats read through a library by path. Empty when the object cannot be
   // kept (larger than the budget, the folder full): the caller reads it from the server.
   std::filesystem::path local_copy(const std::string& url);
+
+  // Removes every object of the cache from its folder (other files stay).
+  void clear();
 
   RemoteCacheCounters counters() const;
   uint64_t bytes_cached() const;  // this process's view of the folder's objects
