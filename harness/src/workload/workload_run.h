@@ -71,7 +71,8 @@ struct Probe {
 struct MaxAcceleratorSearch {
   std::vector<Probe> probes;
   int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
-  double storage_mib_per_s = 0;
+  double storage_mib_per_s = 0;  // the better of the measures before and after the search
+  double storage_mib_per_s_before = 0, storage_mib_per_s_after = 0;
   double demand_mib_per_s = 0;  // per accelerator
   double bound = 0;             // storage_mib_per_s / demand_mib_per_s
   bool interrupted = false;
