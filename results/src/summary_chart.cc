@@ -48,7 +48,7 @@ std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int 
   if (titled) {
     out +=
         fmt::format("<text x=\"4\" y=\"{}\" class=\"l\" font-style=\"italic\">up to {}{}</text>\n",
-                    y0 + 4, svg::tick_label(axis_max), text.unit.empty() ? "" : " " + text.unit);
+                    y0 + 4, svg::tick_label(axis_max), text.unit.empty() ? std::string() : fmt::format(" {}", text.unit));
     y0 += 12;
   }
   const int top = y0 + 6;
@@ -73,7 +73,8 @@ std::pair<std::string, int> panel(const std::vector<const ChartRow*>& rows, int 
           "{}</title></rect><text x=\"{:.1f}\" y=\"{}\" class=\"s\">{:.1f}</text>\n",
           kLabelWidth, by, std::max(0.0, x_of(*v) - kLabelWidth), kBar - 1, kSeries[k].colour,
           svg::escape(r.name), svg::escape(text.series[k]), *v,
-          text.unit.empty() ? "" : " " + svg::escape(text.unit), x_of(*v) + 3, by + kBar - 1, *v);
+          text.unit.empty() ? std::string() : fmt::format(" {}", svg::escape(text.unit)), x_of(*v) + 3,
+          by + kBar - 1, *v);
     }
   }
   return {out, plot_bottom + 20 - y0 + (titled ? 12 : 0)};

@@ -37,7 +37,10 @@ CommandRunner add_list_command(CLI::App& app) {
       std::ifstream in(f);
       std::string text, line;
       while (std::getline(in, line) && line.starts_with("#")) {
-        text += (text.empty() ? "" : " ") + line.substr(line.find_first_not_of("# ") == std::string::npos ? line.size() : line.find_first_not_of("# "));
+        const auto start = line.find_first_not_of("# ");
+        if (start == std::string::npos) continue;
+        if (!text.empty()) text.push_back(' ');
+        text.append(line, start, std::string::npos);
       }
       const auto end = text.find(". ");
       if (end != std::string::npos) text.resize(end + 1);
