@@ -59,13 +59,7 @@ void write_file(const fs::path& path, const std::vector<std::byte>& bytes) {
 
 std::vector<std::byte> read_all(io::RandomAccessFile& file) {
   std::vector<std::byte> out(file.size());
-  size_t done = 0;
-  while (done < out.size()) {
-    const size_t n = file.read_at(done, std::span(out).subspan(done));
-    if (n == 0) break;
-    done += n;
-  }
-  out.resize(done);
+  out.resize(io::read_fully(file, 0, out));
   return out;
 }
 

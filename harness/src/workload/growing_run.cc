@@ -11,6 +11,7 @@
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/trace/clock.h"
+#include "workload/remote_env.h"
 #include "workload/training_loop.h"
 
 namespace pipeprof::harness::workload {
@@ -53,16 +54,9 @@ GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
   GrowingRun run;
   run.samplers = s.samplers;
   run.shard_samples = s.shard_samples;
-  const std::vector<std::string> local = training_files(w);
-  const fs::path root = fs::absolute(w.dataset.data_folder);
-  pipelines::ObjectServer server(pipelines::ObjectServerOptions{
-      .root = root,
-      .latency = std::chrono::microseconds(std::llround(s.latency_ms * 1e3)),
-      .rate_bytes_per_second = static_cast<int64_t>(s.rate_mib_s * 1048576.0)});
+  const std::unique_ptr<pipelines::ObjectServer> server = start_object_server(w);
   pipelines::GrowingCacheOptions options;
-  for (const std::string& f : local) {
-    options.urls.push_back(server.url() + fs::absolute(f).lexically_relative(root).generic_string());
-  }
+  options.urls = object_urls(*server, w, training_files(w));
   // The samples in a random order (seeded): the shards then hold a mix, as a sampler's would.
   std::shuffle(options.urls.begin(), options.urls.end(), std::mt19937_64(static_cast<uint64_t>(w.seed)));
   options.dir = scratch / "growing_cache";
@@ -125,18 +119,16 @@ GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
     const WaitStats ws = wait_stats(waits);
     e.wait_mean_ms = ws.mean_ms;
     e.wait_p99_ms = ws.p99_ms;
+    double ns_per_record = 0;  // the deserialization's time per record, in one thread
     for (const auto& stage : it->model().snapshot()) {
       if (stage.op == "list_files") e.shards = stage.elements;
       if (stage.op == "tfrecord") e.bytes += stage.bytes_read;
-      if (stage.name.find("deserialize") != std::string::npos && stage.elements > 0 &&
-          stage.wall_ns_per_element > 0) {
-        e.deserialize_mb_s_per_thread = stage.wall_ns_per_element;  // ns a record; a rate below
-      }
+      if (stage.name.find("deserialize") != std::string::npos) ns_per_record = stage.wall_ns_per_element;
     }
     // One thread's rate: a record's bytes over the time the function took for it.
-    if (e.deserialize_mb_s_per_thread > 0 && e.samples > 0) {
+    if (ns_per_record > 0 && e.samples > 0) {
       const double record_bytes = static_cast<double>(e.bytes) / static_cast<double>(e.samples);
-      e.deserialize_mb_s_per_thread = record_bytes / e.deserialize_mb_s_per_thread * 1e3;
+      e.deserialize_mb_s_per_thread = record_bytes / ns_per_record * 1e3;
     }
     it.reset();
     run.epochs.push_back(e);

@@ -20,6 +20,24 @@ double seconds(int64_t ns) {
 
 }  // namespace
 
+std::unique_ptr<pipelines::ObjectServer> start_object_server(const DlioWorkload& w) {
+  return std::make_unique<pipelines::ObjectServer>(pipelines::ObjectServerOptions{
+      .root = fs::absolute(w.dataset.data_folder),
+      .latency = std::chrono::microseconds(std::llround(w.remote.latency_ms * 1e3)),
+      .rate_bytes_per_second = static_cast<int64_t>(w.remote.rate_mib_s * 1048576.0)});
+}
+
+std::vector<std::string> object_urls(const pipelines::ObjectServer& server, const DlioWorkload& w,
+                                     const std::vector<std::string>& files) {
+  const fs::path root = fs::absolute(w.dataset.data_folder);
+  std::vector<std::string> urls;
+  urls.reserve(files.size());
+  for (const std::string& f : files) {
+    urls.push_back(server.url() + fs::absolute(f).lexically_relative(root).generic_string());
+  }
+  return urls;
+}
+
 RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators,
                                      const fs::path& scratch, const std::atomic<bool>* stop)
     : w_(w), settings_(w.remote), accelerators_(accelerators), scratch_(scratch) {
@@ -29,14 +47,8 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
     std::error_code ec;
     file_bytes_.push_back(fs::file_size(f, ec));
   }
-  server_ = std::make_unique<pipelines::ObjectServer>(pipelines::ObjectServerOptions{
-      .root = root,
-      .latency = std::chrono::microseconds(std::llround(settings_.latency_ms * 1e3)),
-      .rate_bytes_per_second = static_cast<int64_t>(settings_.rate_mib_s * 1048576.0)});
-  std::vector<std::string> urls;
-  for (const std::string& f : local) {
-    urls.push_back(server_->url() + fs::absolute(f).lexically_relative(root).generic_string());
-  }
+  server_ = start_object_server(w);
+  const std::vector<std::string> urls = object_urls(*server_, w, local);
   pipelines::reset_remote_counters();
   start_ns_ = trace::now_ns();
   try {

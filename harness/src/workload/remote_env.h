@@ -37,6 +37,13 @@
 
 namespace pipeprof::harness::workload {
 
+// The object server of a remote workload: its data folder served with pipeprof.remote's latency
+// and rate (started; throws pipelines::RemoteError).
+std::unique_ptr<pipelines::ObjectServer> start_object_server(const DlioWorkload& w);
+// The URLs of local files under the workload's data folder on that server.
+std::vector<std::string> object_urls(const pipelines::ObjectServer& server, const DlioWorkload& w,
+                                     const std::vector<std::string>& files);
+
 class RemoteEnvironment {
  public:
   // Starts the server on the workload's data folder (its training files must be there), then,

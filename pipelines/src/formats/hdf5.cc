@@ -14,6 +14,7 @@
 
 #include "formats/format_error.h"
 #include "formats/mapped_file.h"
+#include "io/http.h"
 
 namespace pipeprof::pipelines::formats {
 namespace {
@@ -216,7 +217,7 @@ std::vector<std::string> all_datasets(hid_t file, const std::string& path) {
 }  // namespace
 
 NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets) {
-  const bool remote = path.starts_with("http://") || path.starts_with("https://");
+  const bool remote = io::is_http_url(path);
   uint64_t file_size = 0;
   std::shared_ptr<const MappedFile> image;  // a remote object, whole in memory
   if (remote) {

@@ -13,6 +13,7 @@
 #include <new>
 
 #include "formats/format_error.h"
+#include "io/http.h"
 #include "io/storage.h"
 
 namespace pipeprof::pipelines::formats {
@@ -38,7 +39,7 @@ AlignedBytes allocate_aligned(size_t size) {
 }  // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  if (path.starts_with("http://") || path.starts_with("https://")) {
+  if (io::is_http_url(path)) {
     // A remote object (through the installed cache, if any) is read whole into memory.
     std::unique_ptr<io::RandomAccessFile> remote;
     try {
@@ -51,11 +52,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     AlignedBytes buffer = allocate_aligned(size);
     size_t done = 0;
     try {
-      while (done < size) {
-        const size_t n = remote->read_at(done, std::span<std::byte>(buffer.get() + done, size - done));
-        if (n == 0) break;
-        done += n;
-      }
+      done = io::read_fully(*remote, 0, std::span<std::byte>(buffer.get(), size));
     } catch (const io::IoError& e) {
       throw FormatError(e.what());
     }

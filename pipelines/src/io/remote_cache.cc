@@ -4,8 +4,8 @@
 // reader that finds the object finds its meta; a reader checks size and CRC-32C on every open, and
 // a mismatch (a damaged or half-replaced file) evicts the object and fetches it again. The least
 // recently used objects go first when the budget is exceeded (a hit touches the object's mtime, so
-// the order holds across processes and runs); the folder is rescanned before evicting, so objects
-// other processes added count too. A write that fails (ENOSPC, EDQUOT, EFBIG, EIO) evicts room and
+// the order holds across processes and runs); the folder is read again (at most once a second)
+// before evicting, so objects other processes added count too. A write that fails (ENOSPC, EDQUOT, EFBIG, EIO) evicts room and
 // tries once more, then serves the object from memory without keeping it.
 #include "io/remote_cache.h"
 
@@ -56,8 +56,10 @@ class MemoryFile final : public io::RandomAccessFile {
   Bytes bytes_;
 };
 
+// FNV-1a, 64 bits: stable across runs and builds (std::hash is not), so a cache folder's names
+// hold from one run to the next.
 uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (const char c : s) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ULL;
@@ -142,6 +144,7 @@ struct RemoteCache::Impl {
   mutable std::mutex mutex;
   std::unordered_map<std::string, Entry> index;  // key -> entry (this process's view)
   uint64_t used = 0;
+  std::chrono::steady_clock::time_point last_rescan;  // of the folder (rescan_locked)
   std::unordered_map<std::string, std::shared_future<Bytes>> in_flight;
 
   std::atomic<int64_t> hits{0}, misses{0}, bytes_fetched{0}, bytes_from_cache{0}, evictions{0},
@@ -168,6 +171,7 @@ struct RemoteCache::Impl {
 
   // Reads the folder's objects into the index (under mutex).
   void rescan_locked() {
+    last_rescan = std::chrono::steady_clock::now();
     index.clear();
     used = 0;
     std::error_code ec;
@@ -195,10 +199,11 @@ struct RemoteCache::Impl {
   }
 
   // Evicts least recently used objects (never `keep`) until `bytes` more fit in `budget`. The
-  // folder is read first: other processes' objects count (a store fetched its object over the
-  // network, so a listing of the folder costs little beside it).
+  // folder is read again when the last reading is a second old, so other processes' objects count
+  // (seen within a second) without a listing per store, which would make a cold epoch quadratic
+  // in the number of objects; between readings the index follows this process's own changes.
   void make_room_locked(uint64_t bytes, const std::string& keep, uint64_t budget) {
-    rescan_locked();
+    if (std::chrono::steady_clock::now() - last_rescan >= std::chrono::seconds(1)) rescan_locked();
     if (used + bytes <= budget) return;
     std::vector<std::pair<std::filesystem::file_time_type, std::string>> order;
     for (const auto& [key, entry] : index) {
@@ -330,13 +335,7 @@ struct RemoteCache::Impl {
       // start: then the object is there, and it is served from there.
       if (auto cached = preload ? nullptr : open_cached(key, url)) {
         auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(cached->size()));
-        size_t done = 0;
-        while (done < bytes->size()) {
-          const size_t n = cached->read_at(done, std::span(*bytes).subspan(done));
-          if (n == 0) break;
-          done += n;
-        }
-        if (done == bytes->size()) {
+        if (io::read_fully(*cached, 0, *bytes) == bytes->size()) {
           Bytes result = std::move(bytes);
           promise.set_value(result);
           const std::lock_guard lock(mutex);
@@ -469,19 +468,6 @@ void RemoteCache::preload(std::vector<std::string> urls) {
 
 void RemoteCache::wait_for_preload() {
   impl_->join_preloaders();
-}
-
-std::filesystem::path RemoteCache::local_copy(const std::string& url) {
-  const std::string key = key_of(impl_->identity(url));
-  if (impl_->open_cached(key, url)) return impl_->object_path(key);
-  try {
-    impl_->fetch(key, url, /*preload=*/false);
-  } catch (const io::IoError& e) {
-    throw RemoteError(e.what());
-  }
-  std::error_code ec;
-  return std::filesystem::exists(impl_->object_path(key), ec) ? impl_->object_path(key)
-                                                              : std::filesystem::path();
 }
 
 void RemoteCache::clear() {

@@ -159,6 +159,16 @@ void FileMapping::populate(uint64_t offset, size_t bytes) const {
 #endif
 }
 
+size_t read_fully(RandomAccessFile& file, uint64_t offset, std::span<std::byte> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const size_t n = file.read_at(offset + done, out.subspan(done));
+    if (n == 0) break;
+    done += n;
+  }
+  return done;
+}
+
 std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options) {
   std::string path = name;
   if (const auto scheme = name.find("://"); scheme != std::string::npos) {

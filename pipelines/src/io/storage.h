@@ -81,6 +81,10 @@ class RandomAccessFile {
   virtual std::shared_ptr<const FileMapping> map() const { return nullptr; }
 };
 
+// Reads [offset, offset + out.size()) in as many read_at calls as it takes; returns the bytes read,
+// fewer only at the end of the file. Throws IoError as read_at does.
+size_t read_fully(RandomAccessFile& file, uint64_t offset, std::span<std::byte> out);
+
 // Opens a local path (or a file:// URL). Other schemes name the missing backend in the IoError.
 std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options = {});
 

@@ -156,11 +156,6 @@ class RemoteCache {
   void preload(std::vector<std::string> urls);
   void wait_for_preload();
 
-  // The path of the cached copy of `url` (fetched first when missing or damaged); throws
-  // RemoteError. For the formats read through a library by path. Empty when the object cannot be
-  // kept (larger than the budget, the folder full): the caller reads it from the server.
-  std::filesystem::path local_copy(const std::string& url);
-
   // Removes every object of the cache from its folder (other files stay).
   void clear();
 
