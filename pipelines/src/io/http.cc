@@ -56,8 +56,8 @@ CURL* thread_handle() {
 
 // Where a response's body goes: a fixed span (ranged reads into the caller's buffer) or a growing
 // vector (whole objects, listings).
-// The body of a response that is not 200 or 206 (an error page) goes to `error_body` (its start,
-// for the message), not to the caller's memory, and is not counted.
+// The body of a response that is not 200 or 206 (an error page) is dropped: it never reaches the
+// caller's memory and is not counted.
 struct Sink {
   std::byte* out = nullptr;
   size_t capacity = 0;
@@ -65,7 +65,6 @@ struct Sink {
   size_t received = 0;
   bool overflow = false;
   CURL* curl = nullptr;
-  std::string error_body;
 };
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
@@ -73,10 +72,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   const size_t n = size * count;
   long status = 0;
   curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status != 200 && status != 206) {
-    sink->error_body.append(data, std::min<size_t>(n, 1024 - std::min<size_t>(1024, sink->error_body.size())));
-    return n;
-  }
+  if (status != 200 && status != 206) return n;
   if (sink->grow != nullptr) {
     const auto* p = reinterpret_cast<const std::byte*>(data);
     sink->grow->insert(sink->grow->end(), p, p + n);
@@ -197,7 +193,6 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
     sink.received = 0;
     sink.overflow = false;
     sink.curl = curl;
-    sink.error_body.clear();
     if (sink.grow != nullptr) sink.grow->clear();
     const std::string range =
         length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
