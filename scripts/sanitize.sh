@@ -36,7 +36,8 @@ esac
 
 # halt_on_error: the first report ends the test process, which fails it (the exit code is not 0).
 # second_deadlock_stack: both stacks of a lock-order inversion. Leak checks are on for ASan.
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+# Races inside uninstrumented libraries that their own locks prevent (scripts/tsan.supp says which).
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 detect_stack_use_after_return=1 check_initialization_order=1 strict_init_order=1 ${ASAN_OPTIONS:-}"
 # Leaks inside third-party libraries (scripts/lsan.supp says which and why) are not ours to fix.
 export LSAN_OPTIONS="suppressions=$ROOT/scripts/lsan.supp print_suppressions=0 ${LSAN_OPTIONS:-}"
