@@ -1,4 +1,5 @@
 #include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/cluster.h"
 
 #include <iostream>
 #include <map>
@@ -104,7 +105,13 @@ int run_cli(int argc, char** argv) {
     } catch (...) {
       std::cout.flush();  // what the command printed comes before the error
       const ExitStatus status = exit_status_of(std::current_exception());
-      std::cerr << "pipeprof " << cmd->get_name() << ": " << status.message << "\n";
+      const cluster::Cluster& ranks = cluster::current();
+      if (ranks.size() > 1) {  // which rank says it
+        std::cerr << "pipeprof " << cmd->get_name() << " (rank " << ranks.rank() << " @ "
+                  << ranks.host() << "): " << status.message << "\n";
+      } else {
+        std::cerr << "pipeprof " << cmd->get_name() << ": " << status.message << "\n";
+      }
       return status.code;
     }
   }

@@ -37,7 +37,10 @@ TrainLoop find_train_loop(const Trace& t, StepBreakdown& b) {
   TrainLoop loop;
   std::vector<Interval> steps;
   for (const Lane& lane : t.lanes) {
-    if (lane.kind != LaneKind::kThread || lane.name != kTrainLoop) continue;
+    // The runner's "train loop", or a workload's simulated accelerators ("accelerator 3").
+    if (lane.kind != LaneKind::kThread ||
+        (lane.name != kTrainLoop && !lane.name.starts_with("accelerator ")))
+      continue;
     loop.lanes.push_back(&lane);
     for (const Span& s : lane.spans) {
       const std::string_view name = t.name(s);

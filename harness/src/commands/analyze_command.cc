@@ -3,6 +3,8 @@
 // PyTorch profiler traces the per-step breakdown with TensorBoard's priority rule, the DataLoader
 // wait, the GPU idle split and suggestions; for a folder of rank-<N>.json traces a per-rank table
 // with the slowest rank and its cause.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "commands/commands.h"
 #include "pipeprof/trace/analysis.h"
 #include "pipeprof/trace/chrome_json.h"
+#include "pipeprof/trace/merge.h"
 #include "pipeprof/trace/rank_analysis.h"
 
 namespace pipeprof::harness {
@@ -47,10 +50,23 @@ Outcome analyze_command(const AnalyzeCommandOptions& o) {
   if (std::filesystem::is_directory(o.path, ec)) return analyze_ranks(o);
   const trace::Trace t = read_input([&] { return trace::load_chrome_json(o.path, kRead); });
   const trace::Analysis a = trace::analyze(t);
+  // A merged trace of ranks (pipeprof workload under mpirun): who the others wait for.
+  const std::optional<trace::Straggler> straggler = trace::barrier_straggler(t);
   if (o.json) {
-    std::cout << trace::to_json(a).dump(2) << "\n";
+    nlohmann::json j = trace::to_json(a);
+    if (straggler) j["ranks"] = trace::to_json(*straggler);
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << trace::format_text(a);
+    if (straggler) {
+      std::cout << "\nranks (barrier wait per step):\n";
+      for (const trace::RankBarrierWait& w : straggler->ranks) {
+        std::cout << fmt::format("  {:<28} {:>5} barriers  {:9.3f} ms each{}\n", w.process,
+                                 w.barriers, w.mean_wait_ms,
+                                 w.rank == straggler->rank ? "  <- straggler" : "");
+      }
+      std::cout << straggler->text << "\n";
+    }
   }
   return Outcome::kOk;
 }
@@ -62,7 +78,8 @@ CommandRunner add_analyze_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "analyze",
       "Analyse a Chrome-JSON trace: input-bound %, stage busy %, bottleneck, GPU idle; PyTorch "
-      "profiler steps; a folder of rank-<N>.json traces rank by rank");
+      "profiler steps; a folder of rank-<N>.json traces rank by rank; in a merged trace of ranks "
+      "(pipeprof workload under mpirun), the straggler the others wait for");
   cmd->add_option("trace", o->path,
                   "Trace file (pipeprof, PyTorch profiler / Kineto, Perfetto JSON), or a folder of "
                   "per-rank PyTorch traces named rank-<N>.json")

@@ -14,6 +14,7 @@
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
+#include "pipeprof/harness/cluster.h"
 #include "pipeprof/harness/version.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
@@ -117,6 +118,21 @@ void print_summary(std::ostream& out, const DlioWorkload& w, const workload::Wor
                        *lo, lo - m.accelerator_au_percentage.begin(), *hi,
                        hi - m.accelerator_au_percentage.begin());
   }
+  if (!r.ranks.is_null()) {
+    out << fmt::format("ranks: {}\n", r.cluster);
+    for (const auto& row : r.ranks["ranks"]) {
+      out << fmt::format("  rank {} @ {}: {} accelerator(s), AU {:.2f}%, {:.1f} samples/s\n",
+                         row["rank"].get<int>(), row["host"].get<std::string>(),
+                         row["accelerators"].get<int64_t>(), row["au_percentage"].get<double>(),
+                         row["throughput_samples_per_second"].get<double>());
+    }
+    out << fmt::format(
+        "all ranks: {:.1f} samples/s; slowest rank {} ({:.1f}% below the mean); clock error of "
+        "the merged trace <= {:.1f} us\n",
+        r.ranks["throughput_samples_per_second"].get<double>(), r.ranks["slowest_rank"].get<int>(),
+        r.ranks["slowest_behind_mean_percent"].get<double>(),
+        static_cast<double>(r.ranks["clock_error_ns"].get<int64_t>()) / 1e3);
+  }
   if (!r.remote.is_null()) out << workload::RemoteEnvironment::table(r.remote);
   for (const std::string& note : r.run.notes)
     out << "note: " << note << "\n";
@@ -129,8 +145,22 @@ Outcome workload_command(const Options& o) {
     std::cerr << "warning: " << warning << "\n";
   const InterruptGuard guard;
   const fs::path out = output_folder(o, w);
+  cluster::Cluster& ranks = cluster::current();
+  const bool root = ranks.rank() == 0;
+  if (ranks.size() > 1) {
+    if (o.find_max || o.stall_analysis || w.remote.mode == workload::RemoteMode::kGrowingCache) {
+      throw InputError(fmt::format(
+          "{}: under mpirun each rank runs its shard of the measured run; --find-max-accelerators, "
+          "--stall-analysis and pipeprof.remote.mode growing_cache run in one process",
+          w.file));
+    }
+    if (root && !o.quiet) {
+      std::cerr << fmt::format("{}: {} x {} accelerator(s) ({})\n", w.name, ranks.size(),
+                               o.accelerators, ranks.describe());
+    }
+  }
 
-  if (!o.spec_out.empty()) {
+  if (!o.spec_out.empty() && root) {
     std::vector<std::string> files;
     try {
       files = workload::training_files(w);
@@ -143,10 +173,20 @@ Outcome workload_command(const Options& o) {
                              o.spec_out, o.accelerators, o.spec_out);
   }
   if (w.generate_data) {
-    std::cerr << fmt::format("generating the dataset in {} (workflow.generate_data)\n",
-                             w.dataset.data_folder);
-    const Outcome g = run_datagen(w.dataset, {.quiet = o.quiet, .summary_to_stderr = true});
-    if (g != Outcome::kOk) return g;
+    // Rank 0 generates; the others wait for it (and stop with it when it fails).
+    Outcome g = Outcome::kOk;
+    if (root) {
+      std::cerr << fmt::format("generating the dataset in {} (workflow.generate_data)\n",
+                               w.dataset.data_folder);
+      try {
+        g = run_datagen(w.dataset, {.quiet = o.quiet, .summary_to_stderr = true});
+      } catch (...) {
+        (void)ranks.agree_stop(true, &InterruptGuard::flag());
+        throw;
+      }
+    }
+    if (ranks.agree_stop(g != Outcome::kOk, &InterruptGuard::flag()))
+      return root ? g : Outcome::kInterrupted;
   }
   if (!w.train) {
     std::cerr << "workflow.train is off: nothing to run\n";
@@ -189,8 +229,10 @@ Outcome workload_command(const Options& o) {
                                     .trace = !o.trace.empty(),
                                     .realtime = !o.normal_priority,
                                     .stop = &InterruptGuard::flag(),
-                                    .scratch_dir = out};
-  Progress progress(!o.quiet, w.epochs, workload::steps_per_epoch(w, o.accelerators));
+                                    .scratch_dir = out,
+                                    .cluster = &ranks};
+  Progress progress(!o.quiet && root, w.epochs,
+                    workload::steps_per_epoch(w, o.accelerators * ranks.size()));
   options.on_step = [&](int64_t e, int64_t s) { progress(e, s); };
 
   nlohmann::json extra = nlohmann::json::object();
@@ -265,6 +307,7 @@ Outcome workload_command(const Options& o) {
   progress.label("");
   workload::WorkloadResult r = workload::run_workload(w, options);
   progress.done();
+  if (!root) return r.run.interrupted ? Outcome::kInterrupted : Outcome::kOk;  // rank 0 writes
   std::cout << "\n";
   print_summary(std::cout, w, r);
 

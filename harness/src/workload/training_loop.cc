@@ -58,16 +58,41 @@ int64_t batch_samples(const pipelines::Element& batch) {
   return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
 }
 
+class Shared;
+
+// Runs when the last accelerator of this process arrives at the barrier, before any leaves it:
+// with ranks, the ranks' collective (Shared::on_phase).
+struct PhaseDone {
+  Shared* shared;
+  void operator()() noexcept;
+};
+
 // What the accelerators share: the barrier, and the first error.
 class Shared {
  public:
-  Shared(int64_t accelerators, const std::atomic<bool>* stop)
-      : barrier_(static_cast<std::ptrdiff_t>(accelerators)), stop_(stop) {}
+  Shared(int64_t accelerators, const std::atomic<bool>* stop, cluster::Cluster* cluster)
+      : barrier_(static_cast<std::ptrdiff_t>(accelerators), PhaseDone{this}),
+        stop_(stop),
+        cluster_(cluster != nullptr && cluster->size() > 1 ? cluster : nullptr) {}
 
-  std::barrier<>& barrier() { return barrier_; }
+  std::barrier<PhaseDone>& barrier() { return barrier_; }
+  // Alone, a stop or a failure is seen at once; with ranks, only what the ranks agreed on at the
+  // last barrier (so that every rank passes the same barriers).
   bool stopping() const {
-    return failed_.load(std::memory_order_relaxed) ||
-           (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
+    if (cluster_ != nullptr) return agreed_stop_.load(std::memory_order_relaxed);
+    return local_stop();
+  }
+  // An accelerator's loader ran out of batches: with ranks, every rank stops at this barrier
+  // (the others would wait for this one's next step).
+  void ran_out() { ran_out_ = true; }
+  void on_phase() noexcept {
+    if (cluster_ == nullptr) return;
+    try {
+      if (cluster_->agree_stop(local_stop() || ran_out_.load(), stop_)) agreed_stop_ = true;
+    } catch (...) {
+      agreed_stop_ = true;
+      fail(std::current_exception());
+    }
   }
   void fail(std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -98,14 +123,26 @@ class Shared {
   bool realtime_denied() const { return realtime_denied_.load(); }
 
  private:
-  std::barrier<> barrier_;
+  bool local_stop() const {
+    return failed_.load(std::memory_order_relaxed) ||
+           (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
+  }
+
+  std::barrier<PhaseDone> barrier_;
   const std::atomic<bool>* stop_;
+  cluster::Cluster* cluster_;
+  std::atomic<bool> agreed_stop_{false};
+  std::atomic<bool> ran_out_{false};
   std::atomic<bool> failed_{false};
   std::atomic<bool> realtime_denied_{false};
   std::mutex mutex_;
   std::exception_ptr error_;
   std::vector<std::string> notes_;
 };
+
+void PhaseDone::operator()() noexcept {
+  shared->on_phase();
+}
 
 // The emulated step: a sleep to `deadline_ns`, as DLIO's time.sleep, without the spin at the end
 // that precise_sleep_until adds. Every accelerator's step ends at about the same moment (they
@@ -146,11 +183,21 @@ int64_t storage_bytes(const std::vector<pipelines::NodeSnapshot>& stages) {
   return bytes;
 }
 
+// The wait for a batch, as a span: the loader's next batch, or (no loader) an empty one at once.
+// Out of line: GCC 12 misreads the optional's lifetime when this is inlined in the step loop.
+[[gnu::noinline]] std::optional<pipelines::Element> next_batch(pipelines::Iterator* it,
+                                                               trace::NameId name) {
+  trace::ScopedSpan wait(name, trace::category::wait());
+  if (it == nullptr) return pipelines::Element{};
+  return it->next();
+}
+
 class Accelerator {
  public:
+  // `local`: the index among this process's accelerators; `rank` of `ranks`: among all.
   Accelerator(const DlioWorkload& w, const TrainOptions& o, const std::vector<std::string>& files,
-              Shared& shared, int64_t rank)
-      : w_(w), o_(o), files_(files), shared_(shared), rank_(rank) {
+              Shared& shared, int64_t local, int64_t rank, int64_t ranks)
+      : w_(w), o_(o), files_(files), shared_(shared), local_(local), rank_(rank), ranks_(ranks) {
     record_.rank = rank;
   }
 
@@ -185,7 +232,7 @@ class Accelerator {
       // accelerators gather at the first epoch's barrier).
       std::unique_ptr<pipelines::Iterator> it;
       if (o_.mode == LoaderMode::kPipeline) {
-        const nlohmann::json spec = repeated(loader_spec(w_, files_, rank_, o_.accelerators));
+        const nlohmann::json spec = repeated(loader_spec(w_, files_, rank_, ranks_));
         it = pipelines::parse_spec(spec, fmt::format("{} (rank {})", w_.file, rank_)).dataset.iterate();
         if (w_.read_threads_autotune) start_readers_at_one(spec, it->model());
       }
@@ -206,7 +253,7 @@ class Accelerator {
       int64_t bytes_before = 0;
       size_t changes_seen = 0;
       for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
-        if (rank_ == 0 && o_.drop_caches && o_.mode == LoaderMode::kPipeline) {
+        if (local_ == 0 && o_.drop_caches && o_.mode == LoaderMode::kPipeline) {
           for (const std::string& f : files_) {
             if (f.find("://") == std::string::npos) pipelines::drop_from_page_cache(f);
           }
@@ -220,17 +267,10 @@ class Accelerator {
         int64_t load_start = trace::now_ns();
         for (int64_t step = 1; step <= o_.steps; ++step) {
           StepRecord s;
-          std::optional<pipelines::Element> batch;
-          {
-            trace::ScopedSpan wait(names.get_next, trace::category::wait());
-            if (it) {
-              batch = it->next();
-            } else {
-              batch = pipelines::Element{};
-            }
-          }
+          std::optional<pipelines::Element> batch = next_batch(it.get(), names.get_next);
           const int64_t loaded = trace::now_ns();
           if (!batch) {
+            shared_.ran_out();
             shared_.note(fmt::format(
                 "accelerator {}: its loader ended after {} of {} steps in epoch {} (its shard "
                 "holds fewer batches)",
@@ -254,7 +294,7 @@ class Accelerator {
           }
           s.barrier_ns = trace::now_ns() - computed;
           e.steps.push_back(s);
-          if (rank_ == 0 && o_.on_step) o_.on_step(epoch, step);  // not timed as the next load
+          if (local_ == 0 && o_.on_step) o_.on_step(epoch, step);  // not timed as the next load
           load_start = trace::now_ns();
           if (shared_.stopping()) break;
         }
@@ -277,7 +317,7 @@ class Accelerator {
         }
         const bool complete = e.complete;
         record_.epochs.push_back(std::move(e));
-        if (rank_ == 0 && o_.on_epoch_end) o_.on_epoch_end(epoch);
+        if (local_ == 0 && o_.on_epoch_end) o_.on_epoch_end(epoch);
         if (!complete) break;  // out of batches or stopping: this accelerator leaves
       }
       leave();
@@ -303,7 +343,7 @@ class Accelerator {
   const TrainOptions& o_;
   const std::vector<std::string>& files_;
   Shared& shared_;
-  int64_t rank_;
+  int64_t local_, rank_, ranks_;
   AcceleratorRecord record_;
   bool left_ = false;
 };
@@ -332,17 +372,22 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   if (options.mode == LoaderMode::kPipeline) {
     run.files = options.files.empty() ? training_files(w) : options.files;
   }
-  run.spec = loader_spec(w, run.files.empty() ? expected_training_files(w) : run.files, 0,
-                         options.accelerators);
+  const bool ranks = options.cluster != nullptr && options.cluster->size() > 1;
+  const int64_t first = ranks ? options.cluster->rank() * options.accelerators : 0;
+  const int64_t total = ranks ? options.cluster->size() * options.accelerators : options.accelerators;
+  run.spec = loader_spec(w, run.files.empty() ? expected_training_files(w) : run.files, first,
+                         total);
   trace::Recorder& rec = trace::Recorder::global();
   if (options.trace) {
     rec.start();
     rec.set_thread_name("main");
   }
-  Shared shared(options.accelerators, options.stop);
+  Shared shared(options.accelerators, options.stop, options.cluster);
   std::vector<std::unique_ptr<Accelerator>> accelerators;
-  for (int64_t r = 0; r < options.accelerators; ++r)
-    accelerators.push_back(std::make_unique<Accelerator>(w, options, run.files, shared, r));
+  for (int64_t k = 0; k < options.accelerators; ++k) {
+    accelerators.push_back(
+        std::make_unique<Accelerator>(w, options, run.files, shared, k, first + k, total));
+  }
   {
     std::vector<std::jthread> threads;
     threads.reserve(accelerators.size());

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeprof/harness/cluster.h"
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/trace/trace.h"
 #include "workload/dlio_workload.h"
@@ -79,6 +80,12 @@ struct TrainOptions {
   std::function<void(int64_t epoch)> on_epoch_end;
   // The files to read (paths or URLs); empty: the workload's training files (training_files).
   std::vector<std::string> files;
+  // Ranks (an MPI job): this process's accelerators are ranks cluster->rank() x accelerators + k
+  // of cluster->size() x accelerators, and the per-step barrier spans every rank: the last local
+  // accelerator to arrive runs the ranks' collective, which also carries "stop" (Ctrl-C, a failed
+  // loader, a loader out of batches on any rank), so every rank stops after the same step.
+  // nullptr or one rank: this process alone.
+  cluster::Cluster* cluster = nullptr;
 };
 
 struct TrainRun {

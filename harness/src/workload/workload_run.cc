@@ -15,6 +15,7 @@
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/trace/clock.h"
+#include "workload/rank_gather.h"
 #include "workload/remote_env.h"
 #include "workload/workload_pipeline.h"
 
@@ -36,15 +37,17 @@ int64_t peak_rss_kb() {
 WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& options,
                             LoaderMode mode) {
   WorkloadResult r;
-  r.accelerators = options.accelerators;
-  r.steps = steps_per_epoch(w, options.accelerators);
+  cluster::Cluster* ranks =
+      options.cluster != nullptr && options.cluster->size() > 1 ? options.cluster : nullptr;
+  const int64_t total = options.accelerators * (ranks != nullptr ? ranks->size() : 1);
+  r.accelerators = total;
+  r.steps = steps_per_epoch(w, total);
   if (r.steps < 1) {
     throw InputError(fmt::format(
         "{}: {} sample(s) ({} files x {} per file) make no step of batch_size {} on each of {} "
         "accelerator(s)",
         w.file, w.dataset.num_files_train * w.dataset.num_samples_per_file,
-        w.dataset.num_files_train, w.dataset.num_samples_per_file, w.batch_size,
-        options.accelerators));
+        w.dataset.num_files_train, w.dataset.num_samples_per_file, w.batch_size, total));
   }
   TrainOptions t{.accelerators = options.accelerators,
                  .epochs = w.epochs,
@@ -55,7 +58,8 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                  .trace = options.trace,
                  .realtime = options.realtime,
                  .stop = options.stop,
-                 .on_step = options.on_step};
+                 .on_step = options.on_step,
+                 .cluster = ranks};
   // A remote dataset: the server (and the copy or the cache) for this run only.
   // Declared before the environment, so removed after it is torn down (preloads stopped).
   std::filesystem::path scratch = options.scratch_dir;
@@ -69,20 +73,87 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
   std::unique_ptr<RemoteEnvironment> remote;
   r.start = dlio_timestamp();
   const int64_t cpu0 = trace::process_cpu_ns();
-  if (w.remote.mode != RemoteMode::kNone && mode == LoaderMode::kPipeline) {
-    if (scratch.empty()) {
-      scratch = std::filesystem::temp_directory_path() /
-                fmt::format("pipeprof-remote-{}-{}", ::getpid(), trace::now_ns());
-      remove_scratch.dir = scratch;
+  // What can fail before the training loops start (missing files, the object server): with
+  // ranks, every rank learns of it before any enters the step barrier.
+  std::exception_ptr error;
+  try {
+    if (w.remote.mode != RemoteMode::kNone && mode == LoaderMode::kPipeline) {
+      if (scratch.empty()) {
+        scratch = std::filesystem::temp_directory_path() /
+                  fmt::format("pipeprof-remote-{}-{}", ::getpid(), trace::now_ns());
+        remove_scratch.dir = scratch;
+      } else if (ranks != nullptr) {  // each rank its own copy or cache
+        scratch /= fmt::format("rank-{}", ranks->rank());
+      }
+      remote = std::make_unique<RemoteEnvironment>(w, options.accelerators, scratch, options.stop);
+      t.files = remote->files();
+      t.on_epoch_end = [&remote](int64_t epoch) { remote->epoch_end(epoch); };
+    } else if (mode == LoaderMode::kPipeline && ranks != nullptr) {
+      t.files = training_files(w);
     }
-    remote = std::make_unique<RemoteEnvironment>(w, options.accelerators, scratch, options.stop);
-    t.files = remote->files();
-    t.on_epoch_end = [&remote](int64_t epoch) { remote->epoch_end(epoch); };
+  } catch (...) {
+    if (ranks == nullptr) throw;
+    error = std::current_exception();
   }
-  r.run = run_training(w, t);
+  if (ranks == nullptr) {
+    r.run = run_training(w, t);
+    r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
+    r.end = dlio_timestamp();
+    r.metrics = run_metrics(w, r.run, r.steps);
+    if (remote) r.remote = remote->report(w, r.run, r.metrics, r.steps);
+    return r;
+  }
+
+  // Ranks: agree that every rank is ready, measure the clocks, train, measure them again, and
+  // gather everything on rank 0.
+  r.cluster = ranks->describe();
+  const bool any_failed = ranks->agree_stop(error != nullptr, options.stop);
+  const std::vector<cluster::ClockSync> sync_start = ranks->sync_clocks(50);
+  if (!any_failed) {
+    try {
+      r.run = run_training(w, t);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  const std::vector<cluster::ClockSync> sync_end = ranks->sync_clocks(50);
   r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
   r.end = dlio_timestamp();
+  std::vector<std::string> reports;
+  if (!ranks->broken()) {
+    try {
+      reports = ranks->gather(rank_report(*ranks, r.run, error, r.cpu_ms), options.stop);
+    } catch (const std::exception&) {
+      if (!ranks->broken()) throw;
+    }
+  }
+  if (ranks->broken()) {
+    // A rank did not come (it died, and mpirun is ending the job): this rank's own part, marked
+    // interrupted, so rank 0 still writes what it measured.
+    if (error) std::rethrow_exception(error);
+    r.run.interrupted = true;
+    r.run.notes.push_back(fmt::format(
+        "the job broke: another rank stopped answering (mpirun names it); these are rank {}'s {} "
+        "accelerator(s) only",
+        ranks->rank(), options.accelerators));
+    r.metrics = run_metrics(w, r.run, r.steps);
+    return r;
+  }
+  if (ranks->rank() != 0) {
+    // The others report to rank 0, which names their failures; their own run is what they have.
+    r.metrics = run_metrics(w, r.run, r.steps);
+    return r;
+  }
+  GatheredRanks g = gather_ranks(reports, std::move(r.run), sync_start, sync_end);
+  if (!g.error.empty()) {
+    if (g.error_is_input) throw InputError(g.error);
+    throw RunFailure(g.error);
+  }
+  r.run = std::move(g.run);
+  r.cpu_ms = g.cpu_ms;
   r.metrics = run_metrics(w, r.run, r.steps);
+  r.ranks = rank_summary(g, r.metrics.accelerator_au_percentage, r.metrics.accelerator_throughput,
+                         options.accelerators);
   if (remote) r.remote = remote->report(w, r.run, r.metrics, r.steps);
   return r;
 }
@@ -296,6 +367,10 @@ nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r) {
   };
   if (!r.run.notes.empty()) out["notes"] = r.run.notes;
   if (!r.remote.is_null()) out["remote"] = r.remote;
+  if (!r.ranks.is_null()) {
+    out["ranks"] = r.ranks;
+    out["cluster"] = r.cluster;
+  }
   return out;
 }
 

@@ -31,6 +31,9 @@ struct WorkloadOptions {
   // Where a remote workload (pipeprof.remote) keeps its local copy or cache; empty: a temporary
   // folder, removed afterwards.
   std::filesystem::path scratch_dir;
+  // Ranks (mpirun): every rank runs `accelerators` of them on its shard; rank 0's result holds
+  // every rank's (see rank_gather.h). nullptr: this process alone.
+  cluster::Cluster* cluster = nullptr;
 };
 
 struct WorkloadResult {
@@ -42,8 +45,14 @@ struct WorkloadResult {
   double cpu_ms = 0;       // process CPU time during the run
   // pipeprof.remote: RemoteEnvironment::report (null for local files).
   nlohmann::json remote;
+  // Ranks: rank_summary() on rank 0 (null alone), and the cluster's description.
+  nlohmann::json ranks;
+  std::string cluster;
 };
 
+// With ranks, every rank calls it; rank 0 gets the whole run, the others their own. A rank that
+// fails makes every rank stop at the next step; rank 0 then throws the first failure, naming the
+// rank (InputError for bad input, RunFailure otherwise); the other ranks return normally.
 WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& options,
                             LoaderMode mode = LoaderMode::kPipeline);
 

@@ -1,0 +1,14 @@
+// A build without Open MPI: no MPI cluster (cluster.cc runs one rank).
+#include "cluster/cluster_impl.h"
+
+namespace pipeprof::harness::cluster::detail {
+
+std::unique_ptr<Cluster> make_mpi_cluster(int* /*argc*/, char*** /*argv*/) {
+  return nullptr;
+}
+void finalize_mpi(bool /*broken*/) {}
+bool have_mpi() {
+  return false;
+}
+
+}  // namespace pipeprof::harness::cluster::detail
