@@ -184,6 +184,37 @@ const std::map<std::string, FunctionMaker>& functions() {
       {"resize", image::resize},
       {"random_crop", image::random_crop},
       {"flip", image::flip},
+      {"normalize", image::normalize},
+      // chain {fns: [{fn, args}, ...]}: the functions one after the other, in one map (tf.data's
+      // fused parse-decode-augment function).
+      {"chain",
+       [](const Fields& f, const nlohmann::json& args) {
+         f.only({"fns"});
+         const nlohmann::json& list = f.raw("fns");
+         if (!list.is_array() || list.empty())
+           f.fail("fns", "a non-empty list of {\"fn\": ..., \"args\": {...}}", list);
+         std::vector<Function> fns;
+         SimTiming timing{.known = true, .unknown = {}, .latency_ms = 0, .evaluate = true};
+         for (size_t i = 0; i < list.size(); ++i) {
+           const nlohmann::json& item = list[i];
+           if (!item.is_object() || !item.contains("fn") || !item["fn"].is_string())
+             f.fail("fns", "a non-empty list of {\"fn\": ..., \"args\": {...}}", list);
+           fns.push_back(make_function(item["fn"].get<std::string>(),
+                                       item.value("args", nlohmann::json::object()),
+                                       fmt::format("{}.fns[{}].args", f.where(), i)));
+           const SimTiming& t = fns.back().sim;
+           timing.known = timing.known && t.known && t.fill_bytes == 0 && t.count < 0;
+           timing.latency_ms += t.latency_ms;
+           timing.evaluate = timing.evaluate && t.evaluate;
+         }
+         return registered<Function>("chain", args, [fns](Element e) {
+           for (const Function& fn : fns)
+             e = fn.fn(std::move(e));
+           return e;
+         }, timing.known ? timing
+                         : SimTiming{.known = false,
+                                     .unknown = "a chain with a function of unknown duration"});
+       }},
   };
   return kFunctions;
 }

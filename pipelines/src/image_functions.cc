@@ -213,4 +213,65 @@ Function flip(const spec_detail::Fields& f, const nlohmann::json& args) {
   });
 }
 
+Function normalize(const spec_detail::Fields& f, const nlohmann::json& args) {
+  f.only({"mean", "std"});
+  // A number for every channel, or one per channel (3).
+  auto per_channel = [&f](const char* key, float fallback) {
+    std::vector<float> v;
+    if (!f.has(key)) return std::vector<float>{fallback};
+    const nlohmann::json& j = f.raw(key);
+    if (j.is_number()) return std::vector<float>{j.get<float>()};
+    if (j.is_array() && j.size() == 3) {
+      for (const auto& x : j) {
+        if (!x.is_number()) f.fail(key, "a number or 3 numbers (one per channel)", j);
+        v.push_back(x.get<float>());
+      }
+      return v;
+    }
+    f.fail(key, "a number or 3 numbers (one per channel)", j);
+    return v;
+  };
+  const std::vector<float> mean = per_channel("mean", 0.0F), stdev = per_channel("std", 1.0F);
+  for (const float s : stdev) {
+    if (!(s > 0)) f.fail("std", "positive numbers", f.raw("std"));
+  }
+  return make("normalize", args, [mean, stdev](Element e) {
+    const Tensor& in = image_of(e, "normalize");
+    const int64_t c = in.rank() == 3 ? in.shape()[2] : 1;
+    if ((mean.size() > 1 || stdev.size() > 1) && c != 3) {
+      throw std::invalid_argument(fmt::format(
+          "normalize: per-channel mean or std for an image of {} channel(s)", c));
+    }
+    Tensor out(DType::kFloat32, in.shape());
+    float* dst = out.mutable_values<float>().data();
+    const auto n = static_cast<size_t>(in.shape()[0] * in.shape()[1]);
+    float scale[3], shift[3];
+    for (size_t k = 0; k < 3; ++k) {
+      const float m = mean[mean.size() > 1 ? k : 0], s = stdev[stdev.size() > 1 ? k : 0];
+      scale[k] = 1.0F / (255.0F * s);  // (x / 255 - m) / s
+      shift[k] = -m / s;
+    }
+    const auto channels = static_cast<size_t>(c);
+    if (in.dtype() == DType::kUInt8) {
+      const auto* src = reinterpret_cast<const uint8_t*>(in.data());
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t k = 0; k < channels; ++k) {
+          const size_t at = i * channels + k;
+          dst[at] = static_cast<float>(src[at]) * scale[k % 3] + shift[k % 3];
+        }
+      }
+    } else {
+      const auto* src = reinterpret_cast<const float*>(in.data());
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t k = 0; k < channels; ++k) {
+          const size_t at = i * channels + k;
+          dst[at] = src[at] * scale[k % 3] + shift[k % 3];
+        }
+      }
+    }
+    e[0] = std::move(out);
+    return e;
+  });
+}
+
 }  // namespace pipeprof::pipelines::image

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include <fstream>
 #include <sstream>
 
@@ -84,7 +86,58 @@ Dataset parse_chain(const nlohmann::json& pipeline, const Context& ctx, const st
 
 }  // namespace
 
-Spec parse_spec(const nlohmann::json& document, const std::string& source) {
+namespace {
+
+std::atomic<int64_t> g_rank{0}, g_ranks{1};
+
+void resolve_stages(nlohmann::json& pipeline) {
+  if (!pipeline.is_object() || !pipeline.contains("stages") || !pipeline["stages"].is_array())
+    return;
+  nlohmann::json out = nlohmann::json::array();
+  for (nlohmann::json stage : pipeline["stages"]) {
+    bool shard_after = false;
+    if (stage.is_object()) {
+      const std::string op = stage.value("op", "");
+      if (op == "shard") {
+        if (stage.value("num_shards", nlohmann::json()) == "ranks") stage["num_shards"] = g_ranks.load();
+        if (stage.value("index", nlohmann::json()) == "rank") stage["index"] = g_rank.load();
+      } else if (op == "list_files" && stage.value("shard", nlohmann::json()) == "rank") {
+        stage.erase("shard");
+        shard_after = true;
+      }
+      if (stage.contains("pipeline")) resolve_stages(stage["pipeline"]);
+      if (stage.contains("inputs") && stage["inputs"].is_array()) {
+        for (nlohmann::json& input : stage["inputs"])
+          resolve_stages(input);
+      }
+    }
+    out.push_back(std::move(stage));
+    if (shard_after) {
+      out.push_back({{"op", "shard"},
+                     {"num_shards", g_ranks.load()},
+                     {"index", g_rank.load()}});
+    }
+  }
+  pipeline["stages"] = std::move(out);
+}
+
+}  // namespace
+
+void set_ranks(int64_t rank, int64_t ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument(fmt::format("set_ranks: rank {} of {}", rank, ranks));
+  g_rank = rank;
+  g_ranks = ranks;
+}
+
+nlohmann::json resolve_ranks(const nlohmann::json& document) {
+  nlohmann::json out = document;
+  resolve_stages(out);
+  return out;
+}
+
+Spec parse_spec(const nlohmann::json& input, const std::string& source) {
+  const nlohmann::json document = resolve_ranks(input);
   const Fields f(document, source + ": (top level)");
   f.only({"name", "description", "stages", "experiment"});
   Spec spec{f.string("name", std::string()), f.string("description", std::string()),
@@ -93,7 +146,7 @@ Spec parse_spec(const nlohmann::json& document, const std::string& source) {
 }
 
 Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source) {
-  return parse_chain(pipeline, Context{source, {}}, "");
+  return parse_chain(resolve_ranks(pipeline), Context{source, {}}, "");
 }
 
 Spec load_spec(const std::filesystem::path& file) {

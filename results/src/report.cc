@@ -12,6 +12,7 @@
 #include "pipeprof/results/results_file.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "report_fields.h"
+#include "scaleout_section.h"
 #include "storage_section.h"
 #include "summary_chart.h"
 
@@ -228,10 +229,11 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
   }
   md += part_b_section(experiments, entries, report);
   md += storage_section(experiments, report);
+  md += scaleout_section(experiments, report);
 
   md += "## Experiments\n\n";
   std::set<std::string> used_names{"summary.svg", "summary-part-b.svg", "storage.svg",
-                                   "report.md"};
+                                   "scaleout.svg", "report.md"};
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& x = experiments[i];
     const Entry& e = entries[i];

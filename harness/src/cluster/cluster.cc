@@ -8,6 +8,7 @@
 
 #include "cluster/cluster_impl.h"
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof/pipelines/spec.h"
 
 namespace pipeprof::harness::cluster {
 namespace {
@@ -25,6 +26,7 @@ class SingleCluster final : public Cluster {
   int size() const override { return 1; }
   std::string host() const override { return host_name(); }
   std::string describe() const override { return "one process (no MPI)"; }
+  bool mpi() const override { return false; }
   bool agree_stop(bool mine, const std::atomic<bool>* /*stop*/) override { return mine; }
   std::vector<std::string> gather(const std::string& mine, const std::atomic<bool>*) override {
     return {mine};
@@ -71,6 +73,8 @@ void init(int* argc, char*** argv) {
     }
     instance() = detail::make_mpi_cluster(argc, argv);
     g_mpi = true;
+    // Specs' rank tokens ("shard": "rank") resolve to this rank.
+    pipelines::set_ranks(instance()->rank(), instance()->size());
     return;
   }
   instance() = std::make_unique<SingleCluster>();

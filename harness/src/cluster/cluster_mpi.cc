@@ -59,6 +59,7 @@ class MpiCluster final : public Cluster {
     return fmt::format("{}, {} ranks", library_, size_);
   }
   bool broken() const override { return broken_; }
+  bool mpi() const override { return true; }
 
   bool agree_stop(bool mine, const std::atomic<bool>* stop) override {
     if (broken_) return true;

@@ -38,6 +38,11 @@ struct Options {
   bool allow_other_files = false;
   bool overwrite = false;
   bool quiet = false;
+  // --image-records: ImageNet-like TFRecord shards instead of a DLIO dataset.
+  std::string image_records;
+  int64_t shards = 8;
+  int64_t images_per_shard = 64;
+  int64_t image_size = 256;
   // The DlioDataset key of each dataset flag given on the command line, with the flag's name.
   std::map<std::string, CLI::Option*> flags;
 };
@@ -203,8 +208,41 @@ CommandRunner add_datagen_command(CLI::App& app) {
                 "Write even if the folder holds files that are not this dataset's");
   cmd->add_flag("--overwrite", o->overwrite, "Rewrite complete files too");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress and no summary");
+  cmd->add_option("--image-records", o->image_records,
+                  "Instead: ImageNet-like TFRecord shards in this folder (train-<i>-of-<N>."
+                  "tfrecord; a tf.Example per image: image/encoded, a JPEG at quality 90, and "
+                  "image/class/label), as the scale-out experiment (dell_old, dell_new) reads");
+  cmd->add_option("--shards", o->shards, "With --image-records: shards (default 8)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  cmd->add_option("--images-per-shard", o->images_per_shard,
+                  "With --image-records: images per shard (default 64)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_option("--image-size", o->image_size,
+                  "With --image-records: height and width of the images (default 256)")
+      ->check(CLI::Range(int64_t{8}, int64_t{8192}));
 
   return [o]() -> Outcome {
+    if (!o->image_records.empty()) {
+      const InterruptGuard guard;
+      const formats::ImageRecordsResult r = read_input([&] {
+        return formats::generate_image_records(
+            {.folder = o->image_records,
+             .shards = o->shards,
+             .images_per_shard = o->images_per_shard,
+             .height = o->image_size,
+             .width = o->image_size,
+             .quality = 90,
+             .seed = o->seed},
+            &InterruptGuard::flag());
+      });
+      if (InterruptGuard::flag().load()) return Outcome::kInterrupted;
+      if (!o->quiet) {
+        std::cerr << fmt::format("{}: {} shard(s) of {} images ({} written, {:.1f} MB)\n",
+                                 o->image_records, r.files.size(), o->images_per_shard,
+                                 r.shards_written, static_cast<double>(r.bytes) / 1e6);
+      }
+      return Outcome::kOk;
+    }
     std::map<std::string, std::string> file_keys;
     const formats::DlioDataset d = resolve(*o, file_keys);
     return run_datagen(d, {.threads = o->threads,

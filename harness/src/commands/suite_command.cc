@@ -20,6 +20,7 @@
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/report.h"
 #include "pipeprof/trace/chrome_json.h"
+#include "workload/scaleout_suite.h"
 #include "workload/storage_suite.h"
 
 namespace pipeprof::harness {
@@ -33,6 +34,7 @@ struct SuiteOptions {
   std::vector<std::string> only;
   bool no_trace = false;
   bool no_storage = false;
+  bool no_scaleout = false;
 };
 
 nlohmann::json overshoot_json(const SleepOvershoot& o) {
@@ -95,6 +97,10 @@ Outcome suite(const SuiteOptions& o) {
   const auto storage_named = std::find(only.begin(), only.end(), "storage");
   const bool storage = !o.no_storage && (only.empty() || storage_named != only.end());
   if (storage_named != only.end()) only.erase(storage_named);
+  // "scaleout" names the scale-out section (C4, under mpirun).
+  const auto scaleout_named = std::find(only.begin(), only.end(), "scaleout");
+  const bool scaleout = !o.no_scaleout && (o.only.empty() || scaleout_named != only.end());
+  if (scaleout_named != only.end()) only.erase(scaleout_named);
   const std::vector<Experiment> catalog =
       only.empty() && !o.only.empty()
           ? std::vector<Experiment>{}
@@ -145,6 +151,20 @@ Outcome suite(const SuiteOptions& o) {
         storage_failed);
     failed += storage_failed;
   }
+  if (scaleout && !InterruptGuard::flag()) {
+    std::cerr << "[scaleout] dell_old and dell_new on 1, 2 and 4 ranks under mpirun (--no-scaleout "
+                 "skips them)\n";
+    int scaleout_failed = 0;
+    std::vector<nlohmann::json> entries = workload::run_scaleout_suite(
+        {.out = o.out,
+         .quick = o.quick,
+         .stop = &InterruptGuard::flag(),
+         .log = [](const std::string& line) { std::cerr << "[scaleout] " << line << "\n"; }},
+        scaleout_failed);
+    failed += scaleout_failed;
+    for (auto& e : entries)
+      storage_entries.push_back(std::move(e));
+  }
   const bool interrupted = InterruptGuard::flag();
   std::cout << "\n";
   print_table(std::cout, results);
@@ -175,8 +195,12 @@ CommandRunner add_suite_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--only", o->only,
-                  "Run only these experiment ids (\"storage\": the storage section)")
+                  "Run only these experiment ids (\"storage\": the storage section, \"scaleout\": the "
+                  "scale-out section)")
       ->delimiter(',');
+  cmd->add_flag("--no-scaleout", o->no_scaleout,
+                "Skip the scale-out section (dell_old and dell_new on 1, 2 and 4 ranks under "
+                "mpirun)");
   cmd->add_flag("--no-storage", o->no_storage,
                 "Skip the storage section (the MLPerf Storage workloads and the loader comparison "
                 "with PyTorch's DataLoader, whose datasets take about 11 GB under OUT/data)");

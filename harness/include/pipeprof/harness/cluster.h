@@ -40,6 +40,7 @@ class Cluster {
   virtual int size() const = 0;
   virtual std::string host() const = 0;       // this rank's host name
   virtual std::string describe() const = 0;   // "one process" or "Open MPI 4.1.4, 4 ranks"
+  virtual bool mpi() const = 0;                // launched by mpirun (even with one rank)
 
   // Collective: true when any rank passes `mine` = true. Returns true (and marks the cluster
   // broken) when `stop` is set while the other ranks do not come.

@@ -137,3 +137,32 @@ struct GenerateResult {
 GenerateResult generate_dataset(const DlioDataset& dataset, const GenerateOptions& options = {});
 
 }  // namespace pipeprof::pipelines::formats
+
+namespace pipeprof::pipelines::formats {
+
+// ImageNet-like TFRecord shards (tf.data's ImageNet layout, as the Dell experiment reads it):
+//   <folder>/train-<i>-of-<N>.tfrecord, i zero-padded to 5 digits
+// each record a tf.Example {"image/encoded": a JPEG (height x width x 3, quality), and
+// "image/class/label": int64 in [0, 1000)}. The pictures are smooth colour fields with grain, so
+// they compress and decode about as photographs do (random noise would not). Shards are written
+// under temporary names and renamed; complete shards are kept (a second run writes nothing).
+struct ImageRecords {
+  std::string folder;
+  int64_t shards = 8;
+  int64_t images_per_shard = 64;
+  int64_t height = 256, width = 256;
+  int quality = 90;
+  uint64_t seed = 3;
+};
+
+struct ImageRecordsResult {
+  std::vector<std::string> files;  // every shard, in order
+  int64_t shards_written = 0;
+  uint64_t bytes = 0;  // of every shard
+};
+
+// Throws std::invalid_argument for bad sizes, FormatError naming a shard that cannot be written.
+ImageRecordsResult generate_image_records(const ImageRecords& r,
+                                          const std::atomic<bool>* stop = nullptr);
+
+}  // namespace pipeprof::pipelines::formats

@@ -17,6 +17,11 @@
 // for the outer element: as a number parameter it is component 0's value ("$element[k]": component
 // k), as from_tensors' value it is the whole element. Unknown keys are errors, so typos are caught.
 // The top-level "experiment" object is reserved for the harness and not read here.
+//
+// Ranks (a job of several processes, e.g. under mpirun): shard's "num_shards": "ranks" and
+// "index": "rank" stand for the process's rank count and rank (set_ranks), and list_files'
+// "shard": "rank" keeps the rank's share of the files (a shard stage right after it).
+// parse_spec resolves them; Spec::document holds the resolved spec.
 #pragma once
 
 #include <filesystem>
@@ -33,6 +38,11 @@ struct Spec {
   Dataset dataset;
   nlohmann::json document;  // the whole document as loaded (including "experiment")
 };
+
+// The process's rank among `ranks` for the rank tokens above (0 of 1 until set).
+void set_ranks(int64_t rank, int64_t ranks);
+// The spec with its rank tokens replaced by this process's rank and rank count.
+nlohmann::json resolve_ranks(const nlohmann::json& document);
 
 // Throws SpecError: "<source>: <json path>: expected <what>, got <value>".
 Spec parse_spec(const nlohmann::json& document, const std::string& source = "<spec>");

@@ -1,0 +1,156 @@
+#include "workload/scaleout_suite.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "pipeprof/harness/cli.h"
+#include "pipeprof/pipelines/datagen.h"
+#include "pipeprof/results/report.h"
+
+namespace pipeprof::harness::workload {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("pipeprof") : p.string();
+}
+
+}  // namespace
+
+fs::path scaleout_dir() {
+  if (const char* env = std::getenv("PIPEPROF_SCALEOUT"); env != nullptr && *env != '\0')
+    return env;
+  return PIPEPROF_SCALEOUT_DIR;
+}
+
+std::string find_mpirun() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "mpirun";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& failed) {
+  std::vector<nlohmann::json> out;
+  auto log = [&](const std::string& line) {
+    if (o.log) o.log(line);
+  };
+  auto stopped = [&] { return o.stop != nullptr && o.stop->load(); };
+  const std::string mpirun = find_mpirun();
+  if (mpirun.empty()) {
+    log("skipped: mpirun is not installed (Debian: openmpi-bin; scripts/setup.sh installs it)");
+    return out;
+  }
+  const fs::path data = o.out / "data" / "imagenet_like";
+  const fs::path runs = o.out / "scaleout";
+  fs::create_directories(runs);
+  pipelines::formats::ImageRecords images{.folder = data.string(),
+                                          .shards = o.quick ? 16 : 32,
+                                          .images_per_shard = 64};
+  try {
+    log(fmt::format("ImageNet-like shards in {} ({} x {} JPEGs of 256x256)", data.string(),
+                    images.shards, images.images_per_shard));
+    (void)pipelines::formats::generate_image_records(images, o.stop);
+  } catch (const std::exception& e) {
+    log(fmt::format("failed: the image shards: {}", e.what()));
+    ++failed;
+    return out;
+  }
+  const bool root = ::geteuid() == 0;
+  for (const char* id : {"dell_old", "dell_new"}) {
+    if (stopped()) break;
+    // The spec with the data folder filled in (users can run it themselves under mpirun).
+    std::ifstream in(scaleout_dir() / (std::string(id) + ".json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string spec = text.str();
+    if (spec.empty()) {
+      log(fmt::format("failed: {}: no spec in {}", id, scaleout_dir().string()));
+      ++failed;
+      continue;
+    }
+    for (size_t at = spec.find("@DATA@"); at != std::string::npos; at = spec.find("@DATA@"))
+      spec.replace(at, 6, data.string());
+    const fs::path spec_file = runs / (std::string(id) + ".json");
+    results::write_text_file(spec_file, spec);
+    nlohmann::json points = nlohmann::json::array();
+    nlohmann::json entry;
+    double one_rank = 0;
+    for (const int n : o.ranks) {
+      if (stopped()) break;
+      const fs::path json = runs / fmt::format("{}-{}.json", id, n);
+      const fs::path trace = runs / fmt::format("{}-{}.trace.json", id, n);
+      std::error_code ec;
+      fs::remove(json, ec);
+      const std::string cmd = fmt::format(
+          "{} {} --oversubscribe --bind-to none -np {} {} run {} --repetitions {} --json {} "
+          "--trace {} > {} 2>&1",
+          quoted(mpirun), root ? "--allow-run-as-root" : "", n, quoted(self_exe()),
+          quoted(spec_file.string()), o.quick ? 1 : 3, quoted(json.string()),
+          quoted(trace.string()), quoted((runs / fmt::format("{}-{}.log", id, n)).string()));
+      const int status = std::system(cmd.c_str());
+      if (stopped()) break;
+      if (status != 0 || !fs::exists(json)) {
+        log(fmt::format("failed: {} on {} rank(s) (exit {}; see {}-{}.log in {})", id, n,
+                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, id, n, runs.string()));
+        ++failed;
+        continue;
+      }
+      std::ifstream jin(json);
+      nlohmann::json r = nlohmann::json::parse(jin);
+      const nlohmann::json& ranks = r.at("ranks");
+      const double total = ranks.at("samples_per_second").get<double>();
+      if (n == 1) one_rank = total;
+      std::vector<double> au;
+      for (const auto& row : ranks.at("ranks"))
+        au.push_back(row.at("au_percentage").get<double>());
+      nlohmann::json point{{"ranks", n},
+                           {"images_per_second", total},
+                           {"images_per_second_per_rank", total / n},
+                           {"au_per_rank", au},
+                           {"slowest_rank", ranks.at("slowest_rank")},
+                           {"trace", trace.filename().string()}};
+      if (one_rank > 0) point["scaling_efficiency"] = total / (n * one_rank);
+      log(fmt::format("{} on {} rank(s): {:.1f} images/s ({:.1f} per rank){}", id, n, total,
+                      total / n,
+                      one_rank > 0 ? fmt::format(", scaling efficiency {:.2f}", total / (n * one_rank))
+                                   : std::string()));
+      points.push_back(std::move(point));
+      r.erase("ranks");
+      entry = std::move(r);
+    }
+    if (points.empty()) continue;
+    entry["id"] = id;
+    entry["part"] = "C";
+    entry["scaleout"] = {{"points", points}, {"spec", spec_file.filename().string()}};
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace pipeprof::harness::workload
