@@ -43,6 +43,8 @@ PACKAGES=(
   # The PyTorch peer (harness/peers/pytorch_dataloader.py): PyTorch's DataLoader on the same
   # workloads, in the suite's storage section and its test
   python3-torch python3-yaml
+  # Ranks: Open MPI (mpirun and its library) for scale-out runs and the `mpi` tests
+  libopenmpi-dev openmpi-bin
 )
 
 install_packages() {

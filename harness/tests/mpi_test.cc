@@ -1,0 +1,255 @@
+// Ranks on Open MPI (label `mpi`): `mpirun --oversubscribe -np 2 | 4 pipeprof workload | run` on
+// this machine. Rank 0 gathers every rank's records into one results.json and summary.json, the
+// ranks' traces merge into one timeline with a lane per rank on one clock (checked against a
+// known barrier with the ranks' clocks deliberately skewed), a rank that fails is named by rank
+// 0, a killed rank ends the job within seconds with the rank named, and Ctrl-C writes what was
+// measured. Skips where mpirun is not installed or this build has no MPI.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeprof/harness/cluster.h"
+#include "pipeprof_testing/run_command.h"
+#include "pipeprof_testing/temp_dir.h"
+#include "workload/scaleout_suite.h"
+
+namespace {
+
+using pipeprof::testing::CliResult;
+using pipeprof::testing_support::TempDir;
+namespace fs = std::filesystem;
+
+#define REQUIRE_MPI()                                                                      \
+  do {                                                                                     \
+    if (pipeprof::harness::workload::find_mpirun().empty())                                \
+      GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";                             \
+    if (!pipeprof::harness::cluster::mpi_built())                                          \
+      GTEST_SKIP() << "this build has no Open MPI (PIPEPROF_MPI)";                         \
+  } while (0)
+
+// mpirun with what this machine needs: more ranks than cores, and root's permission where the
+// tests run as root.
+std::string mpirun(int ranks, const std::string& env = "") {
+  std::string cmd = "mpirun --oversubscribe --bind-to none";
+  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  if (!env.empty()) cmd += " -x " + env;
+  return cmd + " -np " + std::to_string(ranks) + " ";
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// 32 npz files of one 64 KiB sample, batch 2, 2 readers, a 5 ms step, 2 epochs.
+fs::path workload(const TempDir& tmp, int epochs = 2) {
+  return tmp.write("w.yaml",
+                   "model:\n  name: mpi_small\nframework: pytorch\nworkflow:\n  generate_data: "
+                   "True\n  train: True\ndataset:\n  data_folder: " + (tmp / "data").string() +
+                       "\n  format: npz\n  num_files_train: 32\n  num_samples_per_file: 1\n  "
+                       "record_length: 65536\nreader:\n  data_loader: pytorch\n  batch_size: 2\n  "
+                       "read_threads: 2\ntrain:\n  epochs: " + std::to_string(epochs) +
+                       "\n  computation_time: 0.005\nmetric:\n  au: 0.5\n");
+}
+
+std::string bin() {
+  return PIPEPROF_BINARY;
+}
+
+// No pipeprof process of this test is left (the ranks of a job that ended).
+void expect_no_ranks_left(const TempDir& tmp) {
+  const CliResult ps = pipeprof::testing::run_command("pgrep -f '[p]ipeprof workload " +
+                                                      (tmp / "w.yaml").string() + "'");
+  EXPECT_NE(ps.code, 0) << "ranks left: " << ps.out;
+}
+
+TEST(Mpi, WorkloadGathersEveryRankAndMergesTheTraces) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path out = tmp / "out";
+  const CliResult r = pipeprof::testing::run_command(
+      mpirun(2) + bin() + " workload " + workload(tmp).string() + " -q --out " + out.string() +
+      " --trace " + (out / "trace.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("ranks: Open MPI"), std::string::npos) << r.out;
+  const nlohmann::json summary = read_json(out / "summary.json");
+  EXPECT_EQ(summary["num_accelerators"], 2) << summary;
+  const nlohmann::json w = read_json(out / "results.json")["experiments"][0]["workload"];
+  EXPECT_EQ(w["accelerators"], 2);
+  EXPECT_EQ(w["steps_per_epoch"], 8);  // 32 samples / batch 2 / 2 ranks
+  ASSERT_EQ(w["ranks"]["ranks"].size(), 2U) << w;
+  double sum = 0;
+  for (const auto& row : w["ranks"]["ranks"]) {
+    EXPECT_GT(row["throughput_samples_per_second"].get<double>(), 0) << row;
+    EXPECT_EQ(row["accelerators"], 1);
+    sum += row["throughput_samples_per_second"].get<double>();
+  }
+  EXPECT_NEAR(w["ranks"]["throughput_samples_per_second"].get<double>(), sum, 1e-6);
+  ASSERT_EQ(w["per_accelerator"].size(), 2U);
+  // One process per rank in the trace, each with its accelerator's lane and the loader's.
+  const nlohmann::json trace = read_json(out / "trace.json");
+  std::map<int, std::string> names;
+  std::map<int, int> barriers;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") == "process_name") names[e["pid"].get<int>()] = e["args"]["name"];
+    if (e.value("name", "") == "barrier") ++barriers[e["pid"].get<int>()];
+  }
+  ASSERT_EQ(names.size(), 2U) << trace["otherData"];
+  EXPECT_TRUE(names[0].starts_with("rank 0 @ ")) << names[0];
+  EXPECT_TRUE(names[1].starts_with("rank 1 @ ")) << names[1];
+  EXPECT_EQ(barriers[0], 16);  // a barrier after every step of 2 epochs
+  EXPECT_EQ(barriers[1], 16);
+  EXPECT_EQ(trace["otherData"]["ranks"], "2");
+  // `pipeprof analyze` names the rank the others wait for.
+  const CliResult a = pipeprof::testing::run_command(bin() + " analyze " + (out / "trace.json").string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("straggler: rank "), std::string::npos) << a.out;
+  expect_no_ranks_left(tmp);
+}
+
+// The ranks' clocks skewed by 5 ms per rank (PIPEPROF_CLOCK_SKEW_NS stands for hosts whose clocks
+// differ): after the merge, every rank's barrier of a step must overlap the others': the last rank
+// arrives before any leaves. Unmerged (or merged with a wrong sign) they would be 5-15 ms apart.
+TEST(Mpi, MergedTraceIsOnOneClock) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path out = tmp / "out";
+  const CliResult r = pipeprof::testing::run_command(
+      "PIPEPROF_CLOCK_SKEW_NS=5000000 " + mpirun(4, "PIPEPROF_CLOCK_SKEW_NS") + bin() +
+      " workload " + workload(tmp).string() + " -q --normal-priority --out " + out.string() +
+      " --trace " + (out / "trace.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json trace = read_json(out / "trace.json");
+  const int64_t error_ns = std::stoll(trace["otherData"]["clock_error_ns"].get<std::string>());
+  EXPECT_LE(error_ns, 50'000) << "the ping-pong's error bound";
+  const nlohmann::json offsets = nlohmann::json::parse(trace["otherData"]["clock_offsets"].get<std::string>());
+  for (const auto& o : offsets) {
+    const int rank = o["rank"];
+    for (const auto& m : o["measures"]) {
+      EXPECT_NEAR(m["offset_ns"].get<double>(), -5e6 * rank, 200'000) << o;
+    }
+  }
+  std::map<int, std::vector<std::pair<double, double>>> spans;  // per rank, us
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") != "barrier") continue;
+    const double ts = e["ts"].get<double>();
+    spans[e["pid"].get<int>()].emplace_back(ts, ts + e["dur"].get<double>());
+  }
+  ASSERT_EQ(spans.size(), 4U);
+  for (auto& [rank, s] : spans)
+    std::sort(s.begin(), s.end());
+  const size_t steps = spans[0].size();
+  ASSERT_EQ(steps, 8U);  // 32 / 2 / 4 ranks = 4 steps, 2 epochs
+  for (size_t i = 0; i < steps; ++i) {
+    double last_in = -1e300, first_out = 1e300;
+    for (auto& [rank, s] : spans) {
+      ASSERT_EQ(s.size(), steps) << "rank " << rank;
+      last_in = std::max(last_in, s[i].first);
+      first_out = std::min(first_out, s[i].second);
+    }
+    // 50 us: the goal's bound on the clock error.
+    EXPECT_LE(last_in, first_out + 50.0) << "barrier " << i << ": the last rank arrived "
+                                         << last_in - first_out << " us after the first left";
+  }
+}
+
+TEST(Mpi, FailingRankIsNamedByRankZero) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = workload(tmp);
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  // MPMD: rank 1 is pointed at a folder without the dataset.
+  const std::string common = " workload " + w.string() + " -q --out " + (tmp / "out").string();
+  std::string cmd = "mpirun --oversubscribe --bind-to none";
+  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  const CliResult r = pipeprof::testing::run_command(
+      cmd + " -np 1 " + bin() + common + " ++workload.workflow.generate_data=False : -np 1 " +
+      bin() + common + " ++workload.workflow.generate_data=False ++workload.dataset.data_folder=" +
+      (tmp / "nothing").string());
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("rank 1 @ "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("training file(s)"), std::string::npos) << r.out;
+  expect_no_ranks_left(tmp);
+}
+
+TEST(Mpi, KilledRankEndsTheJobNamingIt) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = workload(tmp, 1000);
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  // Kill rank 1 (the second rank process mpirun started) once the job runs.
+  const std::string job = mpirun(3) + bin() + " workload " + w.string() + " -q --out " +
+                          (tmp / "out").string();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + job + " & pid=$!; sleep 2; victim=$(pgrep -P $pid -f \"[p]ipeprof workload\" | "
+      "sort -n | sed -n 2p); kill -9 $victim; start=$(date +%s); wait $pid; rc=$?; "
+      "echo \"rc=$rc after $(( $(date +%s) - start )) s\"'");
+  EXPECT_NE(r.out.find("rank 1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rc=0 "), std::string::npos) << r.out;
+  const auto at = r.out.find("after ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LE(std::stoi(r.out.substr(at + 6)), 10) << r.out;  // within seconds, never a hang
+  expect_no_ranks_left(tmp);
+}
+
+TEST(Mpi, CtrlCWritesWhatWasMeasured) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = workload(tmp, 1000);
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  const fs::path out = tmp / "out";
+  const std::string job = mpirun(2) + bin() + " workload " + w.string() + " -q --out " + out.string();
+  const CliResult r = pipeprof::testing::run_command("sh -c '" + job +
+                                                     " & pid=$!; sleep 2; kill -INT $pid; wait $pid; "
+                                                     "echo \"rc=$?\"'");
+  EXPECT_EQ(r.out.find("rc=0\n"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(out / "results.json")) << r.out;
+  const nlohmann::json doc = read_json(out / "results.json");
+  EXPECT_TRUE(doc["interrupted"].get<bool>()) << doc;
+  const nlohmann::json ranks = doc["experiments"][0]["workload"]["ranks"]["ranks"];
+  EXPECT_EQ(ranks.size(), 2U) << doc["experiments"][0]["workload"];
+  EXPECT_GT(doc["experiments"][0]["workload"]["dlio"]["train_au_mean_percentage"].get<double>(), 0);
+  expect_no_ranks_left(tmp);
+}
+
+// `pipeprof run` under mpirun: the spec's rank tokens shard the files, rank 0 reports every rank.
+TEST(Mpi, RunShardsFilesByRankAndGathersResults) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --image-records " +
+                                            (tmp / "images").string() +
+                                            " --shards 4 --images-per-shard 8 --image-size 64 -q")
+                .code,
+            0);
+  const fs::path spec = tmp.write(
+      "spec.json",
+      R"({"name": "sharded", "stages": [
+           {"op": "list_files", "pattern": ")" + (tmp / "images").string() + R"(/train-*.tfrecord", "shuffle": false, "shard": "rank"},
+           {"op": "interleave", "cycle_length": 2, "pipeline": {"stages": [{"op": "tfrecord", "files": "$element"}]}},
+           {"op": "map", "fn": "chain", "args": {"fns": [
+             {"fn": "parse_example", "args": {"features": [{"key": "image/encoded", "type": "bytes"}]}},
+             {"fn": "decode_jpeg", "args": {"channels": 3}},
+             {"fn": "normalize", "args": {"mean": 0.5, "std": 0.25}}]}},
+           {"op": "batch", "batch_size": 4}],
+         "experiment": {"step": "sleep:1", "epochs": 1}})");
+  const fs::path json = tmp / "r.json";
+  const CliResult r = pipeprof::testing::run_command(
+      mpirun(2) + bin() + " run " + spec.string() + " --repetitions 1 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json doc = read_json(json);
+  ASSERT_EQ(doc["ranks"]["ranks"].size(), 2U) << doc["ranks"];
+  for (const auto& row : doc["ranks"]["ranks"]) {
+    EXPECT_EQ(row["elements"], 4) << row;  // 2 of the 4 shards: 16 images, 4 batches of 4
+  }
+  EXPECT_EQ(doc["ranks"]["samples_per_element"], 4);
+  EXPECT_GT(doc["ranks"]["samples_per_second"].get<double>(), 0);
+}
+
+}  // namespace
