@@ -20,9 +20,9 @@ using ::testing::Lt;
 
 TEST(Registry, Names) {
   EXPECT_THAT(function_names(),
-              ElementsAre("busy_ms", "decode_jpeg", "fill_random", "flip", "identity", "increment",
-                          "nbytes", "parse_example", "random_crop", "resize", "sleep_ms",
-                          "sleep_time"));
+              ElementsAre("busy_ms", "chain", "decode_jpeg", "fill_random", "flip", "identity",
+                          "increment", "nbytes", "normalize", "parse_example", "random_crop",
+                          "resize", "sleep_ms", "sleep_time"));
   EXPECT_THAT(predicate_names(),
               ElementsAre("equal", "greater_than", "less_than", "modulo_equals", "not_equal"));
   EXPECT_THAT(generator_names(), ElementsAre("counter", "random_tensors"));
@@ -46,9 +46,9 @@ TEST(Registry, ErrorsNameTheArgument) {
     return std::string();
   };
   EXPECT_EQ(message([] { make_function("nope", {}, "f.json: stages[1]"); }),
-            "f.json: stages[1]: unknown function \"nope\" (known: busy_ms, decode_jpeg, fill_random, "
-            "flip, identity, increment, nbytes, parse_example, random_crop, resize, sleep_ms, "
-            "sleep_time)");
+            "f.json: stages[1]: unknown function \"nope\" (known: busy_ms, chain, decode_jpeg, "
+            "fill_random, flip, identity, increment, nbytes, normalize, parse_example, random_crop, "
+            "resize, sleep_ms, sleep_time)");
   EXPECT_EQ(message([] { make_function("sleep_ms"); }),
             "args.args.ms: expected a non-negative number, got nothing");
   EXPECT_EQ(message([] {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 #include "formats/jpeg.h"
+#include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/functions.h"
 #include "test_util.h"
 
@@ -149,6 +150,47 @@ TEST(ImageFunctions, AnImagePipelineFromJpegBytesToBatches) {
   ASSERT_EQ(batches.size(), 2U);
   EXPECT_EQ(batches[0][0].shape(), (Shape{4, 16, 16, 3}));
   EXPECT_EQ(batches[1][0].shape(), (Shape{2, 16, 16, 3}));
+}
+
+TEST(ImageFunctions, NormalizeScalesPerChannel) {
+  Tensor in(DType::kUInt8, {1, 2, 3});
+  auto v = in.mutable_values<uint8_t>();
+  const uint8_t px[6] = {0, 255, 51, 255, 0, 102};
+  std::copy(px, px + 6, v.begin());
+  const Function f = make_function(
+      "normalize", {{"mean", {0.5, 0.0, 0.2}}, {"std", {0.5, 1.0, 0.2}}});
+  const Element out = f.fn({in});
+  ASSERT_EQ(out[0].dtype(), DType::kFloat32);
+  ASSERT_EQ(out[0].shape(), (Shape{1, 2, 3}));
+  const auto o = out[0].values<float>();
+  EXPECT_NEAR(o[0], -1.0F, 1e-5);  // (0 / 255 - 0.5) / 0.5
+  EXPECT_NEAR(o[1], 1.0F, 1e-5);   // (255 / 255 - 0) / 1
+  EXPECT_NEAR(o[2], 0.0F, 1e-5);   // (51 / 255 - 0.2) / 0.2
+  EXPECT_NEAR(o[3], 1.0F, 1e-5);
+  EXPECT_NEAR(o[5], 1.0F, 1e-5);   // (102 / 255 - 0.2) / 0.2
+  // One number for every channel; per-channel values need 3 channels; std must be positive.
+  EXPECT_NEAR(make_function("normalize", {{"mean", 0.0}, {"std", 1.0}}).fn({in})[0].values<float>()[1],
+              1.0F, 1e-6);
+  EXPECT_THROW(f.fn({image(2, 2, 1)}), std::invalid_argument);
+  EXPECT_THROW(make_function("normalize", {{"std", 0}}), SpecError);
+  EXPECT_THROW(make_function("normalize", {{"mean", {1, 2}}}), SpecError);
+}
+
+TEST(ImageFunctions, ChainAppliesItsFunctionsInOrder) {
+  const std::vector<std::byte> jpeg = formats::encode_jpeg(image(32, 32, 3), 90);
+  const Function f = make_function(
+      "chain", {{"fns", {{{"fn", "decode_jpeg"}, {"args", {{"channels", 3}}}},
+                         {{"fn", "resize"}, {"args", {{"height", 8}, {"width", 4}}}},
+                         {{"fn", "normalize"}}}}});
+  const Element out = f.fn({bytes_tensor(jpeg), Tensor::scalar<int64_t>(7)});
+  EXPECT_EQ(out[0].dtype(), DType::kFloat32);
+  EXPECT_EQ(out[0].shape(), (Shape{8, 4, 3}));
+  EXPECT_EQ(out[1].as_int64(), 7);  // the label passes through
+  EXPECT_THROW(make_function("chain", {{"fns", nlohmann::json::array()}}), SpecError);
+  EXPECT_THROW(make_function("chain", {{"fns", {{{"fn", "nope"}}}}}), SpecError);
+  // A chain of cheap, known functions keeps a known timing; an image function makes it unknown.
+  EXPECT_TRUE(make_function("chain", {{"fns", {{{"fn", "identity"}}}}}).sim.known);
+  EXPECT_FALSE(f.sim.known);
 }
 
 }  // namespace

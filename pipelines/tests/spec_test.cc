@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/functions.h"
 #include "pipeprof/pipelines/memory_limit.h"
 #include "test_util.h"
@@ -100,9 +101,9 @@ INSTANTIATE_TEST_SUITE_P(
             "stages, experiment)"},
         ErrorCase{"unknown_function",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "map", "fn": "sleepy"}]})",
-                  "spec.json: stages[1]: unknown function \"sleepy\" (known: busy_ms, decode_jpeg, "
-                  "fill_random, flip, identity, increment, nbytes, parse_example, random_crop, "
-                  "resize, sleep_ms, sleep_time)"},
+                  "spec.json: stages[1]: unknown function \"sleepy\" (known: busy_ms, chain, "
+                  "decode_jpeg, fill_random, flip, identity, increment, nbytes, normalize, "
+                  "parse_example, random_crop, resize, sleep_ms, sleep_time)"},
         ErrorCase{"unknown_argument",
                   R"({"stages": [{"op": "range", "stop": 5},
                      {"op": "map", "fn": "sleep_ms", "args": {"msec": 1}}]})",
@@ -394,6 +395,34 @@ TEST(Spec, ParsePipelineAlone) {
       parse_pipeline(nlohmann::json::parse(R"({"stages": [{"op": "range", "stop": 2}]})"));
   EXPECT_EQ(testing::collect_ints(ds), (std::vector<int64_t>{0, 1}));
   EXPECT_THROW(parse_pipeline(nlohmann::json::parse(R"({"stages": [{"op": "nope"}]})")), SpecError);
+}
+
+// Rank tokens: shard's "ranks" / "rank" and list_files' "shard": "rank" become this process's rank.
+TEST(Spec, RankTokensResolveToThisRank) {
+  set_ranks(1, 3);
+  const nlohmann::json doc = nlohmann::json::parse(R"({"stages": [
+      {"op": "list_files", "files": ["a", "b", "c", "d", "e"], "shuffle": false, "shard": "rank"},
+      {"op": "interleave", "cycle_length": 1, "pipeline": {"stages": [
+        {"op": "range", "stop": 6}, {"op": "shard", "num_shards": "ranks", "index": "rank"}]}}]})");
+  const nlohmann::json r = resolve_ranks(doc);
+  set_ranks(0, 1);
+  ASSERT_EQ(r["stages"].size(), 3U);
+  EXPECT_FALSE(r["stages"][0].contains("shard"));
+  EXPECT_EQ(r["stages"][1], nlohmann::json({{"op", "shard"}, {"num_shards", 3}, {"index", 1}}));
+  const nlohmann::json& inner = r["stages"][2]["pipeline"]["stages"][1];
+  EXPECT_EQ(inner["num_shards"], 3);
+  EXPECT_EQ(inner["index"], 1);
+  // Parsed, rank 1 of 3 keeps the files b and e.
+  set_ranks(1, 3);
+  const Spec spec = parse_spec(nlohmann::json::parse(
+      R"({"stages": [{"op": "list_files", "files": ["a", "b", "c", "d", "e"], "shuffle": false, "shard": "rank"}]})"));
+  set_ranks(0, 1);
+  std::vector<std::string> files;
+  auto it = spec.dataset.iterate();
+  while (auto e = it->next())
+    files.push_back(file_name(*e));
+  EXPECT_EQ(files, (std::vector<std::string>{"b", "e"}));
+  EXPECT_THROW(set_ranks(3, 3), std::invalid_argument);
 }
 
 }  // namespace
