@@ -500,7 +500,7 @@ TEST(Suite, AnExperimentWithBadInputExitsTwoAfterTheOthers) {
   tmp.write("gpu.json", R"({"stages": [{"op": "range", "stop": 3}],
                            "experiment": {"step": "cuda:10"}})");
   const CatalogOverride catalog(tmp.path());
-  CliResult r = run("suite --quick --no-trace --no-storage --out " + (tmp / "out").string());
+  CliResult r = run("suite --quick --no-trace --no-storage --no-scaleout --out " + (tmp / "out").string());
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("1 of 2 experiment(s) failed on bad input"), std::string::npos) << r.out;
   std::ifstream in(tmp / "out" / "results.json");
