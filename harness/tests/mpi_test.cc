@@ -252,4 +252,29 @@ TEST(Mpi, RunShardsFilesByRankAndGathersResults) {
   EXPECT_GT(doc["ranks"]["samples_per_second"].get<double>(), 0);
 }
 
+// `pipeprof suite` under mpirun: the catalog on every rank, one results.json with each
+// experiment's ranks, and the traces merged (one process per rank).
+TEST(Mpi, SuiteOnRanksWritesOneResultsWithEveryRank) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path out = tmp / "suite";
+  const CliResult r = pipeprof::testing::run_command(
+      mpirun(2) + bin() + " suite --quick --only map_parallel --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("all ranks"), std::string::npos) << r.out;
+  const nlohmann::json doc = read_json(out / "results.json");
+  ASSERT_EQ(doc["experiments"].size(), 1U);
+  const nlohmann::json& x = doc["experiments"][0];
+  EXPECT_EQ(x["id"], "map_parallel");
+  ASSERT_EQ(x["ranks"]["ranks"].size(), 2U) << x["ranks"];
+  EXPECT_GT(x["ranks"]["samples_per_second"].get<double>(), 0);
+  const nlohmann::json trace = read_json(out / x["trace"].get<std::string>());
+  int processes = 0;
+  for (const auto& e : trace["traceEvents"])
+    processes += e.value("name", "") == "process_name" ? 1 : 0;
+  EXPECT_EQ(processes, 2);
+  EXPECT_TRUE(fs::exists(out / "report.md"));
+}
+
 }  // namespace
+

@@ -8,6 +8,7 @@
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
+#include "commands/rank_results.h"
 #include "commands/table.h"
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/harness/cluster.h"
@@ -71,146 +72,37 @@ void override_process_sources(Experiment& x, int64_t producers, int64_t queue_ca
   x.documented_ideal_ms.reset();
 }
 
-// Samples per element: the batch size of the last batch or map_and_batch stage (1 without one).
-int64_t samples_per_element(const nlohmann::json& spec) {
-  int64_t n = 1;
-  for (const nlohmann::json& stage : spec.value("stages", nlohmann::json::array())) {
-    const std::string op = stage.value("op", "");
-    if ((op == "batch" || op == "map_and_batch") && stage.contains("batch_size") &&
-        stage["batch_size"].is_number_integer()) {
-      n = stage["batch_size"].get<int64_t>();
-    }
-  }
-  return n;
-}
-
 // Under mpirun: every rank runs the experiment on its shard (the spec's rank tokens), and rank 0
-// gathers the results: per rank its samples/s and AU (the step's share of the wall time), in
-// total, and the slowest rank; --json holds rank 0's result with a "ranks" object, and --trace
-// every rank's traced run merged onto rank 0's clock.
+// reports every rank (rank_results.h); --json holds rank 0's result with a "ranks" object, and
+// --trace every rank's traced run merged onto rank 0's clock.
 Outcome run_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOptions& options,
                   const RunCommandOptions& o) {
   const bool root = ranks.rank() == 0;
   if (root) std::cerr << fmt::format("{} ({})\n", x.id, ranks.describe());
-  const std::vector<cluster::ClockSync> sync_start = ranks.sync_clocks(50);
-  ExperimentResult result;
-  std::string error;
-  bool input_error = false;
+  RankedRun run;
   try {
-    result = run_experiment(x, options);
+    run = run_on_ranks(ranks, x, options);
   } catch (const std::exception& e) {
-    error = e.what();
-    input_error = dynamic_cast<const InputError*>(&e) != nullptr ||
-                  dynamic_cast<const pipelines::SpecError*>(&e) != nullptr;
-  }
-  const std::vector<cluster::ClockSync> sync_end = ranks.sync_clocks(50);
-  const int64_t per_element = samples_per_element(x.spec.document);
-  nlohmann::json mine{{"rank", ranks.rank()}, {"host", ranks.host()}, {"error", nullptr}};
-  if (!error.empty()) {
-    mine["error"] = {{"message", error}, {"input", input_error}};
-  } else {
-    double step_ms = 0;
-    for (const Repetition& r : result.repetitions)
-      step_ms += r.step_mean_ms;
-    if (!result.repetitions.empty()) step_ms /= static_cast<double>(result.repetitions.size());
-    const double wall_s = result.median_wall_ms / 1e3;
-    const double elements = static_cast<double>(result.elements);
-    mine["median_wall_ms"] = result.median_wall_ms;
-    mine["elements"] = result.elements;
-    mine["samples_per_second"] = wall_s > 0 ? elements * static_cast<double>(per_element) / wall_s : 0.0;
-    mine["au_percentage"] =
-        result.median_wall_ms > 0 ? 100.0 * elements * step_ms / result.median_wall_ms : 0.0;
-    mine["wait_mean_ms"] = result.median_wait.mean_ms;
-    mine["interrupted"] = result.interrupted;
-    if (result.trace && !root) {
-      std::ostringstream json;
-      trace::write_chrome_json(*result.trace, json);
-      mine["trace"] = json.str();
-    }
-  }
-  std::vector<std::string> parts;
-  try {
-    parts = ranks.gather(mine.dump(), options.stop);
-  } catch (const std::exception& e) {
-    if (!error.empty()) throw RunFailure(error);
-    if (!root) return Outcome::kInterrupted;
+    if (!root) return Outcome::kInterrupted;  // the job is ending; rank 0 says why
     throw RunFailure(fmt::format("gathering the ranks' results: {}", e.what()));
   }
   if (!root) return Outcome::kOk;  // rank 0 reports, failures included
-
-  nlohmann::json rows = nlohmann::json::array();
-  std::vector<trace::RankTrace> traces;
-  double total = 0, slowest_rate = 0;
-  int slowest = -1;
-  bool interrupted = false;
-  for (const std::string& part : parts) {
-    nlohmann::json r = nlohmann::json::parse(part);
-    const int rank = r["rank"].get<int>();
-    if (!r["error"].is_null()) {
-      const std::string message =
-          fmt::format("rank {} @ {}: {}", rank, r["host"].get<std::string>(),
-                      r["error"]["message"].get<std::string>());
-      if (r["error"]["input"].get<bool>()) throw InputError(message);
-      throw RunFailure(message);
-    }
-    const double rate = r["samples_per_second"].get<double>();
-    total += rate;
-    if (slowest < 0 || rate < slowest_rate) {
-      slowest = rank;
-      slowest_rate = rate;
-    }
-    interrupted = interrupted || r["interrupted"].get<bool>();
-    if (rank == 0 && result.trace) {
-      traces.push_back({.rank = 0, .host = r["host"].get<std::string>(), .trace = *result.trace, .offsets = {}});
-    } else if (r.contains("trace")) {
-      std::vector<trace::ClockOffset> offsets;
-      for (const auto* syncs : {&sync_start, &sync_end}) {
-        for (const cluster::ClockSync& c : *syncs) {
-          if (c.rank == rank)
-            offsets.push_back({.at_ns = c.at_ns - c.offset_ns, .offset_ns = c.offset_ns, .error_ns = c.error_ns});
-        }
-      }
-      traces.push_back({.rank = rank,
-                        .host = r["host"].get<std::string>(),
-                        .trace = trace::parse_chrome_json(r["trace"].get<std::string>(),
-                                                          fmt::format("rank {}'s trace", rank)),
-                        .offsets = std::move(offsets)});
-      r.erase("trace");
-    }
-    rows.push_back(std::move(r));
+  if (!run.error.empty()) {
+    if (run.input_error) throw InputError(run.error);
+    throw RunFailure(run.error);
   }
-  const double mean = total / static_cast<double>(rows.size());
-  std::cout << fmt::format("{:>5}  {:<16} {:>12} {:>12} {:>8}\n", "rank", "host", "wall ms",
-                           "samples/s", "AU %");
-  for (const nlohmann::json& r : rows) {
-    std::cout << fmt::format("{:>5}  {:<16} {:>12.1f} {:>12.1f} {:>8.1f}\n", r["rank"].get<int>(),
-                             r["host"].get<std::string>(), r["median_wall_ms"].get<double>(),
-                             r["samples_per_second"].get<double>(), r["au_percentage"].get<double>());
-  }
-  std::cout << fmt::format(
-      "all ranks: {:.1f} samples/s ({} x {:.1f}); slowest rank {} ({:.1f}% below the mean)\n", total,
-      rows.size(), mean, slowest, mean > 0 ? 100.0 * (mean - slowest_rate) / mean : 0.0);
-  nlohmann::json summary{{"ranks", rows},
-                         {"size", ranks.size()},
-                         {"cluster", ranks.describe()},
-                         {"samples_per_element", per_element},
-                         {"samples_per_second", total},
-                         {"slowest_rank", slowest},
-                         {"slowest_behind_mean_percent",
-                          mean > 0 ? 100.0 * (mean - slowest_rate) / mean : 0.0}};
-  if (!traces.empty()) {
-    const trace::Trace merged = trace::merge_ranks(std::move(traces));
-    summary["clock_error_ns"] = std::stoll(merged.metadata.at("clock_error_ns"));
-    trace::save_chrome_json(merged, o.trace);
+  std::cout << rank_table(run.summary);
+  if (run.merged && !o.trace.empty()) {
+    trace::save_chrome_json(*run.merged, o.trace);
     std::cerr << fmt::format("wrote {} (every rank's traced run, one process per rank)\n", o.trace);
   }
   if (!o.json.empty()) {
-    nlohmann::json j = to_json(result);
-    j["ranks"] = summary;
+    nlohmann::json j = to_json(run.result);
+    j["ranks"] = run.summary;
     results::write_text_file(o.json, j.dump(2) + "\n");
     std::cerr << "wrote " << o.json << "\n";
   }
-  return interrupted ? Outcome::kInterrupted : Outcome::kOk;
+  return run.interrupted ? Outcome::kInterrupted : Outcome::kOk;
 }
 
 Outcome run_command(const RunCommandOptions& o) {

@@ -11,6 +11,8 @@
 
 #include "commands/commands.h"
 #include "commands/interrupt.h"
+#include "commands/rank_results.h"
+#include "pipeprof/harness/cluster.h"
 #include "commands/table.h"
 #include "pipeprof/harness/machine.h"
 #include "pipeprof/harness/runner.h"
@@ -89,6 +91,74 @@ std::vector<Experiment> select_experiments(std::vector<Experiment> catalog,
   return selected;
 }
 
+// Under mpirun: every rank runs each catalog experiment (on its shard where the spec has rank
+// tokens), and rank 0 writes one results.json and report with every experiment's per-rank results
+// ("ranks") and traces merged over the ranks. The storage and scale-out sections start their own
+// servers and mpirun: they run in a suite started without mpirun.
+Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
+                       const std::vector<Experiment>& catalog, int repetitions,
+                       const std::string& started_utc) {
+  const bool root = ranks.rank() == 0;
+  if (root) {
+    std::cerr << fmt::format(
+        "suite on {}: the catalog's experiments on every rank; the storage and scale-out "
+        "sections run in a suite started without mpirun\n",
+        ranks.describe());
+  }
+  const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
+  if (root) print_overshoot(std::cerr, overshoot);
+  std::vector<ExperimentResult> results;
+  std::vector<nlohmann::json> entries;
+  int failed = 0, failed_on_input = 0;
+  for (size_t i = 0; i < catalog.size(); ++i) {
+    // Every rank takes part in every experiment's collectives; a stop is agreed on first.
+    if (ranks.agree_stop(InterruptGuard::flag().load(), &InterruptGuard::flag())) break;
+    const Experiment& x = catalog[i];
+    if (root) std::cerr << fmt::format("[{:>2}/{}] {:<24} ", i + 1, catalog.size(), x.id) << std::flush;
+    RunOptions options{.step = o.step,
+                       .repetitions = repetitions,
+                       .stop = &InterruptGuard::flag(),
+                       .trace = !o.no_trace};
+    if (root) options.on_repetition = [](int, const Repetition&) { std::cerr << "." << std::flush; };
+    RankedRun run = run_on_ranks(ranks, x, options);
+    if (!root) continue;
+    if (!run.error.empty()) {
+      std::cerr << " failed: " << run.error << "\n";
+      ++failed;
+      if (run.input_error) ++failed_on_input;
+      continue;
+    }
+    ExperimentResult& r = run.result;
+    r.trace.reset();
+    if (run.merged) {
+      const std::filesystem::path rel = std::filesystem::path("traces") / (x.id + ".json");
+      std::filesystem::create_directories(std::filesystem::path(o.out) / "traces");
+      trace::save_chrome_json(*run.merged, std::filesystem::path(o.out) / rel);
+      r.trace_file = rel.string();
+    }
+    std::cerr << " " << summary_line(r)
+              << fmt::format("; all ranks {:.1f} samples/s",
+                             run.summary["samples_per_second"].get<double>())
+              << "\n";
+    nlohmann::json entry = to_json(r);
+    entry["ranks"] = run.summary;
+    entries.push_back(std::move(entry));
+    results.push_back(std::move(r));
+  }
+  if (!root) return InterruptGuard::flag() ? Outcome::kInterrupted : Outcome::kOk;
+  const bool interrupted = InterruptGuard::flag();
+  std::cout << "\n";
+  print_table(std::cout, results);
+  write_outputs(o.out, {}, entries, overshoot, interrupted, repetitions, started_utc);
+  std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
+  if (interrupted) return Outcome::kInterrupted;
+  if (failed_on_input > 0) {
+    throw InputError(fmt::format("{} of {} experiment(s) failed on bad input (see above)",
+                                 failed_on_input, catalog.size()));
+  }
+  return failed > 0 ? Outcome::kFailed : Outcome::kOk;
+}
+
 Outcome suite(const SuiteOptions& o) {
   InterruptGuard guard;
   if (!o.step.empty()) (void)make_step(o.step);  // usable here (cuda needs a GPU), once
@@ -107,6 +177,8 @@ Outcome suite(const SuiteOptions& o) {
           : select_experiments(read_input([] { return load_catalog(); }), only);
   const int repetitions = o.quick ? 1 : o.repetitions;
   const std::string started_utc = results::utc_now();
+  cluster::Cluster& ranks = cluster::current();
+  if (ranks.mpi()) return suite_on_ranks(o, ranks, catalog, repetitions, started_utc);
   const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
   print_overshoot(std::cerr, overshoot);
 
