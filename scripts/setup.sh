@@ -45,6 +45,8 @@ PACKAGES=(
   python3-torch python3-yaml
   # Ranks: Open MPI (mpirun and its library) for scale-out runs and the `mpi` tests
   libopenmpi-dev openmpi-bin
+  # ip: the mpi test that runs two ranks in two network namespaces joined by a veth pair
+  iproute2
 )
 
 install_packages() {

@@ -276,5 +276,51 @@ TEST(Mpi, SuiteOnRanksWritesOneResultsWithEveryRank) {
   EXPECT_TRUE(fs::exists(out / "report.md"));
 }
 
+// Two "hosts": rank 1 in a network namespace this test creates, joined to the first by a veth
+// pair (addresses of a private /24 that exists only between the two), and MPI held to TCP over it
+// (no shared memory), so the ranks' messages take the TCP path they take between nodes. Needs root
+// and iproute2; skips otherwise.
+TEST(Mpi, TwoRanksOverTcpBetweenNetworkNamespaces) {
+  REQUIRE_MPI();
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const TempDir tmp;
+  const int id = static_cast<int>(::getpid() % 200) + 20;
+  const std::string ns = "pipeprof-mpi-" + std::to_string(::getpid());
+  const std::string a = "ppm" + std::to_string(::getpid() % 100000) + "a";
+  const std::string b = "ppm" + std::to_string(::getpid() % 100000) + "b";
+  const std::string net = "10.231." + std::to_string(id) + ".";
+  const CliResult setup = pipeprof::testing::run_command(
+      "ip netns add " + ns + " && ip link add " + a + " type veth peer name " + b +
+      " && ip link set " + b + " netns " + ns + " && ip addr add " + net + "1/24 dev " + a +
+      " && ip link set " + a + " up && ip netns exec " + ns + " ip addr add " + net + "2/24 dev " +
+      b + " && ip netns exec " + ns + " ip link set " + b + " up && ip netns exec " + ns +
+      " ip link set lo up");
+  struct Cleanup {
+    std::string ns;
+    ~Cleanup() { (void)pipeprof::testing::run_command("ip netns del " + ns + " 2>/dev/null"); }
+  } cleanup{ns};
+  if (setup.code != 0) GTEST_SKIP() << "cannot create a network namespace here: " << setup.out;
+  const fs::path w = workload(tmp);
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  const fs::path out = tmp / "out";
+  const std::string args = " workload " + w.string() + " -q --out " + out.string() +
+                           " --trace " + (out / "trace.json").string();  // every rank records
+  // PMIx, Open MPI's runtime and its TCP transport all on the veth's network.
+  const CliResult r = pipeprof::testing::run_command(
+      "PMIX_MCA_ptl_tcp_if_include=" + net + "0/24 mpirun --oversubscribe --bind-to none "
+      "--allow-run-as-root --mca btl tcp,self --mca btl_tcp_if_include " + net + "0/24 "
+      "--mca oob_tcp_if_include " + net + "0/24 -x PMIX_MCA_ptl_tcp_if_include -np 1 " + bin() +
+      args + " : -np 1 ip netns exec " + ns + " " + bin() + args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json w_json = read_json(out / "results.json")["experiments"][0]["workload"];
+  ASSERT_EQ(w_json["ranks"]["ranks"].size(), 2U) << w_json;
+  EXPECT_EQ(w_json["steps_per_epoch"], 8);
+  const nlohmann::json trace = read_json(out / "trace.json");
+  int processes = 0;
+  for (const auto& e : trace["traceEvents"])
+    processes += e.value("name", "") == "process_name" ? 1 : 0;
+  EXPECT_EQ(processes, 2) << trace["otherData"];
+}
+
 }  // namespace
 
