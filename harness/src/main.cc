@@ -13,6 +13,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int rc = pipeprof::harness::run_cli(argc, argv);
-  cluster::shutdown();
+  cluster::shutdown(rc);
   return rc;
 }

@@ -322,5 +322,52 @@ TEST(Mpi, TwoRanksOverTcpBetweenNetworkNamespaces) {
   EXPECT_EQ(processes, 2) << trace["otherData"];
 }
 
+// A loader that fails mid-epoch on one rank only (its files are cut short): every rank stops at
+// the next step and rank 0 names the rank; never a hang (the job runs under a 60 s timeout).
+TEST(Mpi, LoaderFailingOnOneRankStopsEveryRank) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = workload(tmp);
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  // Rank 1's copy of the dataset: the same names, every file cut to 100 bytes.
+  fs::create_directories(tmp / "cut" / "train");
+  for (const auto& e : fs::directory_iterator(tmp / "data" / "train")) {
+    fs::copy_file(e.path(), tmp / "cut" / "train" / e.path().filename());
+    fs::resize_file(tmp / "cut" / "train" / e.path().filename(), 100);
+  }
+  const std::string common = " workload " + w.string() + " -q --out " + (tmp / "out").string() +
+                             " ++workload.workflow.generate_data=False";
+  std::string cmd = "timeout 60 mpirun --oversubscribe --bind-to none";
+  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  const CliResult r = pipeprof::testing::run_command(
+      "(" + cmd + " -np 1 " + bin() + common + " : -np 1 " + bin() + common +
+      " ++workload.dataset.data_folder=" + (tmp / "cut").string() + ") 2>&1; echo \"rc=$?\"");
+  EXPECT_EQ(r.out.find("rc=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rc=124"), std::string::npos) << "the job hung:\n" << r.out;
+  EXPECT_NE(r.out.find("rank 1 @ "), std::string::npos) << r.out;
+  expect_no_ranks_left(tmp);
+}
+
+// Rank 0 failing before the ranks' first collective (its --spec-out cannot be written) while
+// rank 1 waits in it: the job ends (MPI_Abort) instead of waiting for rank 0 forever.
+TEST(Mpi, RankZeroFailingAloneEndsTheJob) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = workload(tmp);
+  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  const std::string common = " workload " + w.string() + " -q --out " + (tmp / "out").string() +
+                             " ++workload.workflow.generate_data=False";
+  std::string cmd = "timeout 60 mpirun --oversubscribe --bind-to none";
+  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  const CliResult r = pipeprof::testing::run_command(
+      "(" + cmd + " -np 1 " + bin() + common + " --spec-out " +
+      (tmp / "no" / "such" / "x.json").string() + " : -np 1 " + bin() + common +
+      ") 2>&1; echo \"rc=$?\"");
+  EXPECT_EQ(r.out.find("rc=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rc=124"), std::string::npos) << "the job hung:\n" << r.out;
+  EXPECT_NE(r.out.find("(rank 0 @ "), std::string::npos) << r.out;
+  expect_no_ranks_left(tmp);
+}
+
 }  // namespace
 

@@ -102,6 +102,14 @@ void resolve_stages(nlohmann::json& pipeline) {
         if (stage.value("num_shards", nlohmann::json()) == "ranks") stage["num_shards"] = g_ranks.load();
         if (stage.value("index", nlohmann::json()) == "rank") stage["index"] = g_rank.load();
       } else if (op == "list_files" && stage.value("shard", nlohmann::json()) == "rank") {
+        // Every rank lists and shuffles the files, then keeps its share: the ranks' orders must
+        // be the same, or their shares overlap. A shuffled listing needs a seed.
+        if (stage.value("shuffle", true) == true && !stage.contains("seed")) {
+          throw SpecError(
+              "list_files: \"shard\": \"rank\" needs a \"seed\" when it shuffles (every rank "
+              "must shuffle the files the same way, or their shares overlap), or \"shuffle\": "
+              "false");
+        }
         stage.erase("shard");
         shard_after = true;
       }

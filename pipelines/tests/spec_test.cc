@@ -423,6 +423,12 @@ TEST(Spec, RankTokensResolveToThisRank) {
     files.push_back(file_name(*e));
   EXPECT_EQ(files, (std::vector<std::string>{"b", "e"}));
   EXPECT_THROW(set_ranks(3, 3), std::invalid_argument);
+  // Shuffled without a seed, the ranks' orders (and so their shares) would differ.
+  EXPECT_THROW(resolve_ranks(nlohmann::json::parse(
+                   R"({"stages": [{"op": "list_files", "pattern": "*.x", "shard": "rank"}]})")),
+               SpecError);
+  EXPECT_NO_THROW(resolve_ranks(nlohmann::json::parse(
+      R"({"stages": [{"op": "list_files", "pattern": "*.x", "seed": 3, "shard": "rank"}]})")));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -34,7 +35,9 @@ class SingleCluster final : public Cluster {
   std::string broadcast(const std::string& value, const std::atomic<bool>*) override {
     return value;
   }
-  std::vector<ClockSync> sync_clocks(int /*rounds*/) override { return {ClockSync{}}; }
+  std::vector<ClockSync> sync_clocks(int /*rounds*/, const std::atomic<bool>*) override {
+    return {ClockSync{}};
+  }
   bool broken() const override { return false; }
 };
 
@@ -80,9 +83,15 @@ void init(int* argc, char*** argv) {
   instance() = std::make_unique<SingleCluster>();
 }
 
-void shutdown() {
+void shutdown(int exit_code) {
   if (!instance()) return;
   const bool broken = instance()->broken();
+  const bool several = instance()->size() > 1;
+  if (g_mpi && several && exit_code != 0 && exit_code != 130 && !broken) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    detail::abort_mpi(exit_code);  // does not return
+  }
   instance().reset();  // frees its communicator before MPI is finalized
   if (g_mpi) detail::finalize_mpi(broken);
   g_mpi = false;

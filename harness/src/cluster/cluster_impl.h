@@ -13,6 +13,8 @@ std::unique_ptr<Cluster> make_mpi_cluster(int* argc, char*** argv);
 // MPI_Finalize (a whole job) or nothing (a broken one: peers may be gone, and finalizing would
 // wait for them).
 void finalize_mpi(bool broken);
+// MPI_Abort on MPI_COMM_WORLD with `code` (ends every rank); never returns.
+[[noreturn]] void abort_mpi(int code);
 bool have_mpi();
 
 }  // namespace pipeprof::harness::cluster::detail

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -33,6 +34,9 @@ void check(int code, const char* what) {
 int64_t clock_ns() {
   return trace::now_ns() + rank_clock_skew_ns();
 }
+
+// How long a rank told to stop waits for a peer in a collective before it gives up on it.
+constexpr std::chrono::milliseconds kStopGrace{300};
 
 class MpiCluster final : public Cluster {
  public:
@@ -104,6 +108,8 @@ class MpiCluster final : public Cluster {
 
   std::string broadcast(const std::string& value, const std::atomic<bool>* stop) override {
     if (broken_) throw std::runtime_error("the cluster is broken: a rank did not come");
+    if (value.size() > static_cast<size_t>(INT_MAX))
+      throw std::runtime_error(fmt::format("broadcast of {} bytes (2 GiB at most)", value.size()));
     int64_t n = static_cast<int64_t>(value.size());
     MPI_Request req{};
     check(MPI_Ibcast(&n, 1, MPI_INT64_T, 0, comm_, &req), "MPI_Ibcast");
@@ -114,7 +120,7 @@ class MpiCluster final : public Cluster {
     return out;
   }
 
-  std::vector<ClockSync> sync_clocks(int rounds) override {
+  std::vector<ClockSync> sync_clocks(int rounds, const std::atomic<bool>* stop) override {
     if (broken_) return {};
     rounds = std::max(rounds, 1);
     constexpr int kTag = 7301;
@@ -130,7 +136,7 @@ class MpiCluster final : public Cluster {
           MPI_Request reqs[2];
           check(MPI_Irecv(&remote, 1, MPI_INT64_T, r, kTag, comm_, &reqs[1]), "MPI_Irecv");
           check(MPI_Isend(&t0, 1, MPI_INT64_T, r, kTag, comm_, &reqs[0]), "MPI_Isend");
-          spin(reqs, 2);
+          if (!spin(reqs, 2, stop)) return {};
           const int64_t t1 = clock_ns();
           if (t1 - t0 < best_rtt) {
             best_rtt = t1 - t0;
@@ -149,9 +155,9 @@ class MpiCluster final : public Cluster {
         // The first message waits for this rank's turn without taking a core; the others spin,
         // so the round trip measures the messages, not a sleep.
         if (i == 0) {
-          if (!wait(req, nullptr)) return {};
-        } else {
-          spin(&req, 1);
+          if (!wait(req, stop)) return {};
+        } else if (!spin(&req, 1, stop)) {
+          return {};
         }
         const int64_t now = clock_ns();
         check(MPI_Send(&now, 1, MPI_INT64_T, 0, kTag, comm_), "MPI_Send");
@@ -165,10 +171,26 @@ class MpiCluster final : public Cluster {
   }
 
  private:
-  void spin(MPI_Request* reqs, int n) {
-    int done = 0;
-    while (done == 0)
+  // Busy polls (a round trip is microseconds); false, the cluster broken, when `stop` has been
+  // set for the grace period while the peer did not answer.
+  bool spin(MPI_Request* reqs, int n, const std::atomic<bool>* stop) {
+    using Clock = std::chrono::steady_clock;
+    std::optional<Clock::time_point> stopped_at;
+    for (int polls = 0;; ++polls) {
+      int done = 0;
       check(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (done != 0) return true;
+      if ((polls & 1023) == 1023) {
+        if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+          if (!stopped_at) stopped_at = Clock::now();
+          if (Clock::now() - *stopped_at > kStopGrace) {
+            broken_ = true;
+            return false;
+          }
+        }
+        sched_yield();  // a peer that shares this core gets to answer
+      }
+    }
   }
 
   // Polls `req` until it completes (true), or until `stop` has been set for a grace period while
@@ -194,7 +216,7 @@ class MpiCluster final : public Cluster {
         // that does not come in 300 ms is gone or busy in a long step; mpirun sends SIGKILL 1 s
         // after its SIGTERM (odls_base_sigkill_timeout), and this rank must write what it
         // measured before then.
-        if (Clock::now() - *stopped_at > std::chrono::milliseconds(300)) {
+        if (Clock::now() - *stopped_at > kStopGrace) {
           broken_ = true;
           return false;
         }
@@ -239,6 +261,11 @@ void finalize_mpi(bool broken) {
   if (finalized != 0) return;
   if (broken) return;  // a peer is gone: MPI_Finalize could wait for it; the job is ending anyway
   MPI_Finalize();
+}
+
+void abort_mpi(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort returned (it should not)
 }
 
 bool have_mpi() {

@@ -26,7 +26,7 @@ int64_t samples_per_element(const nlohmann::json& spec) {
 RankedRun run_on_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOptions& options) {
   const bool root = ranks.rank() == 0;
   RankedRun out;
-  const std::vector<cluster::ClockSync> sync_start = ranks.sync_clocks(50);
+  const std::vector<cluster::ClockSync> sync_start = ranks.sync_clocks(50, options.stop);
   try {
     out.result = run_experiment(x, options);
   } catch (...) {  // classified as the command line does (exit 2: bad input)
@@ -34,7 +34,7 @@ RankedRun run_on_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOp
     out.error = status.message;
     out.input_error = status.code == kExitBadInput;
   }
-  const std::vector<cluster::ClockSync> sync_end = ranks.sync_clocks(50);
+  const std::vector<cluster::ClockSync> sync_end = ranks.sync_clocks(50, options.stop);
   const int64_t per_element = samples_per_element(x.spec.document);
   nlohmann::json mine{{"rank", ranks.rank()}, {"host", ranks.host()}, {"error", nullptr}};
   if (!out.error.empty()) {

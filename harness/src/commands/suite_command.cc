@@ -131,10 +131,15 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
     ExperimentResult& r = run.result;
     r.trace.reset();
     if (run.merged) {
-      const std::filesystem::path rel = std::filesystem::path("traces") / (x.id + ".json");
-      std::filesystem::create_directories(std::filesystem::path(o.out) / "traces");
-      trace::save_chrome_json(*run.merged, std::filesystem::path(o.out) / rel);
-      r.trace_file = rel.string();
+      try {  // rank 0 alone: the others are already at the next experiment's collectives
+        const std::filesystem::path rel = std::filesystem::path("traces") / (x.id + ".json");
+        std::filesystem::create_directories(std::filesystem::path(o.out) / "traces");
+        trace::save_chrome_json(*run.merged, std::filesystem::path(o.out) / rel);
+        r.trace_file = rel.string();
+      } catch (const std::exception& e) {
+        std::cerr << " (the trace was not written: " << e.what() << ")";
+        ++failed;
+      }
     }
     std::cerr << " " << summary_line(r)
               << fmt::format("; all ranks {:.1f} samples/s",

@@ -33,15 +33,19 @@ nlohmann::json records_json(const std::vector<AcceleratorRecord>& accelerators, 
   return out;
 }
 
-AcceleratorRecord record_from_json(const nlohmann::json& j, int64_t offset_ns) {
+AcceleratorRecord record_from_json(const nlohmann::json& j,
+                                   const std::vector<trace::ClockOffset>& offsets) {
   AcceleratorRecord a;
   a.rank = j.at("rank").get<int64_t>();
   a.autotune = j.at("autotune");
   for (const nlohmann::json& je : j.at("epochs")) {
     EpochRecord e;
     e.epoch = je.at("epoch").get<int64_t>();
-    e.start_ns = je.at("start_ns").get<int64_t>() + offset_ns;
-    e.end_ns = je.at("end_ns").get<int64_t>() + offset_ns;
+    // On rank 0's clock, as the merged trace puts them.
+    e.start_ns = je.at("start_ns").get<int64_t>();
+    e.start_ns += trace::offset_at(offsets, e.start_ns);
+    e.end_ns = je.at("end_ns").get<int64_t>();
+    e.end_ns += trace::offset_at(offsets, e.end_ns);
     e.bytes_read = je.at("bytes_read").get<int64_t>();
     e.complete = je.at("complete").get<bool>();
     for (const nlohmann::json& s : je.at("steps")) {
@@ -128,7 +132,6 @@ GatheredRanks gather_ranks(const std::vector<std::string>& reports, TrainRun loc
         g.clock_error_ns = std::max(g.clock_error_ns, s.error_ns);
       }
     }
-    const int64_t offset0 = offsets.empty() ? 0 : offsets.front().offset_ns;
     nlohmann::json row{{"rank", rank}, {"host", host}, {"cpu_ms", rep.at("cpu_ms")}};
     int64_t accelerators = 0;
     if (rank == 0) {
@@ -138,7 +141,7 @@ GatheredRanks gather_ranks(const std::vector<std::string>& reports, TrainRun loc
       }
     } else {
       for (const nlohmann::json& a : rep.at("accelerators")) {
-        g.run.accelerators.push_back(record_from_json(a, offset0));
+        g.run.accelerators.push_back(record_from_json(a, offsets));
         ++accelerators;
       }
     }

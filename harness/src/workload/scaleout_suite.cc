@@ -1,10 +1,12 @@
 #include "workload/scaleout_suite.h"
 
 #include <fmt/format.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -28,6 +30,20 @@ std::string quoted(const std::string& s) {
     }
   }
   return out + "'";
+}
+
+// Runs `cmd` with /bin/sh and returns its wait status. Unlike std::system, this process keeps
+// its SIGINT handler, so a Ctrl-C (which reaches mpirun and its ranks too) stops the section.
+int run_shell(const std::string& cmd) {
+  const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0)
+    return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return status;
 }
 
 std::string self_exe() {
@@ -113,7 +129,7 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& fa
           quoted(mpirun), root ? "--allow-run-as-root" : "", n, quoted(self_exe()),
           quoted(spec_file.string()), o.quick ? 1 : 3, quoted(json.string()),
           quoted(trace.string()), quoted((runs / fmt::format("{}-{}.log", id, n)).string()));
-      const int status = std::system(cmd.c_str());
+      const int status = run_shell(cmd);
       if (stopped()) break;
       if (status != 0 || !fs::exists(json)) {
         log(fmt::format("failed: {} on {} rank(s) (exit {}; see {}-{}.log in {})", id, n,
@@ -121,19 +137,29 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& fa
         ++failed;
         continue;
       }
-      std::ifstream jin(json);
-      nlohmann::json r = nlohmann::json::parse(jin);
-      const nlohmann::json& ranks = r.at("ranks");
-      const double total = ranks.at("samples_per_second").get<double>();
-      if (n == 1) one_rank = total;
+      nlohmann::json r;
+      double total = 0;
       std::vector<double> au;
-      for (const auto& row : ranks.at("ranks"))
-        au.push_back(row.at("au_percentage").get<double>());
+      nlohmann::json slowest;
+      try {
+        std::ifstream jin(json);
+        r = nlohmann::json::parse(jin);
+        const nlohmann::json& ranks = r.at("ranks");
+        total = ranks.at("samples_per_second").get<double>();
+        slowest = ranks.at("slowest_rank");
+        for (const auto& row : ranks.at("ranks"))
+          au.push_back(row.at("au_percentage").get<double>());
+      } catch (const std::exception& e) {
+        log(fmt::format("failed: {} on {} rank(s): {}: {}", id, n, json.string(), e.what()));
+        ++failed;
+        continue;
+      }
+      if (n == 1) one_rank = total;
       nlohmann::json point{{"ranks", n},
                            {"images_per_second", total},
                            {"images_per_second_per_rank", total / n},
                            {"au_per_rank", au},
-                           {"slowest_rank", ranks.at("slowest_rank")},
+                           {"slowest_rank", slowest},
                            {"trace", trace.filename().string()}};
       if (one_rank > 0) point["scaling_efficiency"] = total / (n * one_rank);
       log(fmt::format("{} on {} rank(s): {:.1f} images/s ({:.1f} per rank){}", id, n, total,

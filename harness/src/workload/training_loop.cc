@@ -86,7 +86,10 @@ class Shared {
   // (the others would wait for this one's next step).
   void ran_out() { ran_out_ = true; }
   void on_phase() noexcept {
-    if (cluster_ == nullptr) return;
+    // Once the ranks agreed to stop, every rank skips the collective from then on (all got the
+    // same answer), so a rank whose accelerators already left does not leave the others waiting
+    // for one more allreduce.
+    if (cluster_ == nullptr || agreed_stop_.load()) return;
     try {
       if (cluster_->agree_stop(local_stop() || ran_out_.load(), stop_)) agreed_stop_ = true;
     } catch (...) {

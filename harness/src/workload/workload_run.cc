@@ -108,7 +108,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
   // gather everything on rank 0.
   r.cluster = ranks->describe();
   const bool any_failed = ranks->agree_stop(error != nullptr, options.stop);
-  const std::vector<cluster::ClockSync> sync_start = ranks->sync_clocks(50);
+  const std::vector<cluster::ClockSync> sync_start = ranks->sync_clocks(50, options.stop);
   if (!any_failed) {
     try {
       r.run = run_training(w, t);
@@ -116,7 +116,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
       error = std::current_exception();
     }
   }
-  const std::vector<cluster::ClockSync> sync_end = ranks->sync_clocks(50);
+  const std::vector<cluster::ClockSync> sync_end = ranks->sync_clocks(50, options.stop);
   r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
   r.end = dlio_timestamp();
   std::vector<std::string> reports;

@@ -64,9 +64,10 @@ ImageRecordsResult generate_image_records(const ImageRecords& r, const std::atom
   for (int64_t i = 0; i < r.shards; ++i) {
     const std::string path =
         (fs::path(r.folder) / fmt::format("train-{:05}-of-{:05}.tfrecord", i, r.shards)).string();
-    out.files.push_back(path);
     if (fs::exists(path, ec)) {
-      out.bytes += fs::file_size(path, ec);
+      out.files.push_back(path);
+      const auto size = fs::file_size(path, ec);
+      if (!ec) out.bytes += size;
       continue;
     }
     const std::string tmp = temporary_name(path);
@@ -74,7 +75,7 @@ ImageRecordsResult generate_image_records(const ImageRecords& r, const std::atom
       std::mt19937_64 rng(r.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(i));
       TFRecordWriter w(tmp);
       for (int64_t k = 0; k < r.images_per_shard; ++k) {
-        if (stop != nullptr && stop->load()) {
+        if (stop != nullptr && stop->load()) {  // interrupted: the complete shards only
           w.close();
           fs::remove(tmp, ec);
           return out;
@@ -93,7 +94,9 @@ ImageRecordsResult generate_image_records(const ImageRecords& r, const std::atom
       fs::remove(tmp, ec);
       throw;
     }
-    out.bytes += fs::file_size(path, ec);
+    out.files.push_back(path);
+    const auto size = fs::file_size(path, ec);
+    if (!ec) out.bytes += size;
     ++out.shards_written;
   }
   return out;

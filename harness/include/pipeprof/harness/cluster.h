@@ -52,8 +52,9 @@ class Cluster {
   // Collective: every rank gets rank 0's `value`.
   virtual std::string broadcast(const std::string& value, const std::atomic<bool>* stop) = 0;
   // Collective: the clocks of all ranks against rank 0's (rank 0 gets one entry per rank, the
-  // others an empty vector), from `rounds` ping-pongs each.
-  virtual std::vector<ClockSync> sync_clocks(int rounds) = 0;
+  // others an empty vector), from `rounds` ping-pongs each. Gives up like the others (an empty
+  // vector, the cluster broken) when `stop` is set and a rank does not answer.
+  virtual std::vector<ClockSync> sync_clocks(int rounds, const std::atomic<bool>* stop) = 0;
 
   // A collective gave up: the job is ending (a peer died or the run was stopped under mpirun).
   virtual bool broken() const = 0;
@@ -62,8 +63,11 @@ class Cluster {
 // Call first in main, before any thread starts. Under mpirun (OMPI_COMM_WORLD_SIZE in the
 // environment) it initializes MPI; it throws std::runtime_error when this build has no MPI.
 void init(int* argc, char*** argv);
-// MPI_Finalize when MPI was initialized and the cluster is whole; nothing otherwise.
-void shutdown();
+// Ends MPI: MPI_Finalize after a run that ended together (exit code 0 or 130, the cluster
+// whole); after a failure of this rank (any other exit code) MPI_Abort, which ends the ranks
+// that may still wait for this one in a collective, instead of a finalize that would wait for
+// them. Nothing without MPI.
+void shutdown(int exit_code);
 Cluster& current();
 // Whether this build has the Open MPI implementation (PIPEPROF_MPI).
 bool mpi_built();

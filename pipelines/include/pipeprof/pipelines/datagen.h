@@ -156,7 +156,7 @@ struct ImageRecords {
 };
 
 struct ImageRecordsResult {
-  std::vector<std::string> files;  // every shard, in order
+  std::vector<std::string> files;  // the complete shards, in order (all of them unless stopped)
   int64_t shards_written = 0;
   uint64_t bytes = 0;  // of every shard
 };

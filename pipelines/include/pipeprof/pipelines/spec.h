@@ -20,7 +20,8 @@
 //
 // Ranks (a job of several processes, e.g. under mpirun): shard's "num_shards": "ranks" and
 // "index": "rank" stand for the process's rank count and rank (set_ranks), and list_files'
-// "shard": "rank" keeps the rank's share of the files (a shard stage right after it).
+// "shard": "rank" keeps the rank's share of the files (a shard stage right after it; a shuffled
+// listing then needs a seed, so that every rank shuffles alike).
 // parse_spec resolves them; Spec::document holds the resolved spec.
 #pragma once
 
