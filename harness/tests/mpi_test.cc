@@ -36,11 +36,13 @@ namespace fs = std::filesystem;
 
 // mpirun with what this machine needs: more ranks than cores, and root's permission where the
 // tests run as root.
+std::string mpirun_options() {
+  return std::string("mpirun --oversubscribe --bind-to none") +
+         (::geteuid() == 0 ? " --allow-run-as-root" : "");
+}
+
 std::string mpirun(int ranks, const std::string& env = "") {
-  std::string cmd = "mpirun --oversubscribe --bind-to none";
-  if (::geteuid() == 0) cmd += " --allow-run-as-root";
-  if (!env.empty()) cmd += " -x " + env;
-  return cmd + " -np " + std::to_string(ranks) + " ";
+  return mpirun_options() + (env.empty() ? "" : " -x " + env) + " -np " + std::to_string(ranks) + " ";
 }
 
 nlohmann::json read_json(const fs::path& p) {
@@ -61,6 +63,13 @@ fs::path workload(const TempDir& tmp, int epochs = 2) {
 
 std::string bin() {
   return PIPEPROF_BINARY;
+}
+
+// The workload's dataset, once, before a job that does not generate it.
+void generate(const fs::path& workload_file) {
+  const CliResult r =
+      pipeprof::testing::run_command(bin() + " datagen --workload " + workload_file.string() + " -q");
+  ASSERT_EQ(r.code, 0) << r.out;
 }
 
 // No pipeprof process of this test is left (the ranks of a job that ended).
@@ -164,11 +173,10 @@ TEST(Mpi, FailingRankIsNamedByRankZero) {
   REQUIRE_MPI();
   const TempDir tmp;
   const fs::path w = workload(tmp);
-  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
   // MPMD: rank 1 is pointed at a folder without the dataset.
   const std::string common = " workload " + w.string() + " -q --out " + (tmp / "out").string();
-  std::string cmd = "mpirun --oversubscribe --bind-to none";
-  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  const std::string cmd = mpirun_options();
   const CliResult r = pipeprof::testing::run_command(
       cmd + " -np 1 " + bin() + common + " ++workload.workflow.generate_data=False : -np 1 " +
       bin() + common + " ++workload.workflow.generate_data=False ++workload.dataset.data_folder=" +
@@ -183,7 +191,7 @@ TEST(Mpi, KilledRankEndsTheJobNamingIt) {
   REQUIRE_MPI();
   const TempDir tmp;
   const fs::path w = workload(tmp, 1000);
-  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
   // Kill rank 1 (the second rank process mpirun started) once the job runs.
   const std::string job = mpirun(3) + bin() + " workload " + w.string() + " -q --out " +
                           (tmp / "out").string();
@@ -203,7 +211,7 @@ TEST(Mpi, CtrlCWritesWhatWasMeasured) {
   REQUIRE_MPI();
   const TempDir tmp;
   const fs::path w = workload(tmp, 1000);
-  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
   const fs::path out = tmp / "out";
   const std::string job = mpirun(2) + bin() + " workload " + w.string() + " -q --out " + out.string();
   const CliResult r = pipeprof::testing::run_command("sh -c '" + job +
@@ -301,14 +309,14 @@ TEST(Mpi, TwoRanksOverTcpBetweenNetworkNamespaces) {
   } cleanup{ns};
   if (setup.code != 0) GTEST_SKIP() << "cannot create a network namespace here: " << setup.out;
   const fs::path w = workload(tmp);
-  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
   const fs::path out = tmp / "out";
   const std::string args = " workload " + w.string() + " -q --out " + out.string() +
                            " --trace " + (out / "trace.json").string();  // every rank records
   // PMIx, Open MPI's runtime and its TCP transport all on the veth's network.
   const CliResult r = pipeprof::testing::run_command(
-      "PMIX_MCA_ptl_tcp_if_include=" + net + "0/24 mpirun --oversubscribe --bind-to none "
-      "--allow-run-as-root --mca btl tcp,self --mca btl_tcp_if_include " + net + "0/24 "
+      "PMIX_MCA_ptl_tcp_if_include=" + net + "0/24 " + mpirun_options() +
+      " --mca btl tcp,self --mca btl_tcp_if_include " + net + "0/24 "
       "--mca oob_tcp_if_include " + net + "0/24 -x PMIX_MCA_ptl_tcp_if_include -np 1 " + bin() +
       args + " : -np 1 ip netns exec " + ns + " " + bin() + args);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -328,7 +336,7 @@ TEST(Mpi, LoaderFailingOnOneRankStopsEveryRank) {
   REQUIRE_MPI();
   const TempDir tmp;
   const fs::path w = workload(tmp);
-  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
   // Rank 1's copy of the dataset: the same names, every file cut to 100 bytes.
   fs::create_directories(tmp / "cut" / "train");
   for (const auto& e : fs::directory_iterator(tmp / "data" / "train")) {
@@ -337,8 +345,7 @@ TEST(Mpi, LoaderFailingOnOneRankStopsEveryRank) {
   }
   const std::string common = " workload " + w.string() + " -q --out " + (tmp / "out").string() +
                              " ++workload.workflow.generate_data=False";
-  std::string cmd = "timeout 60 mpirun --oversubscribe --bind-to none";
-  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  const std::string cmd = "timeout 60 " + mpirun_options();
   const CliResult r = pipeprof::testing::run_command(
       "(" + cmd + " -np 1 " + bin() + common + " : -np 1 " + bin() + common +
       " ++workload.dataset.data_folder=" + (tmp / "cut").string() + ") 2>&1; echo \"rc=$?\"");
@@ -354,11 +361,10 @@ TEST(Mpi, RankZeroFailingAloneEndsTheJob) {
   REQUIRE_MPI();
   const TempDir tmp;
   const fs::path w = workload(tmp);
-  ASSERT_EQ(pipeprof::testing::run_command(bin() + " datagen --workload " + w.string() + " -q").code, 0);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
   const std::string common = " workload " + w.string() + " -q --out " + (tmp / "out").string() +
                              " ++workload.workflow.generate_data=False";
-  std::string cmd = "timeout 60 mpirun --oversubscribe --bind-to none";
-  if (::geteuid() == 0) cmd += " --allow-run-as-root";
+  const std::string cmd = "timeout 60 " + mpirun_options();
   const CliResult r = pipeprof::testing::run_command(
       "(" + cmd + " -np 1 " + bin() + common + " --spec-out " +
       (tmp / "no" / "such" / "x.json").string() + " : -np 1 " + bin() + common +

@@ -202,7 +202,7 @@ class MpiCluster final : public Cluster {
     const auto start = Clock::now();
     std::optional<Clock::time_point> stopped_at;
     auto sleep = std::chrono::microseconds(20);
-    for (int polls = 0;; ++polls) {
+    for (;;) {
       int done = 0;
       const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) {

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <sstream>
 
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/merge.h"
+#include "workload/rank_gather.h"
 
 namespace pipeprof::harness {
 
@@ -55,19 +55,15 @@ RankedRun run_on_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOp
         result.median_wall_ms > 0 ? 100.0 * elements * step_ms / result.median_wall_ms : 0.0;
     mine["wait_mean_ms"] = result.median_wait.mean_ms;
     mine["interrupted"] = result.interrupted;
-    if (result.trace && !root) {
-      std::ostringstream json;
-      trace::write_chrome_json(*result.trace, json);
-      mine["trace"] = json.str();
-    }
+    if (result.trace && !root) mine["trace"] = workload::rank_trace_json(*result.trace);
   }
   const std::vector<std::string> parts = ranks.gather(mine.dump(), options.stop);
   if (!root) return out;
 
   nlohmann::json rows = nlohmann::json::array();
   std::vector<trace::RankTrace> traces;
-  double total = 0, slowest_rate = 0;
-  int slowest = -1;
+  double total = 0;
+  std::vector<std::pair<int, double>> rates;
   std::string first_error;
   bool first_input = false;
   for (const std::string& part : parts) {
@@ -83,29 +79,18 @@ RankedRun run_on_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOp
     }
     const double rate = r["samples_per_second"].get<double>();
     total += rate;
-    if (slowest < 0 || rate < slowest_rate) {
-      slowest = rank;
-      slowest_rate = rate;
-    }
+    rates.emplace_back(rank, rate);
     out.interrupted = out.interrupted || r["interrupted"].get<bool>();
     if (rank == 0 && out.result.trace) {
       traces.push_back(
-          {.rank = 0, .host = r["host"].get<std::string>(), .trace = *out.result.trace, .offsets = {}});
+          {.rank = 0, .host = r["host"].get<std::string>(), .trace = std::move(*out.result.trace), .offsets = {}});
+      out.result.trace.reset();  // moved into the merge
     } else if (r.contains("trace")) {
-      std::vector<trace::ClockOffset> offsets;
-      for (const auto* syncs : {&sync_start, &sync_end}) {
-        for (const cluster::ClockSync& c : *syncs) {
-          if (c.rank == rank) {
-            offsets.push_back(
-                {.at_ns = c.at_ns - c.offset_ns, .offset_ns = c.offset_ns, .error_ns = c.error_ns});
-          }
-        }
-      }
       traces.push_back({.rank = rank,
                         .host = r["host"].get<std::string>(),
                         .trace = trace::parse_chrome_json(r["trace"].get<std::string>(),
                                                           fmt::format("rank {}'s trace", rank)),
-                        .offsets = std::move(offsets)});
+                        .offsets = workload::clock_offsets(rank, sync_start, sync_end)});
       r.erase("trace");
     }
     rows.push_back(std::move(r));
@@ -115,14 +100,14 @@ RankedRun run_on_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOp
     out.input_error = first_input;
     return out;
   }
-  const double mean = rows.empty() ? 0 : total / static_cast<double>(rows.size());
+  const workload::Slowest slowest = workload::slowest_rank(rates);
   out.summary = {{"ranks", rows},
                  {"size", ranks.size()},
                  {"cluster", ranks.describe()},
                  {"samples_per_element", per_element},
                  {"samples_per_second", total},
-                 {"slowest_rank", slowest},
-                 {"slowest_behind_mean_percent", mean > 0 ? 100.0 * (mean - slowest_rate) / mean : 0.0}};
+                 {"slowest_rank", slowest.rank},
+                 {"slowest_behind_mean_percent", slowest.behind_mean_percent}};
   if (!traces.empty()) {
     out.merged = std::make_shared<trace::Trace>(trace::merge_ranks(std::move(traces)));
     out.summary["clock_error_ns"] = std::stoll(out.merged->metadata.at("clock_error_ns"));

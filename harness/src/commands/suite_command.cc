@@ -91,6 +91,30 @@ std::vector<Experiment> select_experiments(std::vector<Experiment> catalog,
   return selected;
 }
 
+struct SuiteFailures {
+  int failed = 0, on_input = 0;
+  size_t experiments = 0;
+};
+
+// The end of a suite: the table, results.json and the report (`runs` as results, `entries` as
+// they are), and the exit status. Throws std::runtime_error naming what cannot be written.
+Outcome finish_suite(const SuiteOptions& o, const std::vector<ExperimentResult>& table,
+                     const std::vector<ExperimentResult>& runs,
+                     const std::vector<nlohmann::json>& entries, const SleepOvershoot& overshoot,
+                     int repetitions, const std::string& started_utc, const SuiteFailures& f) {
+  const bool interrupted = InterruptGuard::flag();
+  std::cout << "\n";
+  print_table(std::cout, table);
+  write_outputs(o.out, runs, entries, overshoot, interrupted, repetitions, started_utc);
+  std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
+  if (interrupted) return Outcome::kInterrupted;
+  if (f.on_input > 0) {
+    throw InputError(fmt::format("{} of {} experiment(s) failed on bad input (see above)",
+                                 f.on_input, f.experiments));
+  }
+  return f.failed > 0 ? Outcome::kFailed : Outcome::kOk;
+}
+
 // Under mpirun: every rank runs each catalog experiment (on its shard where the spec has rank
 // tokens), and rank 0 writes one results.json and report with every experiment's per-rank results
 // ("ranks") and traces merged over the ranks. The storage and scale-out sections start their own
@@ -151,17 +175,9 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
     results.push_back(std::move(r));
   }
   if (!root) return InterruptGuard::flag() ? Outcome::kInterrupted : Outcome::kOk;
-  const bool interrupted = InterruptGuard::flag();
-  std::cout << "\n";
-  print_table(std::cout, results);
-  write_outputs(o.out, {}, entries, overshoot, interrupted, repetitions, started_utc);
-  std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
-  if (interrupted) return Outcome::kInterrupted;
-  if (failed_on_input > 0) {
-    throw InputError(fmt::format("{} of {} experiment(s) failed on bad input (see above)",
-                                 failed_on_input, catalog.size()));
-  }
-  return failed > 0 ? Outcome::kFailed : Outcome::kOk;
+  // The entries carry their ranks: written as they are, the table from rank 0's results.
+  return finish_suite(o, results, {}, entries, overshoot, repetitions, started_utc,
+                      {failed, failed_on_input, catalog.size()});
 }
 
 Outcome suite(const SuiteOptions& o) {
@@ -242,18 +258,8 @@ Outcome suite(const SuiteOptions& o) {
     for (auto& e : entries)
       storage_entries.push_back(std::move(e));
   }
-  const bool interrupted = InterruptGuard::flag();
-  std::cout << "\n";
-  print_table(std::cout, results);
-  // Throws std::runtime_error naming what cannot be written.
-  write_outputs(o.out, results, storage_entries, overshoot, interrupted, repetitions, started_utc);
-  std::cerr << fmt::format("wrote {}/results.json and {}/report.md\n", o.out, o.out);
-  if (interrupted) return Outcome::kInterrupted;
-  if (failed_on_input > 0) {
-    throw InputError(fmt::format("{} of {} experiment(s) failed on bad input (see above)",
-                                 failed_on_input, catalog.size()));
-  }
-  return failed > 0 ? Outcome::kFailed : Outcome::kOk;
+  return finish_suite(o, results, results, storage_entries, overshoot, repetitions, started_utc,
+                      {failed, failed_on_input, catalog.size()});
 }
 
 }  // namespace

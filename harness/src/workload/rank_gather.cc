@@ -63,6 +63,61 @@ AcceleratorRecord record_from_json(const nlohmann::json& j,
 
 }  // namespace
 
+std::vector<trace::ClockOffset> clock_offsets(int rank, const std::vector<cluster::ClockSync>& start,
+                                              const std::vector<cluster::ClockSync>& end) {
+  std::vector<trace::ClockOffset> offsets;
+  for (const auto* syncs : {&start, &end}) {
+    for (const cluster::ClockSync& s : *syncs) {
+      if (s.rank == rank && rank != 0) {
+        offsets.push_back(
+            {.at_ns = s.at_ns - s.offset_ns, .offset_ns = s.offset_ns, .error_ns = s.error_ns});
+      }
+    }
+  }
+  return offsets;
+}
+
+std::string rank_trace_json(const trace::Trace& trace) {
+  const int64_t skew = cluster::rank_clock_skew_ns();
+  std::ostringstream json;
+  if (skew == 0) {
+    trace::write_chrome_json(trace, json);
+    return json.str();
+  }
+  trace::Trace t = trace;  // this rank's "host clock" (PIPEPROF_CLOCK_SKEW_NS)
+  for (trace::Lane& l : t.lanes) {
+    for (trace::Span& s : l.spans)
+      s.start_ns += skew;
+    for (trace::Instant& i : l.instants)
+      i.ts_ns += skew;
+  }
+  for (trace::Counter& k : t.counters) {
+    for (auto& p : k.points)
+      p.first += skew;
+  }
+  for (trace::Flow& f : t.flows) {
+    f.from_ns += skew;
+    f.to_ns += skew;
+  }
+  trace::write_chrome_json(t, json);
+  return json.str();
+}
+
+Slowest slowest_rank(const std::vector<std::pair<int, double>>& rates) {
+  Slowest s;
+  double sum = 0, slowest_rate = 0;
+  for (const auto& [rank, rate] : rates) {
+    sum += rate;
+    if (s.rank < 0 || rate < slowest_rate) {
+      s.rank = rank;
+      slowest_rate = rate;
+    }
+  }
+  const double mean = rates.empty() ? 0 : sum / static_cast<double>(rates.size());
+  s.behind_mean_percent = mean > 0 ? 100.0 * (mean - slowest_rate) / mean : 0.0;
+  return s;
+}
+
 std::string rank_report(const cluster::Cluster& c, const TrainRun& run, std::exception_ptr error,
                         double cpu_ms) {
   const int64_t skew = cluster::rank_clock_skew_ns();
@@ -85,28 +140,7 @@ std::string rank_report(const cluster::Cluster& c, const TrainRun& run, std::exc
       out["error"] = {{"kind", "run"}, {"message", "an unknown error"}};
     }
   }
-  if (run.trace && c.rank() != 0) {
-    trace::Trace t = *run.trace;
-    if (skew != 0) {  // this rank's "host clock" (PIPEPROF_CLOCK_SKEW_NS)
-      for (trace::Lane& l : t.lanes) {
-        for (trace::Span& s : l.spans)
-          s.start_ns += skew;
-        for (trace::Instant& i : l.instants)
-          i.ts_ns += skew;
-      }
-      for (trace::Counter& k : t.counters) {
-        for (auto& p : k.points)
-          p.first += skew;
-      }
-      for (trace::Flow& f : t.flows) {
-        f.from_ns += skew;
-        f.to_ns += skew;
-      }
-    }
-    std::ostringstream json;
-    trace::write_chrome_json(t, json);
-    out["trace"] = json.str();
-  }
+  if (run.trace && c.rank() != 0) out["trace"] = rank_trace_json(*run.trace);
   return out.dump();
 }
 
@@ -123,15 +157,9 @@ GatheredRanks gather_ranks(const std::vector<std::string>& reports, TrainRun loc
     const nlohmann::json rep = nlohmann::json::parse(reports[r]);
     const int rank = rep.at("rank").get<int>();
     const std::string host = rep.at("host").get<std::string>();
-    std::vector<trace::ClockOffset> offsets;
-    for (const auto* syncs : {&start, &end}) {
-      for (const cluster::ClockSync& s : *syncs) {
-        if (s.rank != rank) continue;
-        offsets.push_back(trace::ClockOffset{
-            .at_ns = s.at_ns - s.offset_ns, .offset_ns = s.offset_ns, .error_ns = s.error_ns});
-        g.clock_error_ns = std::max(g.clock_error_ns, s.error_ns);
-      }
-    }
+    std::vector<trace::ClockOffset> offsets = clock_offsets(rank, start, end);
+    for (const trace::ClockOffset& o : offsets)
+      g.clock_error_ns = std::max(g.clock_error_ns, o.error_ns);
     nlohmann::json row{{"rank", rank}, {"host", host}, {"cpu_ms", rep.at("cpu_ms")}};
     int64_t accelerators = 0;
     if (rank == 0) {
@@ -180,9 +208,7 @@ nlohmann::json rank_summary(const GatheredRanks& g, const std::vector<double>& a
                             const std::vector<double>& accelerator_throughput,
                             int64_t accelerators_per_rank) {
   nlohmann::json rows = nlohmann::json::array();
-  double sum = 0;
-  int slowest = -1;
-  double slowest_tp = 0;
+  std::vector<std::pair<int, double>> rates;
   for (const nlohmann::json& r : g.ranks) {
     nlohmann::json row = r;
     const auto rank = r.at("rank").get<size_t>();
@@ -196,18 +222,17 @@ nlohmann::json rank_summary(const GatheredRanks& g, const std::vector<double>& a
     }
     row["au_percentage"] = n > 0 ? au / static_cast<double>(n) : 0.0;
     row["throughput_samples_per_second"] = tp;
-    sum += tp;
-    if (slowest < 0 || tp < slowest_tp) {
-      slowest = static_cast<int>(rank);
-      slowest_tp = tp;
-    }
+    rates.emplace_back(static_cast<int>(rank), tp);
     rows.push_back(std::move(row));
   }
-  const double mean = rows.empty() ? 0 : sum / static_cast<double>(rows.size());
+  double sum = 0;
+  for (const auto& [rank, rate] : rates)
+    sum += rate;
+  const Slowest slowest = slowest_rank(rates);
   return {{"ranks", rows},
           {"throughput_samples_per_second", sum},
-          {"slowest_rank", slowest},
-          {"slowest_behind_mean_percent", mean > 0 ? 100.0 * (mean - slowest_tp) / mean : 0.0},
+          {"slowest_rank", slowest.rank},
+          {"slowest_behind_mean_percent", slowest.behind_mean_percent},
           {"clock_error_ns", g.clock_error_ns}};
 }
 

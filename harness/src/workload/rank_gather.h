@@ -7,9 +7,11 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof/trace/merge.h"
 #include "workload/dlio_workload.h"
 #include "workload/training_loop.h"
 
@@ -37,6 +39,22 @@ struct GatheredRanks {
 GatheredRanks gather_ranks(const std::vector<std::string>& reports, TrainRun local,
                            const std::vector<cluster::ClockSync>& start,
                            const std::vector<cluster::ClockSync>& end);
+
+// The offsets that put rank `rank`'s timestamps on rank 0's clock, from rank 0's measures at the
+// start and the end of a run (none for rank 0 itself).
+std::vector<trace::ClockOffset> clock_offsets(int rank, const std::vector<cluster::ClockSync>& start,
+                                              const std::vector<cluster::ClockSync>& end);
+
+// This rank's trace as Chrome JSON for rank 0, on the clock the ping-pong measured (its own, plus
+// the test skew of PIPEPROF_CLOCK_SKEW_NS).
+std::string rank_trace_json(const trace::Trace& t);
+
+// The slowest of the ranks' samples/s (rank, rate) and how far below their mean it is, in %.
+struct Slowest {
+  int rank = -1;
+  double behind_mean_percent = 0;
+};
+Slowest slowest_rank(const std::vector<std::pair<int, double>>& rates);
 
 // The per-rank summary of a gathered run, for results.json: per rank its AU and samples/s (over
 // its accelerators), and the slowest rank and by how much it trails the mean.

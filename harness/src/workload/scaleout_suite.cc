@@ -14,23 +14,12 @@
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/results/report.h"
+#include "workload/storage_suite.h"
 
 namespace pipeprof::harness::workload {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 // Runs `cmd` with /bin/sh and returns its wait status. Unlike std::system, this process keeps
 // its SIGINT handler, so a Ctrl-C (which reaches mpirun and its ranks too) stops the section.
@@ -126,9 +115,9 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& fa
       const std::string cmd = fmt::format(
           "{} {} --oversubscribe --bind-to none -np {} {} run {} --repetitions {} --json {} "
           "--trace {} > {} 2>&1",
-          quoted(mpirun), root ? "--allow-run-as-root" : "", n, quoted(self_exe()),
-          quoted(spec_file.string()), o.quick ? 1 : 3, quoted(json.string()),
-          quoted(trace.string()), quoted((runs / fmt::format("{}-{}.log", id, n)).string()));
+          shell_quoted(mpirun), root ? "--allow-run-as-root" : "", n, shell_quoted(self_exe()),
+          shell_quoted(spec_file.string()), o.quick ? 1 : 3, shell_quoted(json.string()),
+          shell_quoted(trace.string()), shell_quoted((runs / fmt::format("{}-{}.log", id, n)).string()));
       const int status = run_shell(cmd);
       if (stopped()) break;
       if (status != 0 || !fs::exists(json)) {

@@ -52,14 +52,15 @@ bool python_has_torch() {
   return std::system("/usr/bin/python3 -c 'import torch, numpy, yaml' >/dev/null 2>&1") == 0;
 }
 
-std::string quoted(const std::string& s) {
+
+}  // namespace
+
+std::string shell_quoted(const std::string& s) {
   std::string out = "'";
   for (char c : s)
     out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-
-}  // namespace
 
 fs::path workloads_dir() {
   if (const char* env = std::getenv("PIPEPROF_WORKLOADS"); env != nullptr && *env != '\0')
@@ -134,10 +135,10 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
     const std::string cmd = fmt::format(
         "/usr/bin/python3 {} {} {} --find-max-accelerators --max-accelerators {} -q --out {} "
         "2>&1",
-        quoted(pytorch_peer().string()), quoted((workloads_dir() / "npz_256k.yaml").string()),
-        quoted("++workload.dataset.data_folder=" + w.dataset.data_folder) + " " +
-            quoted(fmt::format("++workload.train.epochs={}", epochs)),
-        o.quick ? 4 : 8, quoted(peer_out.string()));
+        shell_quoted(pytorch_peer().string()), shell_quoted((workloads_dir() / "npz_256k.yaml").string()),
+        shell_quoted("++workload.dataset.data_folder=" + w.dataset.data_folder) + " " +
+            shell_quoted(fmt::format("++workload.train.epochs={}", epochs)),
+        o.quick ? 4 : 8, shell_quoted(peer_out.string()));
     FILE* pipe = popen(cmd.c_str(), "r");
     if (pipe == nullptr) throw RunFailure("cannot start the PyTorch peer");
     std::string text;
