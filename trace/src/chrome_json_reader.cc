@@ -41,6 +41,14 @@ bool is_gpu_category(std::string_view cat) {
          cat == "Memcpy" || cat == "Memset";
 }
 
+// Spans only a CPU thread records: CUDA API calls (pipeprof's and Kineto's), Kineto's operators
+// and Python functions, and pipeprof's own categories.
+bool is_host_category(std::string_view cat) {
+  return cat == "cuda_api" || cat == "cuda_runtime" || cat == "cuda_driver" || cat == "cpu_op" ||
+         cat == "python_function" || cat == "user_annotation" || cat == "step" || cat == "wait" ||
+         cat == "pipeline";
+}
+
 bool is_kineto_category(std::string_view cat) {
   return cat == "ac2g" || cat == "kernel" || cat == "cuda_runtime" || cat == "cpu_op" ||
          cat == "gpu_memcpy" || cat == "cuda_driver" || cat == "python_function";
@@ -455,8 +463,12 @@ class Reader {
         const auto device = e_.numeric_arg("device");
         const bool device_ok = device && *device >= 0 && *device < 1e9;
         builder_.mark_gpu(lane, device_ok ? static_cast<int32_t>(*device) : 0,
-                          static_cast<int64_t>(*stream), false);
+                          static_cast<int64_t>(*stream),
+                          *e_.cat == "cuda_sync" ? TraceBuilder::GpuMark::kSync
+                                                 : TraceBuilder::GpuMark::kDeviceWork);
       }
+    } else if (e_.cat && is_host_category(*e_.cat)) {
+      builder_.note_host_span(lane);
     }
     builder_.add_span(lane, s);
   }
@@ -490,7 +502,7 @@ class Reader {
       const auto stream = e_.numeric_arg("stream");
       if (device && stream && *device >= 0 && *device < 1e9 && *stream >= -1 && *stream < 9e18)
         builder_.mark_gpu(builder_.lane(e_.pid, e_.tid), static_cast<int32_t>(*device),
-                          static_cast<int64_t>(*stream), true);
+                          static_cast<int64_t>(*stream), TraceBuilder::GpuMark::kMetadata);
       return;
     }
     if (kind == "process_sort_index" || kind == "thread_sort_index") {

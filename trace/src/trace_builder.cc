@@ -94,11 +94,12 @@ void TraceBuilder::end(uint32_t lane, int64_t ts_ns, uint32_t args, uint64_t off
   extend(ts_ns);
 }
 
-void TraceBuilder::mark_gpu(uint32_t lane, int32_t device, int64_t stream, bool from_metadata) {
+void TraceBuilder::mark_gpu(uint32_t lane, int32_t device, int64_t stream, GpuMark mark) {
   RawLane& l = raw_[lane];
-  if (l.gpu_from_metadata || (l.gpu && !from_metadata)) return;
+  if (l.gpu && static_cast<uint8_t>(mark) >= static_cast<uint8_t>(l.gpu_mark)) return;
   l.gpu = true;
-  l.gpu_from_metadata = from_metadata;
+  l.gpu_mark = mark;
+  l.gpu_from_metadata = mark == GpuMark::kMetadata;
   l.device = device;
   l.stream = stream;
 }
@@ -150,6 +151,8 @@ std::vector<uint32_t> TraceBuilder::resolve_lanes() {
   std::vector<uint32_t> lane_of_raw(raw_.size());
   for (size_t r = 0; r < raw_.size(); ++r) {
     RawLane& raw = raw_[r];
+    // Syncs alone on a thread that also made API calls or ran steps: the thread that waited.
+    if (raw.gpu && raw.gpu_mark == GpuMark::kSync && raw.host_span) raw.gpu = false;
     const uint32_t index = raw.gpu ? trace_.gpu_lane(raw.pid, raw.device, raw.stream)
                                    : trace_.thread_lane(raw.pid, raw.tid);
     lane_of_raw[r] = index;

@@ -43,9 +43,16 @@ class TraceBuilder {
   // E before its B, throws TraceFormatError.
   void begin(uint32_t lane, int64_t ts_ns, StrId name, StrId category, uint32_t args);
   void end(uint32_t lane, int64_t ts_ns, uint32_t args, uint64_t offset);
-  // Marks a lane as a GPU stream. A mark from thread_name metadata (pipeprof's writer) wins over
-  // marks from events and keeps the thread's name; otherwise the first mark wins.
-  void mark_gpu(uint32_t lane, int32_t device, int64_t stream, bool from_metadata);
+  // What marks a lane as a GPU stream, strongest first: thread_name metadata with a device and a
+  // stream (pipeprof's writer), device work on it (kernels, copies, sets), a sync event naming a
+  // stream (Kineto puts those on the stream's lane, pipeprof's writer on the calling thread's).
+  enum class GpuMark : uint8_t { kMetadata, kDeviceWork, kSync };
+  // Marks a lane as a GPU stream. A stronger mark replaces a weaker one (a mark from metadata also
+  // keeps the thread's name); between equal marks the first wins. A lane marked only by syncs stays
+  // a CPU thread if it also holds host spans (note_host_span).
+  void mark_gpu(uint32_t lane, int32_t device, int64_t stream, GpuMark mark);
+  // A span of the lane that only a CPU thread records (an API call, a step, a pipeline stage).
+  void note_host_span(uint32_t lane) { raw_[lane].host_span = true; }
 
   void counter(int64_t pid, std::string_view name, int64_t ts_ns, double value);
   void flow(FlowPhase phase, uint64_t id, StrId category, StrId name, uint32_t lane, int64_t ts_ns);
@@ -71,6 +78,8 @@ class TraceBuilder {
     std::optional<int64_t> sort_index;
     bool gpu = false;
     bool gpu_from_metadata = false;
+    bool host_span = false;
+    GpuMark gpu_mark = GpuMark::kSync;
     int32_t device = -1;
     int64_t stream = -1;
   };

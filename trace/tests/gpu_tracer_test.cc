@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "gpu_records.h"
+#include "pipeprof/trace/analysis.h"
+#include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::trace {
@@ -224,6 +227,76 @@ TEST(GpuTracer, WithoutAUsableGpuTheTraceStaysCpuOnly) {
   EXPECT_LE(std::count(err.begin(), err.end(), '\n'), 1) << err;
   if (!err.empty()) {
     EXPECT_NE(err.find("the trace is CPU-only"), std::string::npos) << err;
+  }
+}
+
+// A sync event sits on the thread that waited, with the stream it waited for: read back, that
+// thread stays a CPU thread (its steps and API calls with it) and the streams stay GPU lanes.
+TEST(GpuRecords, ASyncOnTheCallingThreadKeepsItACpuThreadWhenReadBack) {
+  const int64_t pid = 4242, tid = 77;
+  uint64_t next_id = 1;
+  Trace t = gpu::build_gpu_trace(step_records(tid), pid, [&] { return next_id++; });
+  const uint32_t cpu_index = t.thread_lane(pid, tid);
+  t.lanes[cpu_index].name = "train loop";
+  Span step;
+  step.start_ns = 900;
+  step.dur_ns = 3000;
+  step.name = t.strings.intern("step");
+  step.category = t.strings.intern("step");
+  t.lanes[cpu_index].spans.push_back(step);
+  t.finalize();
+
+  std::ostringstream json;
+  write_chrome_json(t, json);
+  const Trace back = parse_chrome_json(json.str());
+  size_t gpu_lanes = 0;
+  for (const Lane& l : back.lanes)
+    gpu_lanes += l.kind == LaneKind::kGpuStream ? 1 : 0;
+  EXPECT_EQ(gpu_lanes, 3u);
+  const auto cpu = std::find_if(back.lanes.begin(), back.lanes.end(),
+                                [](const Lane& l) { return l.name == "train loop"; });
+  ASSERT_NE(cpu, back.lanes.end());
+  EXPECT_EQ(cpu->kind, LaneKind::kThread);
+  EXPECT_NE(find_span(back, *cpu, "Stream synchronize"), nullptr);
+  EXPECT_NE(find_span(back, *cpu, "step"), nullptr);
+}
+
+// A stream lane holding only syncs (as Kineto writes them: pid = device, tid = stream) is still a
+// GPU lane.
+TEST(GpuRecords, AStreamLaneOfSyncsAloneStaysAGpuLane) {
+  const Trace t = parse_chrome_json(R"({"traceEvents":[
+    {"ph":"X","pid":0,"tid":7,"ts":10,"dur":5,"name":"Stream Sync","cat":"cuda_sync",
+     "args":{"device":0,"stream":7}},
+    {"ph":"X","pid":100,"tid":100,"ts":9,"dur":7,"name":"cudaStreamSynchronize",
+     "cat":"cuda_runtime","args":{"correlation":3}}]})");
+  size_t gpu_lanes = 0, threads = 0;
+  for (const Lane& l : t.lanes) {
+    gpu_lanes += l.kind == LaneKind::kGpuStream ? 1 : 0;
+    threads += l.kind == LaneKind::kThread ? 1 : 0;
+  }
+  EXPECT_EQ(gpu_lanes, 1u);
+  EXPECT_EQ(threads, 1u);
+}
+
+// A trace recorded on an NVIDIA H100 (`pipeprof run map_parallel --step cuda:10 --trace`): the
+// train loop's steps and waits, the GPU's two streams, and kernels that are all device work.
+TEST(GpuRecords, ARecordedH100TraceAnalysesItsStepsAndKernels) {
+  const Trace t = load_chrome_json(PIPEPROF_GPU_FIXTURES "/map_parallel_cuda_h100.trace.json");
+  const Analysis a = analyze(t);
+  ASSERT_TRUE(a.steps.present) << (a.notes.empty() ? "" : a.notes.front());
+  EXPECT_EQ(a.steps.steps, 6);
+  EXPECT_GT(a.steps.input_bound_pct, 50);  // a 30 ms map for a 10 ms step
+  ASSERT_TRUE(a.gpu.present);
+  ASSERT_EQ(a.gpu.devices.size(), 1u);
+  EXPECT_EQ(a.gpu.devices[0].streams, 2);
+  // Six 10 ms steps in a 232 ms trace.
+  EXPECT_GT(a.gpu.devices[0].busy_pct, 15);
+  EXPECT_LT(a.gpu.devices[0].busy_pct, 40);
+  EXPECT_LT(a.gpu.devices[0].kernel_ns, a.gpu.window_ns);
+  ASSERT_FALSE(a.gpu.top_kernels.empty());
+  for (const KernelStat& k : a.gpu.top_kernels) {
+    for (const char* host : {"epoch", "step", "get_next", "cudaStreamSynchronize", "wait"})
+      EXPECT_EQ(k.name.find(host), std::string::npos) << k.name;
   }
 }
 
