@@ -20,6 +20,25 @@ __global__ void features_kernel(const unsigned char* bytes, size_t nbytes, const
   }
 }
 
+// SplitMix64's finalizer: a well-mixed 64-bit value for each counter.
+__device__ uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__global__ void normal_fill_kernel(float* w, size_t n, float stddev, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint64_t r = mix64(seed ^ mix64(i));
+    // Two 24-bit uniforms: u1 in (0, 1] (its logarithm is finite), u2 in [0, 1).
+    const float u1 = static_cast<float>((r >> 40) + 1) * (1.0F / 16777216.0F);
+    const float u2 = static_cast<float>(r & 0xffffffULL) * (1.0F / 16777216.0F);
+    w[i] = stddev * sqrtf(-2.0F * logf(u1)) * cospif(2.0F * u2);
+  }
+}
+
 __global__ void relu_kernel(float* h, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -62,6 +81,12 @@ __global__ void softmax_xent_kernel(const float* logits, const int* labels, floa
 cudaError_t launch_features(const unsigned char* bytes, size_t nbytes, const float* base, float* x,
                             size_t n, cudaStream_t stream) {
   features_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(bytes, nbytes, base, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_normal_fill(float* w, size_t n, float stddev, uint64_t seed,
+                               cudaStream_t stream) {
+  normal_fill_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(w, n, stddev, seed);
   return cudaGetLastError();
 }
 

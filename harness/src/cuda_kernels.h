@@ -5,12 +5,17 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace pipeprof::harness {
 
 // x[i] = base[i] + 0.1 * (bytes[i % nbytes] / 255 - 0.5): the batch's bytes perturb a fixed input.
 cudaError_t launch_features(const unsigned char* bytes, size_t nbytes, const float* base, float* x,
                             size_t n, cudaStream_t stream);
+// w[i] = stddev * a standard normal drawn from (seed, i) by a counter-based hash and Box-Muller:
+// weights initialized on the device, whatever their size, in one pass.
+cudaError_t launch_normal_fill(float* w, size_t n, float stddev, uint64_t seed,
+                               cudaStream_t stream);
 // h = max(h, 0)
 cudaError_t launch_relu(float* h, size_t n, cudaStream_t stream);
 // dh = 0 where h (a ReLU's output) is 0

@@ -210,9 +210,18 @@ class CudaStep final : public Step {
 
   CudaStepInfo info() const {
     std::lock_guard lock(regions_mu_);
-    return {batch_,         inputs_,        hidden_,        classes_,
-            calibrated_ms_, device_,        direct_copies_.load(), staged_copies_.load(),
-            regions_.size()};
+    CudaStepInfo i;
+    i.batch = batch_;
+    i.inputs = inputs_;
+    i.hidden = hidden_;
+    i.classes = classes_;
+    i.passes = passes_;
+    i.calibrated_ms = calibrated_ms_;
+    i.device = device_;
+    i.direct_copies = direct_copies_.load();
+    i.staged_copies = staged_copies_.load();
+    i.registered_regions = regions_.size();
+    return i;
   }
 
  private:
@@ -259,22 +268,14 @@ class CudaStep final : public Step {
     dh_ = DeviceArray<float>(static_cast<size_t>(batch_) * h);
     logits_ = DeviceArray<float>(static_cast<size_t>(batch_) * classes_);
     dlogits_ = DeviceArray<float>(static_cast<size_t>(batch_) * classes_);
-    // He-style initialization, drawn on the host once per size.
-    std::mt19937 rng(7);
-    auto fill = [&](DeviceArray<float>& w, size_t fan_in) {
-      std::normal_distribution<float> normal(0.0F,
-                                             std::sqrt(2.0F / static_cast<float>(fan_in)));
-      std::vector<float> v(w.size());
-      for (auto& x : v)
-        x = normal(rng);
-      PIPEPROF_CHECK(cudaMemcpy(w.get(), v.data(), v.size() * sizeof(float),
-                                cudaMemcpyHostToDevice));
-    };
-    fill(w1_, static_cast<size_t>(inputs_));
-    fill(w2_, h);
-    // A copy from pageable memory may return before its DMA is done, and the compute stream does
-    // not wait for the legacy stream: finish the uploads before a step can read them.
-    PIPEPROF_CHECK(cudaDeviceSynchronize());
+    // He-style initialization, drawn on the device: a wide layer holds billions of weights, which
+    // the host would take minutes to draw.
+    PIPEPROF_CHECK(launch_normal_fill(w1_.get(), w1_.size(),
+                                      std::sqrt(2.0F / static_cast<float>(inputs_)), 7,
+                                      compute_.get()));
+    PIPEPROF_CHECK(launch_normal_fill(w2_.get(), w2_.size(), std::sqrt(2.0F / static_cast<float>(h)),
+                                      8, compute_.get()));
+    PIPEPROF_CHECK(cudaStreamSynchronize(compute_.get()));
   }
 
   // Row-major C[m x n] = alpha * op(A) op(B) + beta * C, with op(A) m x k and op(B) k x n, on the
@@ -307,22 +308,26 @@ class CudaStep final : public Step {
     PIPEPROF_CHECK(cudaEventRecord(copied_.get(), copy_.get()));
     PIPEPROF_CHECK(cudaStreamWaitEvent(compute, copied_.get(), 0));
     PIPEPROF_CHECK(launch_features(batch_bytes_.get(), nbytes, base_.get(), x_.get(), nx, compute));
-    // Forward.
-    gemm(false, false, batch_, hidden_, inputs_, x_.get(), w1_.get(), h_.get());
-    PIPEPROF_CHECK(launch_relu(h_.get(), nh, compute));
-    gemm(false, false, batch_, classes_, hidden_, h_.get(), w2_.get(), logits_.get());
-    PIPEPROF_CHECK(cudaMemsetAsync(loss_device_.get(), 0, sizeof(float), compute));
-    PIPEPROF_CHECK(launch_softmax_xent(logits_.get(), labels_.get(), dlogits_.get(),
-                                       loss_device_.get(), batch_, classes_, compute));
-    // Backward.
-    gemm(true, false, hidden_, classes_, batch_, h_.get(), dlogits_.get(), dw2_.get());
-    gemm(false, true, batch_, hidden_, classes_, dlogits_.get(), w2_.get(), dh_.get());
-    PIPEPROF_CHECK(launch_relu_backward(h_.get(), dh_.get(), nh, compute));
-    gemm(true, false, inputs_, hidden_, batch_, x_.get(), dh_.get(), dw1_.get());
-    // Update.
-    // The output layer's rate shrinks with the width: each logit sums `hidden` updated weights.
-    sgd(w1_, dw1_, kLearningRate);
-    sgd(w2_, dw2_, kLearningRate * std::min(1.0F, 256.0F / static_cast<float>(hidden_)));
+    // Passes over the batch (gradient steps): more than one where the widest layer the device
+    // holds is still short of the target time.
+    for (int pass = 0; pass < passes_; ++pass) {
+      // Forward.
+      gemm(false, false, batch_, hidden_, inputs_, x_.get(), w1_.get(), h_.get());
+      PIPEPROF_CHECK(launch_relu(h_.get(), nh, compute));
+      gemm(false, false, batch_, classes_, hidden_, h_.get(), w2_.get(), logits_.get());
+      PIPEPROF_CHECK(cudaMemsetAsync(loss_device_.get(), 0, sizeof(float), compute));
+      PIPEPROF_CHECK(launch_softmax_xent(logits_.get(), labels_.get(), dlogits_.get(),
+                                         loss_device_.get(), batch_, classes_, compute));
+      // Backward.
+      gemm(true, false, hidden_, classes_, batch_, h_.get(), dlogits_.get(), dw2_.get());
+      gemm(false, true, batch_, hidden_, classes_, dlogits_.get(), w2_.get(), dh_.get());
+      PIPEPROF_CHECK(launch_relu_backward(h_.get(), dh_.get(), nh, compute));
+      gemm(true, false, inputs_, hidden_, batch_, x_.get(), dh_.get(), dw1_.get());
+      // Update.
+      // The output layer's rate shrinks with the width: each logit sums `hidden` updated weights.
+      sgd(w1_, dw1_, kLearningRate);
+      sgd(w2_, dw2_, kLearningRate * std::min(1.0F, 256.0F / static_cast<float>(hidden_)));
+    }
     PIPEPROF_CHECK(cudaMemcpyAsync(loss_host_.get(), loss_device_.get(), sizeof(float),
                                    cudaMemcpyDeviceToHost, compute));
     PIPEPROF_CHECK(cudaStreamSynchronize(compute));
@@ -330,21 +335,23 @@ class CudaStep final : public Step {
   }
 
   // The step's cost grows about linearly with the hidden width: measure, rescale, repeat until one
-  // step lands within 10% of the target. The width is capped by the device's free memory.
+  // step lands within 10% of the target. The width is capped (by the device's free memory, by
+  // cuBLAS's int sizes, and at 2^18 units so that no weight array passes 1 GiB); a longer target
+  // than the widest layer reaches takes several passes over the batch.
   void calibrate() {
     size_t free_bytes = 0, total_bytes = 0;
     PIPEPROF_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     // Per hidden unit: w1, dw1 (inputs each), w2, dw2 (classes each), h, dh (batch each).
     const size_t per_unit = sizeof(float) * (2 * static_cast<size_t>(inputs_) + 2 * classes_ +
                                              2 * static_cast<size_t>(batch_));
-    // Also bounded so that every weight array's length fits cuBLAS's int sizes.
     const size_t int_bound = static_cast<size_t>(std::numeric_limits<int>::max()) /
                              static_cast<size_t>(std::max({inputs_, batch_, classes_}));
     const int max_hidden = static_cast<int>(
-        std::max<size_t>(16, std::min({free_bytes / 2 / per_unit, size_t{1} << 22, int_bound})));
-    int hidden = 256;
-    for (int round = 0; round < 6; ++round) {
-      resize(hidden);
+        std::max<size_t>(16, std::min({free_bytes / 2 / per_unit, kMaxHidden, int_bound})));
+    int hidden = std::min(256, max_hidden);
+    passes_ = 1;
+    for (int round = 0; round < 10; ++round) {
+      if (hidden != hidden_) resize(hidden);
       train_step(nullptr, 0);  // warm-up: cuBLAS picks its kernels
       std::vector<int64_t> times;
       for (int i = 0; i < 5; ++i) {
@@ -355,9 +362,18 @@ class CudaStep final : public Step {
       std::sort(times.begin(), times.end());
       calibrated_ms_ = static_cast<double>(times[times.size() / 2]) / 1e6;
       if (std::abs(calibrated_ms_ - target_ms_) <= 0.1 * target_ms_) break;
+      const double ratio = target_ms_ / std::max(calibrated_ms_, 1e-3);
+      if (hidden == max_hidden && ratio > 1) {
+        // The widest layer is short of the target: enough passes, each over a layer narrowed to
+        // its share of the target.
+        const double total = passes_ * ratio;
+        passes_ = static_cast<int>(std::ceil(total));
+        hidden = std::clamp(static_cast<int>(hidden * total / passes_), 16, max_hidden);
+        continue;
+      }
       // Small widths are dominated by fixed launch costs: grow at most 16x per round.
-      const double scale = std::clamp(target_ms_ / std::max(calibrated_ms_, 1e-3), 1.0 / 16, 16.0);
-      const int next = std::clamp(static_cast<int>(hidden * scale), 16, max_hidden);
+      const int next = std::clamp(static_cast<int>(hidden * std::clamp(ratio, 1.0 / 16, 16.0)), 16,
+                                  max_hidden);
       if (next == hidden) break;  // at a bound: the target is out of reach
       hidden = next;
     }
@@ -365,8 +381,11 @@ class CudaStep final : public Step {
     resize(hidden_);
   }
 
+  static constexpr size_t kMaxHidden = size_t{1} << 18;
+
   double target_ms_;
   int batch_, inputs_, classes_, hidden_ = 0;
+  int passes_ = 1;  // forward/backward/update passes per step
   double calibrated_ms_ = 0;
   double loss_ = std::nan("");
   std::string device_;

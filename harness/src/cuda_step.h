@@ -5,7 +5,8 @@
 //                   (cuBLAS); loss kernel (softmax, cross-entropy, gradient); backward GEMMs; ReLU
 //                   gradient; SGD updates; the loss back to pinned host memory; then the host
 //                   waits for the compute stream.
-// The hidden width is calibrated on construction so one step takes about the target time.
+// The hidden width is calibrated on construction so one step takes about the target time; a target
+// beyond what the widest layer (2^18 units) reaches makes several such passes over each batch.
 //
 // Built only with CUDA (cuda_step.cc, kernels in cuda_kernels.cu); cuda_step_stub.cc otherwise.
 #pragma once
@@ -30,6 +31,7 @@ std::unique_ptr<Step> make_cuda_step(double target_ms);
 // Facts about a CUDA step, for reports and tests (zeros for another kind of step).
 struct CudaStepInfo {
   int batch = 0, inputs = 0, hidden = 0, classes = 0;
+  int passes = 0;            // forward/backward/update passes over each batch
   double calibrated_ms = 0;  // the median step time measured by the calibration
   std::string device;        // e.g. "NVIDIA H100 80GB HBM3"
   int64_t direct_copies = 0;  // batches copied straight from a registered arena

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,32 @@ TEST(CudaStep, CalibratesAndTheLossFallsOver50Steps) {
   }
   EXPECT_LT(losses.back(), 0.5 * losses.front())
       << "first " << losses.front() << ", last " << losses.back();
+}
+
+// A step longer than the widest layer reaches (100 ms: about 10 passes of the widest layer on an
+// H100) calibrates in seconds, its weights drawn on the device, and runs near its target.
+TEST(CudaStep, ALongStepCalibratesInSecondsWithSeveralPasses) {
+  SKIP_WITHOUT_GPU();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto step = make_step("cuda:100").step;
+  const double build_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const CudaStepInfo info = cuda_step_info(*step);
+  EXPECT_LT(build_s, 60) << "hidden " << info.hidden << ", passes " << info.passes;
+  EXPECT_GE(info.passes, 1);
+  EXPECT_NEAR(info.calibrated_ms, 100, 15) << "hidden " << info.hidden << ", passes "
+                                           << info.passes;
+  const pipelines::Element batch = batch_of(256 * 1024);
+  std::vector<double> ms;
+  for (int i = 0; i < 3; ++i) {
+    const auto s0 = std::chrono::steady_clock::now();
+    step->run(batch);
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
+    ASSERT_TRUE(std::isfinite(step->last_loss()));
+  }
+  std::sort(ms.begin(), ms.end());
+  EXPECT_NEAR(ms[1], 100, 25);
 }
 
 TEST(CudaStep, BatchesInARegisteredArenaAreCopiedStraightFromIt) {
