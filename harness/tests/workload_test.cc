@@ -495,6 +495,26 @@ TEST(WorkloadRun, MissingFilesNameTheFolderAndHowToMakeThem) {
   }
 }
 
+// The storage measures between probes read at most about a budget of bytes, spread over the set.
+TEST(WorkloadRun, StorageMeasuresReadFilesSpreadOverTheDatasetUpToABudget) {
+  const TempDir tmp;
+  std::vector<std::string> files;
+  for (int i = 0; i < 10; ++i) {
+    const auto path = tmp.write("f" + std::to_string(i), std::string(1000, 'x'));
+    files.push_back(path.string());
+  }
+  EXPECT_EQ(spread_files(files, 10'000), files);  // all of them fit
+  EXPECT_EQ(spread_files(files, 1'000'000), files);
+  const std::vector<std::string> half = spread_files(files, 5'000);
+  ASSERT_EQ(half.size(), 5u);  // every 2nd
+  EXPECT_EQ(half[0], files[0]);
+  EXPECT_EQ(half[4], files[8]);
+  const std::vector<std::string> third = spread_files(files, 3'500);
+  ASSERT_EQ(third.size(), 4u);  // every 3rd: 0, 3, 6, 9
+  EXPECT_EQ(third[3], files[9]);
+  EXPECT_TRUE(spread_files({}, 1).empty());
+}
+
 TEST(WorkloadRun, TheSyntheticLoaderWaitsForNothing) {
   DlioWorkload w;
   w.dataset.num_files_train = 4;

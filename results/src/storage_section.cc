@@ -20,6 +20,7 @@ constexpr auto shown = report_fields::num;
 struct Row {
   std::string id, name, loader;
   std::optional<double> au, throughput, io, wait_p99, max_accelerators, bound, accelerators;
+  bool at_limit = false;  // the search stopped at its limit: the most is at least that
   bool meets = false;
 };
 
@@ -40,6 +41,10 @@ Row row_of(const nlohmann::json& x) {
   if (auto m = w.find("max_accelerators"); m != w.end() && m->is_object()) {
     r.max_accelerators = number(*m, "max_accelerators");
     r.bound = number(*m, "bound_accelerators");
+    const auto limit = number(*m, "limit");
+    r.at_limit = limit && r.max_accelerators && *r.max_accelerators >= *limit;
+    // A search on cold files stands apart from the warm one that its peers are set beside.
+    if (m->value("storage_cold", false)) r.loader += " (cold)";
   }
   return r;
 }
@@ -148,15 +153,21 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
       "of the training loop, the first step excluded, as DLIO computes it (the mean over the "
       "simulated accelerators; throughput their sum). `max accel.` is the most simulated "
       "accelerators whose AU met the workload's threshold (the MLPerf Storage result), and "
-      "`storage bound` the storage's read bandwidth over what one accelerator demands.\n\n"
+      "`storage bound` the storage's read bandwidth (the mean of its measures between the "
+      "search's probes) over what one accelerator demands; `of bound` the first over the second. "
+      "`>=`: the search stopped at its limit. A `(cold)` loader read files dropped from the page cache before every epoch, as on a "
+      "dataset too large to be cached; otherwise the \"storage\" is the page cache.\n\n"
       "| workload | loader | accelerators | AU % | meets | samples/s | MiB/s | wait p99 ms | max "
-      "accel. | storage bound |\n|---|---|--:|--:|---|--:|--:|--:|--:|--:|\n";
+      "accel. | storage bound | of bound |\n|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|\n";
   for (const Row& r : rows) {
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(r.id),
+    std::optional<double> of_bound;
+    if (r.max_accelerators && r.bound && *r.bound > 0) of_bound = *r.max_accelerators / *r.bound;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(r.id),
                       cell(r.loader),
                       shown(r.accelerators, 0), shown(r.au, 2), r.meets ? "yes" : "no",
                       shown(r.throughput, 1), shown(r.io, 1), shown(r.wait_p99, 2),
-                      shown(r.max_accelerators, 0), shown(r.bound, 1));
+                      (r.at_limit ? ">=" : "") + shown(r.max_accelerators, 0), shown(r.bound, 1),
+                      (r.at_limit && of_bound ? ">=" : "") + shown(of_bound, 2));
   }
   md += "\n";
   // pipeprof beside each peer loader run on the same workload.

@@ -34,17 +34,34 @@ nlohmann::json workload_entry(const std::string& id, const std::string& peer, do
 }
 
 TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
+  // The same search on cold files: its own row, not set beside the peer (which ran warm).
+  nlohmann::json cold = workload_entry("workload:npz_256k (cold)", "", 90.2, 30);
+  cold["workload"]["max_accelerators"]["storage_cold"] = true;
+  cold["workload"]["max_accelerators"]["limit"] = 64;
+  // A search that stopped at its limit: the most is at least that.
+  nlohmann::json capped = workload_entry("workload:npz_256k (quick)", "", 99.6, 16);
+  capped["workload"]["max_accelerators"]["limit"] = 16;
+  capped["workload"]["name"] = "npz_quick";
   const nlohmann::json doc{
       {"schema_version", 3},
       {"experiments",
        {{{"id", "naive"}, {"repetitions", {{{"wall_ms", 5}}}}},
         workload_entry("workload:npz_256k", "", 99.5, 39),
-        workload_entry("workload:npz_256k (pytorch)", "pytorch_dataloader", 92.2, 3)}}};
+        workload_entry("workload:npz_256k (pytorch)", "pytorch_dataloader", 92.2, 3),
+        cold, capped}}};
   const Report r = render_report(doc, ".", "doc.json");
   const std::string& md = r.markdown;
   EXPECT_NE(md.find("## Storage workloads"), std::string::npos) << md;
   EXPECT_NE(md.find("| workload:npz_256k | pipeprof | 1 | 99.50 | yes | 150.0 | 37.5 | 1.25 | 39 | "
-                    "33.5 |"),
+                    "33.5 | 1.16 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| workload:npz_256k (cold) | pipeprof (cold) | 1 | 90.20 | yes | 150.0 | 37.5 | "
+                    "1.25 | 30 | 33.5 | 0.90 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| workload:npz_256k (quick) | pipeprof | 1 | 99.60 | yes | 150.0 | 37.5 | 1.25 | "
+                    ">=16 | 33.5 | >=0.48 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| workload:npz_256k (pytorch) | pytorch_dataloader | 1 | 92.20 | yes |"),

@@ -278,12 +278,12 @@ Outcome workload_command(const Options& o) {
                                    p.interrupted ? "interrupted" : p.meets ? "ok" : "below");
         });
     std::cout << fmt::format(
-        "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}; {:.1f} before the "
-        "search, {:.1f} after: the better), an accelerator demands {:.1f} MiB/s: the storage bound "
-        "is {:.1f} accelerators ({:.0f}% reached)\n",
+        "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}; the mean of {} "
+        "measures, before the search and after every probe: {:.1f} to {:.1f}), an accelerator "
+        "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
         w.au * 100, s.max_accelerators, s.storage_mib_per_s,
-        o.drop_caches ? "cold, from the device" : "warm, page cache", s.storage_mib_per_s_before,
-        s.storage_mib_per_s_after, s.demand_mib_per_s, s.bound,
+        o.drop_caches ? "cold, from the device" : "warm, page cache", s.storage_samples.size(),
+        s.storage_mib_per_s_min, s.storage_mib_per_s_max, s.demand_mib_per_s, s.bound,
         s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0);
     nlohmann::json probes = nlohmann::json::array();
     for (const auto& p : s.probes) {
@@ -297,6 +297,9 @@ Outcome workload_command(const Options& o) {
                                  {"storage_mib_per_s", s.storage_mib_per_s},
                                  {"storage_mib_per_s_before", s.storage_mib_per_s_before},
                                  {"storage_mib_per_s_after", s.storage_mib_per_s_after},
+                                 {"storage_mib_per_s_min", s.storage_mib_per_s_min},
+                                 {"storage_mib_per_s_max", s.storage_mib_per_s_max},
+                                 {"storage_samples_mib_per_s", s.storage_samples},
                                  {"storage_cold", o.drop_caches},
                                  {"demand_mib_per_s", s.demand_mib_per_s},
                                  {"bound_accelerators", s.bound}};

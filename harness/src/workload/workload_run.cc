@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include "pipeprof/harness/cli.h"
@@ -210,6 +211,22 @@ double demand_mib_per_s(const DlioWorkload& w, double sample_bytes) {
   return static_cast<double>(w.batch_size) / step_s * sample_bytes / 1048576.0;
 }
 
+std::vector<std::string> spread_files(const std::vector<std::string>& files, int64_t max_bytes) {
+  int64_t total = 0;
+  for (const std::string& f : files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(f, ec);
+    if (!ec) total += static_cast<int64_t>(size);
+  }
+  if (total <= max_bytes || files.empty()) return files;
+  // Every k-th file: k = ceil(total / max_bytes).
+  const auto k = static_cast<size_t>((total + max_bytes - 1) / std::max<int64_t>(1, max_bytes));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < files.size(); i += k)
+    out.push_back(files[i]);
+  return out;
+}
+
 MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
                                            int64_t limit,
                                            const std::function<void(const Probe&)>& on_probe) {
@@ -219,12 +236,19 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
   // many in flight): 16 threads, or more with more cores.
   const int threads = static_cast<int>(std::max<int64_t>(
       {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())}));
+  // Each measure reads at most about 2 GiB, files taken evenly across the dataset, so that one
+  // between every two probes stays short on a large dataset.
+  const std::vector<std::string> measured = spread_files(files, int64_t{2} << 30);
+  auto measure_storage = [&] {
+    const double mib_per_s =
+        measure_storage_mib_per_s(measured, threads, options.drop_caches, options.stop);
+    if (options.stop == nullptr || !options.stop->load()) s.storage_samples.push_back(mib_per_s);
+  };
   // Warm: a first pass puts the files in the page cache (they may not be there yet), the second
   // is measured.
-  if (!options.drop_caches) (void)measure_storage_mib_per_s(files, threads, false, options.stop);
-  s.storage_mib_per_s = measure_storage_mib_per_s(files, threads, options.drop_caches, options.stop);
+  if (!options.drop_caches) (void)measure_storage_mib_per_s(measured, threads, false, options.stop);
+  measure_storage();
   s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
-  s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;
 
   auto probe = [&](int64_t n) {
     WorkloadOptions o = options;
@@ -240,6 +264,7 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
       p.throughput = r.metrics.throughput_mean;
       p.interrupted = r.run.interrupted;
       p.meets = r.metrics.meets_au && !r.run.interrupted;
+      if (!p.interrupted) measure_storage();
     }
     s.probes.push_back(p);
     if (on_probe) on_probe(p);
@@ -271,16 +296,15 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
     }
   }
   s.max_accelerators = lo;
-  // The storage again, after the search: a shared device's bandwidth moves between passes (2x on
-  // the development VM); the bound is the better of the two, so the fraction reached is never
-  // flattered by a slow moment of the device.
-  if (!s.interrupted) {
-    s.storage_mib_per_s_before = s.storage_mib_per_s;
-    s.storage_mib_per_s_after =
-        measure_storage_mib_per_s(files, threads, options.drop_caches, options.stop);
-    s.storage_mib_per_s = std::max(s.storage_mib_per_s_before, s.storage_mib_per_s_after);
-    s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;
+  if (!s.storage_samples.empty()) {
+    const auto& v = s.storage_samples;
+    s.storage_mib_per_s = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    s.storage_mib_per_s_min = *std::min_element(v.begin(), v.end());
+    s.storage_mib_per_s_max = *std::max_element(v.begin(), v.end());
+    s.storage_mib_per_s_before = v.front();
+    s.storage_mib_per_s_after = v.back();
   }
+  s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;
   return s;
 }
 

@@ -63,6 +63,10 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
 double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
                                  const std::atomic<bool>* stop = nullptr);
 
+// Files taken evenly across `files` (every k-th) so that they hold at most about `max_bytes`;
+// all of them when they hold less.
+std::vector<std::string> spread_files(const std::vector<std::string>& files, int64_t max_bytes);
+
 // The mean sample size in bytes: the training files' bytes over their samples.
 double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& files);
 
@@ -80,8 +84,13 @@ struct Probe {
 struct MaxAcceleratorSearch {
   std::vector<Probe> probes;
   int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
-  double storage_mib_per_s = 0;  // the better of the measures before and after the search
-  double storage_mib_per_s_before = 0, storage_mib_per_s_after = 0;
+  // The storage's bandwidth is measured before the search and again after every probe (a shared
+  // device's bandwidth moves from minute to minute): the bound uses the mean of those measures,
+  // taken over the same minutes as the probes.
+  std::vector<double> storage_samples;  // MiB/s, in the order measured
+  double storage_mib_per_s = 0;         // their mean
+  double storage_mib_per_s_min = 0, storage_mib_per_s_max = 0;
+  double storage_mib_per_s_before = 0, storage_mib_per_s_after = 0;  // the first and the last
   double demand_mib_per_s = 0;  // per accelerator
   double bound = 0;             // storage_mib_per_s / demand_mib_per_s
   bool interrupted = false;
