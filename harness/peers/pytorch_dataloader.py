@@ -271,7 +271,8 @@ def main(argv):
                 lo = mid
             else:
                 hi = mid
-        extra["max_accelerators"] = {"max_accelerators": lo, "probes": probes}
+        extra["max_accelerators"] = {"max_accelerators": lo, "limit": a.max_accelerators,
+                                     "probes": probes}
         print("max accelerators at AU >= %.0f%%: %d" % (w["au"] * 100, lo))
         ranks = max(1, lo)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

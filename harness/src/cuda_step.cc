@@ -275,7 +275,9 @@ class CudaStep final : public Step {
                                       compute_.get()));
     PIPEPROF_CHECK(launch_normal_fill(w2_.get(), w2_.size(), std::sqrt(2.0F / static_cast<float>(h)),
                                       8, compute_.get()));
-    PIPEPROF_CHECK(cudaStreamSynchronize(compute_.get()));
+    // Also the constructor's uploads: a copy from pageable memory may return before its DMA is
+    // done, and the compute stream does not wait for the legacy stream.
+    PIPEPROF_CHECK(cudaDeviceSynchronize());
   }
 
   // Row-major C[m x n] = alpha * op(A) op(B) + beta * C, with op(A) m x k and op(B) k x n, on the
@@ -350,23 +352,28 @@ class CudaStep final : public Step {
         std::max<size_t>(16, std::min({free_bytes / 2 / per_unit, kMaxHidden, int_bound})));
     int hidden = std::min(256, max_hidden);
     passes_ = 1;
+    int measured_hidden = 0, measured_passes = 0;  // what calibrated_ms_ was measured with
+    // A long target is timed over fewer steps.
+    const int timed = target_ms_ >= 200 ? 2 : 5;
     for (int round = 0; round < 10; ++round) {
       if (hidden != hidden_) resize(hidden);
       train_step(nullptr, 0);  // warm-up: cuBLAS picks its kernels
       std::vector<int64_t> times;
-      for (int i = 0; i < 5; ++i) {
+      for (int i = 0; i < timed; ++i) {
         const int64_t t0 = trace::now_ns();
         train_step(nullptr, 0);
         times.push_back(trace::now_ns() - t0);
       }
       std::sort(times.begin(), times.end());
       calibrated_ms_ = static_cast<double>(times[times.size() / 2]) / 1e6;
+      measured_hidden = hidden;
+      measured_passes = passes_;
       if (std::abs(calibrated_ms_ - target_ms_) <= 0.1 * target_ms_) break;
       const double ratio = target_ms_ / std::max(calibrated_ms_, 1e-3);
       if (hidden == max_hidden && ratio > 1) {
         // The widest layer is short of the target: enough passes, each over a layer narrowed to
         // its share of the target.
-        const double total = passes_ * ratio;
+        const double total = std::min(passes_ * ratio, double{kMaxPasses});
         passes_ = static_cast<int>(std::ceil(total));
         hidden = std::clamp(static_cast<int>(hidden * total / passes_), 16, max_hidden);
         continue;
@@ -377,11 +384,14 @@ class CudaStep final : public Step {
       if (next == hidden) break;  // at a bound: the target is out of reach
       hidden = next;
     }
-    // Calibration trained the weights; a run starts from fresh ones.
-    resize(hidden_);
+    // The last measured setting (a change decided in the last round was never measured), with
+    // fresh weights: calibration trained them.
+    passes_ = measured_passes;
+    resize(measured_hidden);
   }
 
   static constexpr size_t kMaxHidden = size_t{1} << 18;
+  static constexpr int kMaxPasses = 100000;
 
   double target_ms_;
   int batch_, inputs_, classes_, hidden_ = 0;

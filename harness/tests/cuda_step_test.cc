@@ -66,7 +66,8 @@ TEST(CudaStep, ALongStepCalibratesInSecondsWithSeveralPasses) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const CudaStepInfo info = cuda_step_info(*step);
   EXPECT_LT(build_s, 60) << "hidden " << info.hidden << ", passes " << info.passes;
-  EXPECT_GE(info.passes, 1);
+  // The widest layer (2^18 units) takes about 10 ms a pass on an H100 or H200.
+  EXPECT_GT(info.passes, 1) << "hidden " << info.hidden;
   EXPECT_NEAR(info.calibrated_ms, 100, 15) << "hidden " << info.hidden << ", passes "
                                            << info.passes;
   const pipelines::Element batch = batch_of(256 * 1024);

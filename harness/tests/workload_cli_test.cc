@@ -5,6 +5,7 @@
 // the PyTorch peer on the same files, compared with `pipeprof compare`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -21,6 +21,7 @@ struct Row {
   std::string id, name, loader;
   std::optional<double> au, throughput, io, wait_p99, max_accelerators, bound, accelerators;
   bool at_limit = false;  // the search stopped at its limit: the most is at least that
+  bool cold = false;      // a search on files dropped from the page cache
   bool meets = false;
 };
 
@@ -44,7 +45,8 @@ Row row_of(const nlohmann::json& x) {
     const auto limit = number(*m, "limit");
     r.at_limit = limit && r.max_accelerators && *r.max_accelerators >= *limit;
     // A search on cold files stands apart from the warm one that its peers are set beside.
-    if (m->value("storage_cold", false)) r.loader += " (cold)";
+    r.cold = m->value("storage_cold", false);
+    if (r.cold) r.loader += " (cold)";
   }
   return r;
 }
@@ -174,11 +176,12 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
   std::map<std::string, const Row*> ours;
   for (const Row& r : rows)
     if (r.loader == "pipeprof") ours[r.name] = &r;
+  auto is_ours = [](const Row& r) { return r.loader == "pipeprof" || r.cold; };
   std::vector<ChartRow> chart;
   bool by_max = false;
   std::string pairs;
   for (const Row& peer : rows) {
-    if (peer.loader == "pipeprof") continue;
+    if (is_ours(peer)) continue;
     const auto it = ours.find(peer.name);
     if (it == ours.end()) continue;
     const Row& p = *it->second;

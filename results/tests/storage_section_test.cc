@@ -70,6 +70,7 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
   EXPECT_NE(md.find("| npz_256k | pytorch_dataloader | 39 | 3 | 13.0x | 99.50 | 92.20 |"),
             std::string::npos)
       << md;
+  EXPECT_EQ(md.find("| npz_256k | pipeprof (cold) |"), std::string::npos) << md;  // not a peer
   bool chart = false;
   for (const auto& f : r.files)
     chart = chart || (f.name == "storage.svg" && f.content.find("pipeprof") != std::string::npos);

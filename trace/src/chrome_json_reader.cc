@@ -41,14 +41,6 @@ bool is_gpu_category(std::string_view cat) {
          cat == "Memcpy" || cat == "Memset";
 }
 
-// Spans only a CPU thread records: CUDA API calls (pipeprof's and Kineto's), Kineto's operators
-// and Python functions, and pipeprof's own categories.
-bool is_host_category(std::string_view cat) {
-  return cat == "cuda_api" || cat == "cuda_runtime" || cat == "cuda_driver" || cat == "cpu_op" ||
-         cat == "python_function" || cat == "user_annotation" || cat == "step" || cat == "wait" ||
-         cat == "pipeline";
-}
-
 bool is_kineto_category(std::string_view cat) {
   return cat == "ac2g" || cat == "kernel" || cat == "cuda_runtime" || cat == "cpu_op" ||
          cat == "gpu_memcpy" || cat == "cuda_driver" || cat == "python_function";
@@ -416,6 +408,7 @@ class Reader {
         return complete_event();
       case 'B': {
         const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        if (!e_.cat || !is_gpu_category(*e_.cat)) builder_.note_host_span(lane);
         return builder_.begin(lane, need_ts(), intern(e_.name), intern(e_.cat), args_index());
       }
       case 'E': {
@@ -467,8 +460,8 @@ class Reader {
                           *e_.cat == "cuda_sync" ? TraceBuilder::GpuMark::kSync
                                                  : TraceBuilder::GpuMark::kDeviceWork);
       }
-    } else if (e_.cat && is_host_category(*e_.cat)) {
-      builder_.note_host_span(lane);
+    } else {
+      builder_.note_host_span(lane);  // only a CPU thread records spans of other categories
     }
     builder_.add_span(lane, s);
   }

@@ -51,7 +51,8 @@ class TraceBuilder {
   // keeps the thread's name); between equal marks the first wins. A lane marked only by syncs stays
   // a CPU thread if it also holds host spans (note_host_span).
   void mark_gpu(uint32_t lane, int32_t device, int64_t stream, GpuMark mark);
-  // A span of the lane that only a CPU thread records (an API call, a step, a pipeline stage).
+  // A span of the lane that only a CPU thread records (any category but the GPU's: an API call, a
+  // step, a pipeline stage).
   void note_host_span(uint32_t lane) { raw_[lane].host_span = true; }
 
   void counter(int64_t pid, std::string_view name, int64_t ts_ns, double value);

@@ -262,20 +262,24 @@ TEST(GpuRecords, ASyncOnTheCallingThreadKeepsItACpuThreadWhenReadBack) {
 }
 
 // A stream lane holding only syncs (as Kineto writes them: pid = device, tid = stream) is still a
-// GPU lane.
+// GPU lane; a thread with a begin/end span around its sync is not.
 TEST(GpuRecords, AStreamLaneOfSyncsAloneStaysAGpuLane) {
   const Trace t = parse_chrome_json(R"({"traceEvents":[
     {"ph":"X","pid":0,"tid":7,"ts":10,"dur":5,"name":"Stream Sync","cat":"cuda_sync",
      "args":{"device":0,"stream":7}},
     {"ph":"X","pid":100,"tid":100,"ts":9,"dur":7,"name":"cudaStreamSynchronize",
-     "cat":"cuda_runtime","args":{"correlation":3}}]})");
+     "cat":"cuda_runtime","args":{"correlation":3}},
+    {"ph":"B","pid":100,"tid":101,"ts":20,"name":"train step"},
+    {"ph":"X","pid":100,"tid":101,"ts":21,"dur":2,"name":"Stream synchronize","cat":"cuda_sync",
+     "args":{"stream":7}},
+    {"ph":"E","pid":100,"tid":101,"ts":30}]})");
   size_t gpu_lanes = 0, threads = 0;
   for (const Lane& l : t.lanes) {
     gpu_lanes += l.kind == LaneKind::kGpuStream ? 1 : 0;
     threads += l.kind == LaneKind::kThread ? 1 : 0;
   }
   EXPECT_EQ(gpu_lanes, 1u);
-  EXPECT_EQ(threads, 1u);
+  EXPECT_EQ(threads, 2u);  // the thread whose B/E step holds a sync stays a thread
 }
 
 // A trace recorded on an NVIDIA H100 (`pipeprof run map_parallel --step cuda:10 --trace`): the

@@ -293,6 +293,7 @@ Outcome workload_command(const Options& o) {
                         {"meets", p.meets}});
     }
     extra["max_accelerators"] = {{"max_accelerators", s.max_accelerators},
+                                 {"limit", o.max_accelerators},
                                  {"probes", probes},
                                  {"storage_mib_per_s", s.storage_mib_per_s},
                                  {"storage_mib_per_s_before", s.storage_mib_per_s_before},

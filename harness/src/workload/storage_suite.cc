@@ -210,6 +210,7 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
   // the loader against the device itself.
   attempt("npz_256k (cold)", [&] {
     const DlioWorkload w = prepared("npz_256k", data, epochs);
+    generate(w, o);
     const MaxAcceleratorSearch s =
         find_max_accelerators(w, {.drop_caches = true, .stop = o.stop}, 64, {});
     if (s.interrupted) return;

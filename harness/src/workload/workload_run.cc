@@ -220,7 +220,8 @@ std::vector<std::string> spread_files(const std::vector<std::string>& files, int
   }
   if (total <= max_bytes || files.empty()) return files;
   // Every k-th file: k = ceil(total / max_bytes).
-  const auto k = static_cast<size_t>((total + max_bytes - 1) / std::max<int64_t>(1, max_bytes));
+  const auto k = std::max<size_t>(
+      1, static_cast<size_t>((total + max_bytes - 1) / std::max<int64_t>(1, max_bytes)));
   std::vector<std::string> out;
   for (size_t i = 0; i < files.size(); i += k)
     out.push_back(files[i]);
@@ -296,6 +297,8 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
     }
   }
   s.max_accelerators = lo;
+  // Stopped during the last measure: the search's figures stand, but the caller stops too.
+  if (options.stop != nullptr && options.stop->load()) s.interrupted = true;
   if (!s.storage_samples.empty()) {
     const auto& v = s.storage_samples;
     s.storage_mib_per_s = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
