@@ -157,8 +157,9 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
       "accelerators whose AU met the workload's threshold (the MLPerf Storage result), and "
       "`storage bound` the storage's read bandwidth (the mean of its measures between the "
       "search's probes) over what one accelerator demands; `of bound` the first over the second. "
-      "`>=`: the search stopped at its limit. A `(cold)` loader read files dropped from the page cache before every epoch, as on a "
-      "dataset too large to be cached; otherwise the \"storage\" is the page cache.\n\n"
+      "`>=`: the search stopped at its limit. A `(cold)` loader read files dropped from the page "
+      "cache before every epoch, as on a dataset too large to be cached; otherwise the "
+      "\"storage\" is the page cache.\n\n"
       "| workload | loader | accelerators | AU % | meets | samples/s | MiB/s | wait p99 ms | max "
       "accel. | storage bound | of bound |\n|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|\n";
   for (const Row& r : rows) {
@@ -188,9 +189,11 @@ std::string storage_section(const nlohmann::json& experiments, Report& report) {
     std::optional<double> ratio;
     if (p.max_accelerators && peer.max_accelerators && *peer.max_accelerators > 0)
       ratio = *p.max_accelerators / *peer.max_accelerators;
-    pairs += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", cell(peer.name), cell(peer.loader),
-                         shown(p.max_accelerators, 0), shown(peer.max_accelerators, 0),
-                         ratio ? fmt::format("{:.1f}x", *ratio) : std::string("-"),
+    pairs += fmt::format("| {} | {} | {}{} | {} | {} | {} | {} |\n", cell(peer.name),
+                         cell(peer.loader), p.at_limit ? ">=" : "", shown(p.max_accelerators, 0),
+                         shown(peer.max_accelerators, 0),
+                         ratio ? fmt::format("{}{:.1f}x", p.at_limit ? ">=" : "", *ratio)
+                               : std::string("-"),
                          shown(p.au, 2), shown(peer.au, 2));
     if (p.max_accelerators && peer.max_accelerators) {
       by_max = true;

@@ -42,13 +42,16 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
   nlohmann::json capped = workload_entry("workload:npz_256k (quick)", "", 99.6, 16);
   capped["workload"]["max_accelerators"]["limit"] = 16;
   capped["workload"]["name"] = "npz_quick";
+  nlohmann::json capped_peer =
+      workload_entry("workload:npz_quick (pytorch)", "pytorch_dataloader", 91.0, 3);
+  capped_peer["workload"]["name"] = "npz_quick";
   const nlohmann::json doc{
       {"schema_version", 3},
       {"experiments",
        {{{"id", "naive"}, {"repetitions", {{{"wall_ms", 5}}}}},
         workload_entry("workload:npz_256k", "", 99.5, 39),
         workload_entry("workload:npz_256k (pytorch)", "pytorch_dataloader", 92.2, 3),
-        cold, capped}}};
+        cold, capped, capped_peer}}};
   const Report r = render_report(doc, ".", "doc.json");
   const std::string& md = r.markdown;
   EXPECT_NE(md.find("## Storage workloads"), std::string::npos) << md;
@@ -71,6 +74,9 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("| npz_256k | pipeprof (cold) |"), std::string::npos) << md;  // not a peer
+  EXPECT_NE(md.find("| npz_quick | pytorch_dataloader | >=16 | 3 | >=5.3x | 99.60 | 91.00 |"),
+            std::string::npos)
+      << md;
   bool chart = false;
   for (const auto& f : r.files)
     chart = chart || (f.name == "storage.svg" && f.content.find("pipeprof") != std::string::npos);
