@@ -33,6 +33,11 @@ nlohmann::json workload_entry(const std::string& id, const std::string& peer, do
   return {{"id", id}, {"ideal_ms", 2000}, {"repetitions", {{{"wall_ms", 2010}}}}, {"workload", w}};
 }
 
+// The report holds this table row (or this start of one).
+void expect_row(const std::string& md, const std::string& row) {
+  EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+}
+
 TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
   // The same search on cold files: its own row, not set beside the peer (which ran warm).
   nlohmann::json cold = workload_entry("workload:npz_256k (cold)", "", 90.2, 30);
@@ -54,29 +59,17 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
         cold, capped, capped_peer}}};
   const Report r = render_report(doc, ".", "doc.json");
   const std::string& md = r.markdown;
-  EXPECT_NE(md.find("## Storage workloads"), std::string::npos) << md;
-  EXPECT_NE(md.find("| workload:npz_256k | pipeprof | 1 | 99.50 | yes | 150.0 | 37.5 | 1.25 | 39 | "
-                    "33.5 | 1.16 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| workload:npz_256k (cold) | pipeprof (cold) | 1 | 90.20 | yes | 150.0 | 37.5 | "
-                    "1.25 | 30 | 33.5 | 0.90 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| workload:npz_256k (quick) | pipeprof | 1 | 99.60 | yes | 150.0 | 37.5 | 1.25 | "
-                    ">=16 | 33.5 | >=0.48 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| workload:npz_256k (pytorch) | pytorch_dataloader | 1 | 92.20 | yes |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| npz_256k | pytorch_dataloader | 39 | 3 | 13.0x | 99.50 | 92.20 |"),
-            std::string::npos)
-      << md;
+  expect_row(md, "## Storage workloads");
+  expect_row(md, "| workload:npz_256k | pipeprof | 1 | 99.50 | yes | 150.0 | 37.5 | 1.25 | 39 | 33.5 | "
+                 "1.16 |");
+  expect_row(md, "| workload:npz_256k (cold) | pipeprof (cold) | 1 | 90.20 | yes | 150.0 | 37.5 | "
+                 "1.25 | 30 | 33.5 | 0.90 |");
+  expect_row(md, "| workload:npz_256k (quick) | pipeprof | 1 | 99.60 | yes | 150.0 | 37.5 | 1.25 | "
+                 ">=16 | 33.5 | >=0.48 |");
+  expect_row(md, "| workload:npz_256k (pytorch) | pytorch_dataloader | 1 | 92.20 | yes |");
+  expect_row(md, "| npz_256k | pytorch_dataloader | 39 | 3 | 13.0x | 99.50 | 92.20 |");
   EXPECT_EQ(md.find("| npz_256k | pipeprof (cold) |"), std::string::npos) << md;  // not a peer
-  EXPECT_NE(md.find("| npz_quick | pytorch_dataloader | >=16 | 3 | >=5.3x | 99.60 | 91.00 |"),
-            std::string::npos)
-      << md;
+  expect_row(md, "| npz_quick | pytorch_dataloader | >=16 | 3 | >=5.3x | 99.60 | 91.00 |");
   bool chart = false;
   for (const auto& f : r.files)
     chart = chart || (f.name == "storage.svg" && f.content.find("pipeprof") != std::string::npos);
@@ -105,18 +98,12 @@ TEST(StorageSection, RemoteReadsPerEpochWithTheirChart) {
   const nlohmann::json doc{{"schema_version", 3}, {"experiments", {x}}};
   const Report r = render_report(doc, ".", "doc.json");
   const std::string& md = r.markdown;
-  EXPECT_NE(md.find("### Remote object storage"), std::string::npos) << md;
-  EXPECT_NE(md.find("| workload:remote_cached | cached + preload | 1 | 4.89 | 4.65 | 66.2 | 128.0 | "
-                    "11.1% |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| workload:remote_cached | cached + preload | 2 | 3.21 | 3.20 | 99.9 | 0.0 | "
-                    "100.0% |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| workload:remote_cached | cached + preload | first step | 0.08 | 0.07 |"),
-            std::string::npos)
-      << md;
+  expect_row(md, "### Remote object storage");
+  expect_row(md, "| workload:remote_cached | cached + preload | 1 | 4.89 | 4.65 | 66.2 | 128.0 | "
+                    "11.1% |");
+  expect_row(md, "| workload:remote_cached | cached + preload | 2 | 3.21 | 3.20 | 99.9 | 0.0 | "
+                    "100.0% |");
+  expect_row(md, "| workload:remote_cached | cached + preload | first step | 0.08 | 0.07 |");
   bool chart = false;
   for (const auto& f : r.files) {
     chart = chart || (f.name == "remote.svg" &&
@@ -141,13 +128,9 @@ TEST(StorageSection, GrowingCacheEpochs) {
              {"deserialize_mb_per_s_per_thread", 2723.0}}}}}}}}};
   const nlohmann::json doc{{"schema_version", 3}, {"experiments", {x}}};
   const std::string md = render_report(doc, ".", "doc.json").markdown;
-  EXPECT_NE(md.find("### A sample cache that grows every epoch"), std::string::npos) << md;
-  EXPECT_NE(md.find("| workload:growing_cache | 1 | 1 | 64 | 0 | 0.41 | 100.0 | 5.06 | 802 |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| workload:growing_cache | 2 | 5 | 320 | 3 | 2.01 | 99.8 | 1.46 | 2723 |"),
-            std::string::npos)
-      << md;
+  expect_row(md, "### A sample cache that grows every epoch");
+  expect_row(md, "| workload:growing_cache | 1 | 1 | 64 | 0 | 0.41 | 100.0 | 5.06 | 802 |");
+  expect_row(md, "| workload:growing_cache | 2 | 5 | 320 | 3 | 2.01 | 99.8 | 1.46 | 2723 |");
   // Not a DLIO run: not in the workloads' AU table.
   EXPECT_EQ(md.find("| workload:growing_cache | pipeprof |"), std::string::npos) << md;
 }

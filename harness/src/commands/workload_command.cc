@@ -277,33 +277,17 @@ Outcome workload_command(const Options& o) {
                                    p.accelerators, p.au_percentage, p.throughput,
                                    p.interrupted ? "interrupted" : p.meets ? "ok" : "below");
         });
+    extra["max_accelerators"] = workload::search_json(s, o.drop_caches, o.max_accelerators);
+    const nlohmann::json& found = extra["max_accelerators"];
     std::cout << fmt::format(
         "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}; the mean of {} "
         "measures, before the search and after every probe: {:.1f} to {:.1f}), an accelerator "
         "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
         w.au * 100, s.max_accelerators, s.storage_mib_per_s,
         o.drop_caches ? "cold, from the device" : "warm, page cache", s.storage_samples.size(),
-        s.storage_mib_per_s_min, s.storage_mib_per_s_max, s.demand_mib_per_s, s.bound,
+        found["storage_mib_per_s_min"].get<double>(), found["storage_mib_per_s_max"].get<double>(),
+        s.demand_mib_per_s, s.bound,
         s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0);
-    nlohmann::json probes = nlohmann::json::array();
-    for (const auto& p : s.probes) {
-      probes.push_back({{"accelerators", p.accelerators},
-                        {"au_percentage", p.au_percentage},
-                        {"throughput_samples_per_second", p.throughput},
-                        {"meets", p.meets}});
-    }
-    extra["max_accelerators"] = {{"max_accelerators", s.max_accelerators},
-                                 {"limit", o.max_accelerators},
-                                 {"probes", probes},
-                                 {"storage_mib_per_s", s.storage_mib_per_s},
-                                 {"storage_mib_per_s_before", s.storage_mib_per_s_before},
-                                 {"storage_mib_per_s_after", s.storage_mib_per_s_after},
-                                 {"storage_mib_per_s_min", s.storage_mib_per_s_min},
-                                 {"storage_mib_per_s_max", s.storage_mib_per_s_max},
-                                 {"storage_samples_mib_per_s", s.storage_samples},
-                                 {"storage_cold", o.drop_caches},
-                                 {"demand_mib_per_s", s.demand_mib_per_s},
-                                 {"bound_accelerators", s.bound}};
     if (s.interrupted) return write_interrupted(out, extra);
   }
 

@@ -48,16 +48,6 @@ nlohmann::json entry(const DlioWorkload& w, const WorkloadResult& r) {
   return x;
 }
 
-int64_t files_bytes(const std::vector<std::string>& files) {
-  int64_t total = 0;
-  for (const std::string& f : files) {
-    std::error_code ec;
-    const auto size = fs::file_size(f, ec);
-    if (!ec) total += static_cast<int64_t>(size);
-  }
-  return total;
-}
-
 // MemAvailable from /proc/meminfo, in bytes (0 when it cannot be read).
 int64_t available_memory_bytes() {
   std::ifstream in("/proc/meminfo");
@@ -73,27 +63,9 @@ int64_t available_memory_bytes() {
   return 0;
 }
 
-// A max-accelerator search as the report reads it.
-nlohmann::json search_json(const MaxAcceleratorSearch& s, bool cold, int64_t limit) {
-  nlohmann::json probes = nlohmann::json::array();
-  for (const Probe& p : s.probes)
-    probes.push_back(
-        {{"accelerators", p.accelerators}, {"au_percentage", p.au_percentage}, {"meets", p.meets}});
-  return {{"max_accelerators", s.max_accelerators},
-          {"limit", limit},
-          {"probes", probes},
-          {"storage_mib_per_s", s.storage_mib_per_s},
-          {"storage_mib_per_s_min", s.storage_mib_per_s_min},
-          {"storage_mib_per_s_max", s.storage_mib_per_s_max},
-          {"storage_cold", cold},
-          {"demand_mib_per_s", s.demand_mib_per_s},
-          {"bound_accelerators", s.bound}};
-}
-
 bool python_has_torch() {
   return std::system("/usr/bin/python3 -c 'import torch, numpy, yaml' >/dev/null 2>&1") == 0;
 }
-
 
 }  // namespace
 

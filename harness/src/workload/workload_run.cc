@@ -193,16 +193,20 @@ double measure_storage_mib_per_s(const std::vector<std::string>& files, int thre
                 : 0;
 }
 
-double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& files) {
-  double total = 0;
+int64_t files_bytes(const std::vector<std::string>& files) {
+  int64_t total = 0;
   for (const std::string& f : files) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(f, ec);
-    if (!ec) total += static_cast<double>(size);
+    if (!ec) total += static_cast<int64_t>(size);
   }
+  return total;
+}
+
+double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& files) {
   const double samples =
       static_cast<double>(files.size()) * static_cast<double>(w.dataset.num_samples_per_file);
-  return samples > 0 ? total / samples : record_bytes(w);
+  return samples > 0 ? static_cast<double>(files_bytes(files)) / samples : record_bytes(w);
 }
 
 double demand_mib_per_s(const DlioWorkload& w, double sample_bytes) {
@@ -212,12 +216,7 @@ double demand_mib_per_s(const DlioWorkload& w, double sample_bytes) {
 }
 
 std::vector<std::string> spread_files(const std::vector<std::string>& files, int64_t max_bytes) {
-  int64_t total = 0;
-  for (const std::string& f : files) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(f, ec);
-    if (!ec) total += static_cast<int64_t>(size);
-  }
+  const int64_t total = files_bytes(files);
   if (total <= max_bytes || files.empty()) return files;
   // Every k-th file: k = ceil(total / max_bytes).
   const auto k = std::max<size_t>(
@@ -299,14 +298,8 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
   s.max_accelerators = lo;
   // Stopped during the last measure: the search's figures stand, but the caller stops too.
   if (options.stop != nullptr && options.stop->load()) s.interrupted = true;
-  if (!s.storage_samples.empty()) {
-    const auto& v = s.storage_samples;
+  if (const auto& v = s.storage_samples; !v.empty())
     s.storage_mib_per_s = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-    s.storage_mib_per_s_min = *std::min_element(v.begin(), v.end());
-    s.storage_mib_per_s_max = *std::max_element(v.begin(), v.end());
-    s.storage_mib_per_s_before = v.front();
-    s.storage_mib_per_s_after = v.back();
-  }
   s.bound = s.demand_mib_per_s > 0 ? s.storage_mib_per_s / s.demand_mib_per_s : 0;
   return s;
 }
@@ -455,6 +448,30 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
     x.autotune = r.run.accelerators.front().autotune;
   }
   return x;
+}
+
+nlohmann::json search_json(const MaxAcceleratorSearch& s, bool cold, int64_t limit) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const Probe& p : s.probes) {
+    probes.push_back({{"accelerators", p.accelerators},
+                      {"au_percentage", p.au_percentage},
+                      {"throughput_samples_per_second", p.throughput},
+                      {"meets", p.meets}});
+  }
+  const std::vector<double>& v = s.storage_samples;
+  const auto [lowest, highest] = std::minmax_element(v.begin(), v.end());
+  return {{"max_accelerators", s.max_accelerators},
+          {"limit", limit},
+          {"probes", probes},
+          {"storage_mib_per_s", s.storage_mib_per_s},
+          {"storage_samples_mib_per_s", v},
+          {"storage_mib_per_s_min", v.empty() ? 0.0 : *lowest},
+          {"storage_mib_per_s_max", v.empty() ? 0.0 : *highest},
+          {"storage_mib_per_s_before", v.empty() ? 0.0 : v.front()},
+          {"storage_mib_per_s_after", v.empty() ? 0.0 : v.back()},
+          {"storage_cold", cold},
+          {"demand_mib_per_s", s.demand_mib_per_s},
+          {"bound_accelerators", s.bound}};
 }
 
 }  // namespace pipeprof::harness::workload

@@ -63,6 +63,9 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
 double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
                                  const std::atomic<bool>* stop = nullptr);
 
+// The files' bytes together (a file that cannot be read counts 0).
+int64_t files_bytes(const std::vector<std::string>& files);
+
 // Files taken evenly across `files` (every k-th) so that they hold at most about `max_bytes`;
 // all of them when they hold less.
 std::vector<std::string> spread_files(const std::vector<std::string>& files, int64_t max_bytes);
@@ -89,8 +92,6 @@ struct MaxAcceleratorSearch {
   // taken over the same minutes as the probes.
   std::vector<double> storage_samples;  // MiB/s, in the order measured
   double storage_mib_per_s = 0;         // their mean
-  double storage_mib_per_s_min = 0, storage_mib_per_s_max = 0;
-  double storage_mib_per_s_before = 0, storage_mib_per_s_after = 0;  // the first and the last
   double demand_mib_per_s = 0;  // per accelerator
   double bound = 0;             // storage_mib_per_s / demand_mib_per_s
   bool interrupted = false;
@@ -122,5 +123,10 @@ StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& optio
 // epoch's computation time (AU 100%), and a "workload" object with DLIO's metrics and the rest.
 ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r);
 nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r);
+
+// A max-accelerator search as results.json holds it (`workload.max_accelerators`): the probes,
+// the storage's measures (with their mean, range, first and last), the demand and the bound.
+// `cold`: the files were dropped before every epoch and measure; `limit`: the most it tried.
+nlohmann::json search_json(const MaxAcceleratorSearch& s, bool cold, int64_t limit);
 
 }  // namespace pipeprof::harness::workload
