@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/object_server.h"
 #include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 #define REQUIRE_NGINX()                                                                      \
   do {                                                                                       \
     std::string why_;                                                                        \
-    if (!pipeprof::pipelines::ObjectServer::available(true, &why_)) GTEST_SKIP() << why_;    \
+    if (!pipeprof::testbed::ObjectServer::available(true, &why_)) GTEST_SKIP() << why_;    \
   } while (0)
 
 // The command with TMPDIR in the test's folder, so that the server's temporary folder is seen.
@@ -202,7 +203,7 @@ TEST(RunCommand, ReadsUrlsThroughADiskCacheKeptAcrossRuns) {
   fs::create_directories(tmp / "tmp");
   fs::create_directories(tmp / "site" / "d");
   for (int i = 0; i < 4; ++i) tmp.write("site/d/f" + std::to_string(i) + ".bin", std::string(4000, 'a' + i));
-  pipeprof::pipelines::ObjectServer server({.root = tmp / "site"});
+  pipeprof::testbed::ObjectServer server({.root = tmp / "site"});
   const auto spec = tmp.write(
       "spec.json", R"({"stages": [{"op": "list_files", "pattern": ")" + server.url() +
                        R"(d/*.bin", "shuffle": false}, {"op": "interleave", "cycle_length": 2,

@@ -25,6 +25,8 @@
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/formats.h"
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/growing_cache.h"
+#include "pipeprof/testbed/object_server.h"
 #include "test_util.h"
 
 namespace pipeprof::pipelines {
@@ -32,6 +34,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testbed::GrowingCacheOptions;
+using testbed::GrowingSampleCache;
+using testbed::ObjectServer;
 
 #define REQUIRE_NGINX(latency)                                                   \
   do {                                                                           \

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -21,6 +22,7 @@
 #include "formats/example.h"
 #include "formats/tfrecord.h"
 #include "io/byte_stream.h"
+#include "io/filesystem.h"
 #include "pipeprof_testing/temp_dir.h"
 
 namespace pipeprof::pipelines {
@@ -145,6 +147,57 @@ TEST(LocalFile, ErrorsNameTheFile) {
   expect_error<IoError>([&] { io::open_file(tmp.path().string()); }, {"is a directory"});
   expect_error<IoError>([&] { io::open_file("s3://bucket/x"); },
                         {"s3://bucket/x", "no storage backend for \"s3://\""});
+}
+
+// A scheme plugs in through the registry: open_file and match_files reach it, and with it the file
+// sources; nothing else in the storage layer changes.
+class MemoryFileSystem final : public io::FileSystem {
+ public:
+  class File final : public io::RandomAccessFile {
+   public:
+    File(std::string name, std::string bytes) : name_(std::move(name)), bytes_(std::move(bytes)) {}
+    const std::string& name() const override { return name_; }
+    uint64_t size() const override { return bytes_.size(); }
+    size_t read_at(uint64_t offset, std::span<std::byte> out) override {
+      if (offset >= bytes_.size()) return 0;
+      const size_t n = std::min<size_t>(out.size(), bytes_.size() - offset);
+      std::memcpy(out.data(), bytes_.data() + offset, n);
+      return n;
+    }
+
+   private:
+    std::string name_, bytes_;
+  };
+  std::unique_ptr<io::RandomAccessFile> open(const std::string& name,
+                                             const io::OpenOptions&) override {
+    if (name != "mem://a/b") throw IoError(name + ": no such object");
+    return std::make_unique<File>(name, "hello");
+  }
+  std::vector<std::string> match(const std::string& pattern) override {
+    return pattern == "mem://a/*" ? std::vector<std::string>{"mem://a/b"} : std::vector<std::string>{};
+  }
+};
+
+TEST(FileSystems, ASchemeRegisteredByNameServesOpenAndMatch) {
+  EXPECT_EQ(io::scheme_of("/a/b"), "");
+  EXPECT_EQ(io::scheme_of("file:///a/b"), "file");
+  EXPECT_EQ(io::scheme_of("https://h/x"), "https");
+  EXPECT_EQ(io::scheme_of("a b://x"), "");  // not a scheme: a path
+  expect_error<IoError>([&] { io::open_file("mem://a/b"); },
+                        {"no storage backend for \"mem://\"", "http://", "https://"});
+  io::register_filesystem("mem", std::make_shared<MemoryFileSystem>());
+  auto f = io::open_file("mem://a/b");
+  EXPECT_EQ(f->size(), 5U);
+  std::string buf(5, '\0');
+  EXPECT_EQ(io::read_fully(*f, 0, std::as_writable_bytes(std::span(buf))), 5U);
+  EXPECT_EQ(buf, "hello");
+  EXPECT_EQ(io::match_files("mem://a/*"), std::vector<std::string>{"mem://a/b"});
+  expect_error<IoError>([&] { io::open_file("mem://a/c"); }, {"mem://a/c: no such object"});
+  // file:// patterns are local patterns.
+  const TempDir tmp;
+  write_all(tmp / "x.bin", "1");
+  EXPECT_EQ(io::match_files("file://" + (tmp / "*.bin").string()),
+            std::vector<std::string>{(tmp / "x.bin").string()});
 }
 
 TEST(LocalFile, DirectReadsAreAlignedOrRefused) {

@@ -13,6 +13,7 @@
 #include "commands/commands.h"
 #include "commands/interrupt.h"
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/object_server.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -31,9 +32,9 @@ Outcome serve_command(const Options& o) {
     throw InputError(fmt::format("{}: not a folder", o.folder));
   }
   const InterruptGuard guard;
-  std::unique_ptr<pipelines::ObjectServer> server;
+  std::unique_ptr<testbed::ObjectServer> server;
   try {
-    server = std::make_unique<pipelines::ObjectServer>(pipelines::ObjectServerOptions{
+    server = std::make_unique<testbed::ObjectServer>(testbed::ObjectServerOptions{
         .root = o.folder,
         .latency = std::chrono::microseconds(std::llround(o.latency_ms * 1e3)),
         .rate_bytes_per_second = static_cast<int64_t>(o.rate_mib_s * 1048576.0),

@@ -31,17 +31,18 @@
 #include <vector>
 
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/object_server.h"
 #include "workload/dlio_metrics.h"
 #include "workload/dlio_workload.h"
-#include "workload/training_loop.h"
+#include "workload/dlio_training.h"
 
 namespace pipeprof::harness::workload {
 
 // The object server of a remote workload: its data folder served with pipeprof.remote's latency
 // and rate (started; throws pipelines::RemoteError).
-std::unique_ptr<pipelines::ObjectServer> start_object_server(const DlioWorkload& w);
+std::unique_ptr<testbed::ObjectServer> start_object_server(const DlioWorkload& w);
 // The URLs of local files under the workload's data folder on that server.
-std::vector<std::string> object_urls(const pipelines::ObjectServer& server, const DlioWorkload& w,
+std::vector<std::string> object_urls(const testbed::ObjectServer& server, const DlioWorkload& w,
                                      const std::vector<std::string>& files);
 
 class RemoteEnvironment {
@@ -80,7 +81,7 @@ class RemoteEnvironment {
   RemoteSettings settings_;
   int64_t accelerators_;
   std::filesystem::path scratch_;
-  std::unique_ptr<pipelines::ObjectServer> server_;
+  std::unique_ptr<testbed::ObjectServer> server_;
   std::shared_ptr<pipelines::RemoteCache> cache_;
   std::optional<pipelines::ScopedRemoteCache> installed_;
   std::filesystem::path copy_dir_, cache_dir_;

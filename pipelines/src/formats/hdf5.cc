@@ -14,7 +14,7 @@
 
 #include "formats/format_error.h"
 #include "formats/mapped_file.h"
-#include "io/http.h"
+#include "io/filesystem.h"
 
 namespace pipeprof::pipelines::formats {
 namespace {
@@ -217,7 +217,7 @@ std::vector<std::string> all_datasets(hid_t file, const std::string& path) {
 }  // namespace
 
 NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets) {
-  const bool remote = io::is_http_url(path);
+  const bool remote = !io::is_local(path);
   uint64_t file_size = 0;
   std::shared_ptr<const MappedFile> image;  // a remote object, whole in memory
   if (remote) {

@@ -13,7 +13,7 @@
 #include <new>
 
 #include "formats/format_error.h"
-#include "io/http.h"
+#include "io/filesystem.h"
 #include "io/storage.h"
 
 namespace pipeprof::pipelines::formats {
@@ -39,7 +39,7 @@ AlignedBytes allocate_aligned(size_t size) {
 }  // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  if (io::is_http_url(path)) {
+  if (!io::is_local(path)) {
     // A remote object (through the installed cache, if any) is read whole into memory.
     std::unique_ptr<io::RandomAccessFile> remote;
     try {

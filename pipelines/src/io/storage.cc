@@ -13,8 +13,7 @@
 #include <cstring>
 #include <limits>
 
-#include "io/http.h"
-#include "io/remote_cache.h"
+#include "io/filesystem.h"
 
 namespace pipeprof::pipelines::io {
 namespace {
@@ -169,21 +168,7 @@ size_t read_fully(RandomAccessFile& file, uint64_t offset, std::span<std::byte> 
   return done;
 }
 
-std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options) {
-  std::string path = name;
-  if (const auto scheme = name.find("://"); scheme != std::string::npos) {
-    const std::string kind = name.substr(0, scheme);
-    if (kind == "http" || kind == "https") {
-      if (options.direct) throw IoError(fmt::format("{}: O_DIRECT applies to local files only", name));
-      return open_remote(name);
-    }
-    if (kind != "file") {
-      throw IoError(fmt::format("{}: no storage backend for \"{}://\" URLs (local files, http:// "
-                                "and https://)",
-                                name, kind));
-    }
-    path = name.substr(scheme + 3);
-  }
+std::unique_ptr<RandomAccessFile> open_local(const std::string& path, const OpenOptions& options) {
   return std::make_unique<LocalFile>(path, options);
 }
 
@@ -210,8 +195,7 @@ void drop_from_page_cache(const std::string& path) {
   }
 }
 
-std::vector<std::string> match_files(const std::string& pattern) {
-  if (is_http_url(pattern)) return match_http(pattern);
+std::vector<std::string> match_local(const std::string& pattern) {
   glob_t g{};
   const int rc = ::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ERR, nullptr, &g);
   std::vector<std::string> out;

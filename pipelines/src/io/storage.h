@@ -1,8 +1,8 @@
 // Where bytes come from: one interface for reading a file's bytes, whatever holds it. A backend
 // opens a path or URL and gives the file's size and ranged reads; local files are the first backend
 // (buffered reads through the page cache, O_DIRECT into aligned buffers, or a mapping of the whole
-// file), and a URL-based one
-// (HTTP object storage) slots in behind the same open() by its scheme. Nothing here knows of
+// file), and URL-based ones (HTTP object storage) slot in behind the same open() by their scheme
+// (io/filesystem.h, the registry of schemes). Nothing here knows of
 // datasets: the file sources in ops/ use it and count what it reports.
 #pragma once
 
@@ -85,7 +85,8 @@ class RandomAccessFile {
 // fewer only at the end of the file. Throws IoError as read_at does.
 size_t read_fully(RandomAccessFile& file, uint64_t offset, std::span<std::byte> out);
 
-// Opens a local path (or a file:// URL). Other schemes name the missing backend in the IoError.
+// Opens a path or URL through the file system registered for its scheme (io/filesystem.h: local
+// paths and file://, http:// and https://). An unknown scheme names the known ones in the IoError.
 std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options = {});
 
 // Writes the file's dirty pages out (sync_file_range) and asks the kernel to drop its cached pages
@@ -93,8 +94,9 @@ std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenO
 // pages mapped by another process may stay. Throws IoError when the file cannot be opened.
 void drop_from_page_cache(const std::string& path);
 
-// The paths matching a shell pattern (glob(3): *, ?, [...]), sorted bytewise. A pattern without
-// wildcards matches the existing file of that name. Throws IoError on a read error of a folder.
+// The names matching a pattern, through the file system of its scheme: for local paths a shell
+// pattern (glob(3): *, ?, [...]), sorted bytewise; a pattern without wildcards matches the existing
+// file of that name. Throws IoError on a read error of a folder.
 std::vector<std::string> match_files(const std::string& pattern);
 
 // A buffer aligned for O_DIRECT, not zero-filled.

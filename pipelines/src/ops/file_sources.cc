@@ -11,6 +11,7 @@
 #include "formats/hdf5.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
+#include "io/filesystem.h"
 #include "ops/common.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/files.h"
@@ -170,7 +171,7 @@ class FileSourceIterator final : public Iterator {
   // the stage's storage statistics, its time the time to first byte.
   void count_read(const std::string& file, const Element& arrays, int64_t ns) {
     int64_t size = 0;
-    if (file.find("://") != std::string::npos) {
+    if (!io::is_local(file)) {
       // A remote object, read whole: its arrays' bytes (the object's, less its headers).
       for (const Tensor& t : arrays) size += static_cast<int64_t>(t.nbytes());
     } else {

@@ -1,12 +1,11 @@
-// Remote object storage: datasets behind http:// URLs, a local object server to put them there, and
-// a read-through disk cache between the two.
+// Remote object storage: datasets behind http:// URLs, and a read-through disk cache in front of
+// them.
 //
 // - Any file source takes http(s):// URLs where it takes paths (list_files patterns with wildcards
 //   in the last part, tfrecord, npy, npz, jpeg, ...): objects are read with ranged GETs (libcurl),
 //   with retries and backoff on failures that may pass (see src/io/http.h).
-// - ObjectServer runs a real HTTP server (nginx) on 127.0.0.1 serving a folder, with a time to
-//   first byte per request and a bandwidth limit per request: the object store of the remote
-//   experiments and tests. It is stopped (and its temporary folder removed) by its destructor.
+// - The object server (nginx) and the growing cache's samplers, which put datasets behind URLs for
+//   the remote experiments and tests, are the test bed's (pipeprof/testbed/).
 // - RemoteCache keeps whole objects in a local folder up to a byte budget (least recently used
 //   evicted first), checks every cached object's CRC-32C when it is opened, reuses the folder across
 //   runs and processes, and preloads a list of objects in the background. Installed with
@@ -32,63 +31,6 @@ namespace pipeprof::pipelines {
 class RemoteError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-// ---- The object server (nginx) ----
-
-struct ObjectServerOptions {
-  std::filesystem::path root;  // the folder served: <root>/a/b is http://127.0.0.1:<port>/a/b
-  // Time to first byte added to every request (nginx's echo module, echo_sleep), rounded to whole
-  // milliseconds; 0: none.
-  std::chrono::microseconds latency{0};
-  // Bytes/s per request (nginx's limit_rate); 0: unlimited.
-  int64_t rate_bytes_per_second = 0;
-  // Fault injection: requests under these path prefixes get this status (e.g. {"/broken/", 500});
-  // a key "=/path" matches that path only.
-  std::map<std::string, int> fixed_status;
-  int port = 0;  // 0: a free port
-  std::string nginx;  // the binary; empty: nginx on PATH, else /usr/sbin/nginx
-  int workers = 1;
-};
-
-class ObjectServer {
- public:
-  // Whether nginx (and, for `latency`, its echo module) is installed; `why` says what is missing.
-  static bool available(bool with_latency = false, std::string* why = nullptr);
-
-  // Starts nginx and waits until it answers. Throws RemoteError naming what failed (nginx missing,
-  // the root not a folder, nginx's own error log).
-  explicit ObjectServer(ObjectServerOptions options);
-  // Stops the server and removes its temporary folder.
-  ~ObjectServer();
-  ObjectServer(const ObjectServer&) = delete;
-  ObjectServer& operator=(const ObjectServer&) = delete;
-
-  // "http://127.0.0.1:<port>/" (with the trailing slash).
-  std::string url() const;
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }  // the nginx master process; -1 when stopped
-  bool running() const { return pid_ > 0; }
-  // Whether nginx still runs (reaps it when it has exited: running() is false then).
-  bool alive();
-
-  // Stops the server (SIGTERM: nginx's fast shutdown; SIGKILL after 5 s): open transfers are cut.
-  void stop();
-  // Kills the server at once (SIGKILL to every nginx process): a crash.
-  void kill();
-  // Starts it again on the same port with the same options.
-  void start();
-
- private:
-  void launch();
-  void reap(std::chrono::milliseconds grace);
-
-  class Spawner;
-  ObjectServerOptions options_;
-  std::unique_ptr<Spawner> spawner_;
-  std::filesystem::path dir_;  // config, logs, nginx's temporary files
-  int port_ = 0;
-  pid_t pid_ = -1;
 };
 
 // ---- What the process's HTTP reads did ----
@@ -167,54 +109,6 @@ class RemoteCache {
   Impl& impl() { return *impl_; }
 
  private:
-  std::unique_ptr<Impl> impl_;
-};
-
-// ---- A local sample cache that grows every epoch (EXPERIMENTS.md C3) ----
-
-struct GrowingCacheOptions {
-  std::vector<std::string> urls;  // the samples: one object each, split over the samplers
-  std::filesystem::path dir;      // where the shards go (created; emptied first)
-  int samplers = 2;               // sampler processes
-  int64_t shard_samples = 64;     // samples per shard
-  uint64_t budget_bytes = 0;      // enforce_budget() keeps the folder under it; 0: no limit
-};
-
-// Sampler processes (forked) fetch the samples over HTTP, each its share of `urls` in order, and
-// write them as TFRecord shards of tf.Example records (features "image": the object's bytes,
-// "label": its index), each shard under a temporary name (".tmp-...") renamed to
-// "shard-<sampler>-<n>.tfrecord" when complete (a sampler's last shard may hold fewer samples).
-// A trainer lists "*.tfrecord" at the start of each epoch: the training set grows epoch by epoch.
-class GrowingSampleCache {
- public:
-  // Starts the samplers. Throws RemoteError when the folder cannot be made.
-  explicit GrowingSampleCache(GrowingCacheOptions options);
-  // Stops the samplers that still run (SIGTERM, then SIGKILL) and reaps them; removes temporary
-  // shards. Complete shards stay (the folder is the caller's).
-  ~GrowingSampleCache();
-  GrowingSampleCache(const GrowingSampleCache&) = delete;
-  GrowingSampleCache& operator=(const GrowingSampleCache&) = delete;
-
-  std::string pattern() const;  // <dir>/*.tfrecord
-
-  struct Shards {
-    int64_t shards = 0;
-    uint64_t bytes = 0;
-  };
-  // The complete shards now in the folder.
-  Shards complete() const;
-  // Removes the oldest complete shards (by name order within a sampler, by mtime across) until
-  // the folder is under the budget; returns what was removed. Call it between epochs.
-  Shards enforce_budget();
-  // True when every sampler has exited; throws RemoteError naming a sampler that failed (its exit
-  // status, and the last line it wrote to stderr).
-  bool samplers_done();
-  // Waits until a complete shard exists, a sampler fails (RemoteError) or `stop` is set; returns
-  // whether one exists.
-  bool wait_for_first_shard(const std::atomic<bool>* stop);
-
- private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

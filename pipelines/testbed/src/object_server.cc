@@ -1,3 +1,5 @@
+#include "pipeprof/testbed/object_server.h"
+
 // The object server: nginx started on 127.0.0.1 with a generated configuration in a temporary
 // folder of its own (config, error log, pid file, nginx's temporary files), in a process group of
 // its own so that every nginx process can be signalled at once, and with a parent-death signal so
@@ -22,9 +24,9 @@
 #include <sstream>
 #include <thread>
 
-#include "pipeprof/pipelines/remote.h"
 
-namespace pipeprof::pipelines {
+namespace pipeprof::testbed {
+using namespace pipeprof::pipelines;
 namespace {
 
 constexpr const char* kEchoModule = "/usr/lib/nginx/modules/ngx_http_echo_module.so";
@@ -383,4 +385,4 @@ void ObjectServer::start() {
   launch();
 }
 
-}  // namespace pipeprof::pipelines
+}  // namespace pipeprof::testbed

@@ -1,3 +1,5 @@
+#include "pipeprof/testbed/growing_cache.h"
+
 // The growing sample cache's samplers: forked processes (mp::ProcessGroup) that fetch their share of
 // the samples over HTTP and write TFRecord shards, each renamed into place when complete. A sampler
 // that fails writes its reason to its socket and exits with status 70; the parent reads it when it
@@ -16,9 +18,9 @@
 #include "formats/tfrecord.h"
 #include "io/http.h"
 #include "mp/process_group.h"
-#include "pipeprof/pipelines/remote.h"
 
-namespace pipeprof::pipelines {
+namespace pipeprof::testbed {
+using namespace pipeprof::pipelines;
 namespace fs = std::filesystem;
 
 namespace {
@@ -188,4 +190,4 @@ bool GrowingSampleCache::wait_for_first_shard(const std::atomic<bool>* stop) {
   }
 }
 
-}  // namespace pipeprof::pipelines
+}  // namespace pipeprof::testbed
