@@ -38,8 +38,8 @@ std::optional<double> optional_number(const nlohmann::json& e, const char* key,
 
 }  // namespace
 
-Experiment load_experiment(const std::filesystem::path& file) {
-  Experiment x{.id = {}, .description = {}, .spec = pipelines::load_spec(file)};
+Experiment load_experiment(const std::filesystem::path& file, const pipelines::ParseOptions& options) {
+  Experiment x{.id = {}, .description = {}, .spec = pipelines::load_spec(file, options)};
   x.file = file;
   x.id = x.spec.name.empty() ? file.stem().string() : x.spec.name;
   x.description = x.spec.description;
@@ -97,7 +97,8 @@ std::filesystem::path catalog_dir() {
   return PIPEPROF_EXPERIMENTS_DIR;
 }
 
-std::vector<Experiment> load_catalog(const std::filesystem::path& dir) {
+std::vector<Experiment> load_catalog(const std::filesystem::path& dir,
+                                     const pipelines::ParseOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     throw pipelines::SpecError(
@@ -115,18 +116,18 @@ std::vector<Experiment> load_catalog(const std::filesystem::path& dir) {
             [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   std::vector<Experiment> out;
   for (const auto& f : files)
-    out.push_back(load_experiment(f));
+    out.push_back(load_experiment(f, options));
   return out;
 }
 
-Experiment find_experiment(const std::string& id_or_path) {
+Experiment find_experiment(const std::string& id_or_path, const pipelines::ParseOptions& options) {
   std::error_code ec;
   if (id_or_path.find('/') != std::string::npos || id_or_path.ends_with(".json") ||
       std::filesystem::exists(id_or_path, ec)) {
-    return load_experiment(id_or_path);
+    return load_experiment(id_or_path, options);
   }
   const auto file = catalog_dir() / (id_or_path + ".json");
-  if (std::filesystem::exists(file, ec)) return load_experiment(file);
+  if (std::filesystem::exists(file, ec)) return load_experiment(file, options);
   std::vector<std::string> ids;
   for (const auto& x : load_catalog())
     ids.push_back(x.id);

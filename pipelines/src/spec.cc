@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 
 #include <fstream>
 #include <sstream>
@@ -88,9 +87,7 @@ Dataset parse_chain(const nlohmann::json& pipeline, const Context& ctx, const st
 
 namespace {
 
-std::atomic<int64_t> g_rank{0}, g_ranks{1};
-
-void resolve_stages(nlohmann::json& pipeline) {
+void resolve_stages(nlohmann::json& pipeline, const ParseOptions& o) {
   if (!pipeline.is_object() || !pipeline.contains("stages") || !pipeline["stages"].is_array())
     return;
   nlohmann::json out = nlohmann::json::array();
@@ -99,8 +96,8 @@ void resolve_stages(nlohmann::json& pipeline) {
     if (stage.is_object()) {
       const std::string op = stage.value("op", "");
       if (op == "shard") {
-        if (stage.value("num_shards", nlohmann::json()) == "ranks") stage["num_shards"] = g_ranks.load();
-        if (stage.value("index", nlohmann::json()) == "rank") stage["index"] = g_rank.load();
+        if (stage.value("num_shards", nlohmann::json()) == "ranks") stage["num_shards"] = o.ranks;
+        if (stage.value("index", nlohmann::json()) == "rank") stage["index"] = o.rank;
       } else if (op == "list_files" && stage.value("shard", nlohmann::json()) == "rank") {
         // Every rank lists and shuffles the files, then keeps its share: the ranks' orders must
         // be the same, or their shares overlap. A shuffled listing needs a seed.
@@ -113,17 +110,15 @@ void resolve_stages(nlohmann::json& pipeline) {
         stage.erase("shard");
         shard_after = true;
       }
-      if (stage.contains("pipeline")) resolve_stages(stage["pipeline"]);
+      if (stage.contains("pipeline")) resolve_stages(stage["pipeline"], o);
       if (stage.contains("inputs") && stage["inputs"].is_array()) {
         for (nlohmann::json& input : stage["inputs"])
-          resolve_stages(input);
+          resolve_stages(input, o);
       }
     }
     out.push_back(std::move(stage));
     if (shard_after) {
-      out.push_back({{"op", "shard"},
-                     {"num_shards", g_ranks.load()},
-                     {"index", g_rank.load()}});
+      out.push_back({{"op", "shard"}, {"num_shards", o.ranks}, {"index", o.rank}});
     }
   }
   pipeline["stages"] = std::move(out);
@@ -131,21 +126,18 @@ void resolve_stages(nlohmann::json& pipeline) {
 
 }  // namespace
 
-void set_ranks(int64_t rank, int64_t ranks) {
-  if (ranks < 1 || rank < 0 || rank >= ranks)
-    throw std::invalid_argument(fmt::format("set_ranks: rank {} of {}", rank, ranks));
-  g_rank = rank;
-  g_ranks = ranks;
-}
-
-nlohmann::json resolve_ranks(const nlohmann::json& document) {
+nlohmann::json resolve_ranks(const nlohmann::json& document, const ParseOptions& options) {
+  if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks) {
+    throw std::invalid_argument(
+        fmt::format("spec parse options: rank {} of {}", options.rank, options.ranks));
+  }
   nlohmann::json out = document;
-  resolve_stages(out);
+  resolve_stages(out, options);
   return out;
 }
 
-Spec parse_spec(const nlohmann::json& input, const std::string& source) {
-  const nlohmann::json document = resolve_ranks(input);
+Spec parse_spec(const nlohmann::json& input, const std::string& source, const ParseOptions& options) {
+  const nlohmann::json document = resolve_ranks(input, options);
   const Fields f(document, source + ": (top level)");
   f.only({"name", "description", "stages", "experiment"});
   Spec spec{f.string("name", std::string()), f.string("description", std::string()),
@@ -153,11 +145,12 @@ Spec parse_spec(const nlohmann::json& input, const std::string& source) {
   return spec;
 }
 
-Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source) {
-  return parse_chain(resolve_ranks(pipeline), Context{source, {}}, "");
+Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source,
+                       const ParseOptions& options) {
+  return parse_chain(resolve_ranks(pipeline, options), Context{source, {}}, "");
 }
 
-Spec load_spec(const std::filesystem::path& file) {
+Spec load_spec(const std::filesystem::path& file, const ParseOptions& options) {
   const std::string source = file.string();
   std::error_code dir_ec;
   // An ifstream opens a directory without complaint and then reads nothing.
@@ -178,7 +171,7 @@ Spec load_spec(const std::filesystem::path& file) {
   } catch (const nlohmann::json::parse_error& e) {
     throw SpecError(fmt::format("{}: invalid JSON at byte {}: {}", source, e.byte, e.what()));
   }
-  return parse_spec(document, source);
+  return parse_spec(document, source, options);
 }
 
 nlohmann::json to_spec(const Dataset& dataset, const std::string& name,

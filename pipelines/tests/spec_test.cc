@@ -397,32 +397,34 @@ TEST(Spec, ParsePipelineAlone) {
   EXPECT_THROW(parse_pipeline(nlohmann::json::parse(R"({"stages": [{"op": "nope"}]})")), SpecError);
 }
 
-// Rank tokens: shard's "ranks" / "rank" and list_files' "shard": "rank" become this process's rank.
-TEST(Spec, RankTokensResolveToThisRank) {
-  set_ranks(1, 3);
+// Rank tokens: shard's "ranks" / "rank" and list_files' "shard": "rank" become the rank the spec is
+// read for (a parse option, not a process-wide setting).
+TEST(Spec, RankTokensResolveToTheRankOfTheParseOptions) {
+  const ParseOptions rank1{.rank = 1, .ranks = 3};
   const nlohmann::json doc = nlohmann::json::parse(R"({"stages": [
       {"op": "list_files", "files": ["a", "b", "c", "d", "e"], "shuffle": false, "shard": "rank"},
       {"op": "interleave", "cycle_length": 1, "pipeline": {"stages": [
         {"op": "range", "stop": 6}, {"op": "shard", "num_shards": "ranks", "index": "rank"}]}}]})");
-  const nlohmann::json r = resolve_ranks(doc);
-  set_ranks(0, 1);
+  const nlohmann::json r = resolve_ranks(doc, rank1);
   ASSERT_EQ(r["stages"].size(), 3U);
   EXPECT_FALSE(r["stages"][0].contains("shard"));
   EXPECT_EQ(r["stages"][1], nlohmann::json({{"op", "shard"}, {"num_shards", 3}, {"index", 1}}));
   const nlohmann::json& inner = r["stages"][2]["pipeline"]["stages"][1];
   EXPECT_EQ(inner["num_shards"], 3);
   EXPECT_EQ(inner["index"], 1);
+  // Without options: rank 0 of 1, every file.
+  EXPECT_EQ(resolve_ranks(doc)["stages"][1]["num_shards"], 1);
   // Parsed, rank 1 of 3 keeps the files b and e.
-  set_ranks(1, 3);
-  const Spec spec = parse_spec(nlohmann::json::parse(
-      R"({"stages": [{"op": "list_files", "files": ["a", "b", "c", "d", "e"], "shuffle": false, "shard": "rank"}]})"));
-  set_ranks(0, 1);
+  const Spec spec = parse_spec(
+      nlohmann::json::parse(
+          R"({"stages": [{"op": "list_files", "files": ["a", "b", "c", "d", "e"], "shuffle": false, "shard": "rank"}]})"),
+      "<spec>", rank1);
   std::vector<std::string> files;
   auto it = spec.dataset.iterate();
   while (auto e = it->next())
     files.push_back(file_name(*e));
   EXPECT_EQ(files, (std::vector<std::string>{"b", "e"}));
-  EXPECT_THROW(set_ranks(3, 3), std::invalid_argument);
+  EXPECT_THROW(resolve_ranks(doc, {.rank = 3, .ranks = 3}), std::invalid_argument);
   // Shuffled without a seed, the ranks' orders (and so their shares) would differ.
   EXPECT_THROW(resolve_ranks(nlohmann::json::parse(
                    R"({"stages": [{"op": "list_files", "pattern": "*.x", "shard": "rank"}]})")),

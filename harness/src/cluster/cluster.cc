@@ -76,11 +76,13 @@ void init(int* argc, char*** argv) {
     }
     instance() = detail::make_mpi_cluster(argc, argv);
     g_mpi = true;
-    // Specs' rank tokens ("shard": "rank") resolve to this rank.
-    pipelines::set_ranks(instance()->rank(), instance()->size());
     return;
   }
   instance() = std::make_unique<SingleCluster>();
+}
+
+pipelines::ParseOptions spec_options(const Cluster& cluster) {
+  return {.rank = cluster.rank(), .ranks = cluster.size()};
 }
 
 void shutdown(int exit_code) {

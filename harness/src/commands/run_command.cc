@@ -107,7 +107,9 @@ Outcome run_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOptions
 
 Outcome run_command(const RunCommandOptions& o) {
   InterruptGuard guard;
-  Experiment x = read_input([&] { return find_experiment(o.target); });
+  // Under mpirun the spec's rank tokens stand for this rank.
+  Experiment x = read_input(
+      [&] { return find_experiment(o.target, cluster::spec_options(cluster::current())); });
   override_process_sources(x, o.producers, o.queue_capacity);
   // http(s) URLs through a read-through disk cache (docs/remote.md), kept for later runs.
   std::optional<pipelines::ScopedRemoteCache> cache;

@@ -195,7 +195,11 @@ Outcome suite(const SuiteOptions& o) {
   const std::vector<Experiment> catalog =
       only.empty() && !o.only.empty()
           ? std::vector<Experiment>{}
-          : select_experiments(read_input([] { return load_catalog(); }), only);
+          : select_experiments(read_input([] {
+                               return load_catalog(catalog_dir(),
+                                                   cluster::spec_options(cluster::current()));
+                             }),
+                               only);
   const int repetitions = o.quick ? 1 : o.repetitions;
   const std::string started_utc = results::utc_now();
   cluster::Cluster& ranks = cluster::current();

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "pipeprof/pipelines/spec.h"
+
 namespace pipeprof::harness::cluster {
 
 // How one rank's clock relates to rank 0's, from a ping-pong: rank 0 sends at t0 (its clock),
@@ -69,6 +71,8 @@ void init(int* argc, char*** argv);
 // them. Nothing without MPI.
 void shutdown(int exit_code);
 Cluster& current();
+// How a spec is read on this rank: its rank tokens ("shard": "rank") stand for `cluster`'s rank.
+pipelines::ParseOptions spec_options(const Cluster& cluster);
 // Whether this build has the Open MPI implementation (PIPEPROF_MPI).
 bool mpi_built();
 // The launcher's rank count from the environment (1 when not launched by mpirun).

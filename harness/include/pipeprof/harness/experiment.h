@@ -29,17 +29,20 @@ struct Experiment {
 };
 
 // Loads one experiment (a spec with or without an "experiment" object; defaults: step sleep:10,
-// 1 epoch). Throws pipelines::SpecError naming the file and field.
-Experiment load_experiment(const std::filesystem::path& file);
+// 1 epoch), its rank tokens read for the rank of `options` (rank 0 of 1 by default; the command
+// line passes this process's rank under mpirun). Throws pipelines::SpecError naming the file and
+// field.
+Experiment load_experiment(const std::filesystem::path& file, const pipelines::ParseOptions& options = {});
 
 // The shipped catalog directory: $PIPEPROF_EXPERIMENTS if set, else the source tree's
 // harness/experiments.
 std::filesystem::path catalog_dir();
 
 // Every experiment of the catalog, in the order of EXPERIMENTS.md.
-std::vector<Experiment> load_catalog(const std::filesystem::path& dir = catalog_dir());
+std::vector<Experiment> load_catalog(const std::filesystem::path& dir = catalog_dir(),
+                                     const pipelines::ParseOptions& options = {});
 
 // An experiment by id from the catalog, or a spec file path. Throws SpecError when neither.
-Experiment find_experiment(const std::string& id_or_path);
+Experiment find_experiment(const std::string& id_or_path, const pipelines::ParseOptions& options = {});
 
 }  // namespace pipeprof::harness

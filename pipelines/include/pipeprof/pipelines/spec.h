@@ -19,7 +19,7 @@
 // The top-level "experiment" object is reserved for the harness and not read here.
 //
 // Ranks (a job of several processes, e.g. under mpirun): shard's "num_shards": "ranks" and
-// "index": "rank" stand for the process's rank count and rank (set_ranks), and list_files'
+// "index": "rank" stand for the rank count and rank given in ParseOptions, and list_files'
 // "shard": "rank" keeps the rank's share of the files (a shard stage right after it; a shuffled
 // listing then needs a seed, so that every rank shuffles alike).
 // parse_spec resolves them; Spec::document holds the resolved spec.
@@ -40,18 +40,25 @@ struct Spec {
   nlohmann::json document;  // the whole document as loaded (including "experiment")
 };
 
-// The process's rank among `ranks` for the rank tokens above (0 of 1 until set).
-void set_ranks(int64_t rank, int64_t ranks);
-// The spec with its rank tokens replaced by this process's rank and rank count.
-nlohmann::json resolve_ranks(const nlohmann::json& document);
+// How a spec is read: the rank and rank count its rank tokens stand for (rank 0 of 1: one process).
+struct ParseOptions {
+  int64_t rank = 0;
+  int64_t ranks = 1;
+};
+
+// The spec with its rank tokens replaced by the rank and rank count of `options`. Throws
+// std::invalid_argument for a rank outside [0, ranks).
+nlohmann::json resolve_ranks(const nlohmann::json& document, const ParseOptions& options = {});
 
 // Throws SpecError: "<source>: <json path>: expected <what>, got <value>".
-Spec parse_spec(const nlohmann::json& document, const std::string& source = "<spec>");
+Spec parse_spec(const nlohmann::json& document, const std::string& source = "<spec>",
+                const ParseOptions& options = {});
 // Reads and parses a file; an unreadable file or invalid JSON is a SpecError naming the file (and
 // the byte offset of a JSON syntax error).
-Spec load_spec(const std::filesystem::path& file);
+Spec load_spec(const std::filesystem::path& file, const ParseOptions& options = {});
 // Parses a pipeline object ({"stages": [...]}) alone.
-Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source = "<spec>");
+Dataset parse_pipeline(const nlohmann::json& pipeline, const std::string& source = "<spec>",
+                       const ParseOptions& options = {});
 
 // The document for `dataset` ({"name", "description", "stages"}), loadable by load_spec.
 nlohmann::json to_spec(const Dataset& dataset, const std::string& name = {},
