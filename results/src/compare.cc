@@ -9,7 +9,31 @@ namespace pipeprof::results {
 namespace {
 
 const std::vector<double>& samples(const Entry& e, Metric metric) {
-  return metric == Metric::kEfficiency ? e.efficiency : e.time_ns;
+  switch (metric) {
+    case Metric::kEfficiency:
+      return e.efficiency;
+    case Metric::kTime:
+      return e.time_ns;
+    case Metric::kAu:
+      return e.au;
+    case Metric::kThroughput:
+      return e.throughput;
+  }
+  return e.time_ns;
+}
+
+// A workload's entry that carries its AU and samples/s (results written before they were kept
+// per repetition do not).
+bool has_au(const Entry& e) {
+  return e.workload && !e.au.empty() && !e.throughput.empty();
+}
+
+// What a pair is judged on: workloads on their AU and samples/s where the efficiency metric is
+// asked for (on efficiency, as before, where one side lacks them); otherwise the metric asked for.
+std::vector<Metric> metrics_of(const Entry& e, const Entry* other, Metric metric) {
+  if (metric == Metric::kEfficiency && has_au(e) && (other == nullptr || has_au(*other)))
+    return {Metric::kAu, Metric::kThroughput};
+  return {metric};
 }
 
 // The smallest p the U test can give for these sizes: two fully separated samples.
@@ -43,11 +67,24 @@ size_t Comparison::matched() const {
 Metric parse_metric(const std::string& name) {
   if (name == "efficiency") return Metric::kEfficiency;
   if (name == "time") return Metric::kTime;
-  throw std::invalid_argument("unknown metric '" + name + "' (expected efficiency or time)");
+  if (name == "au") return Metric::kAu;
+  if (name == "throughput") return Metric::kThroughput;
+  throw std::invalid_argument("unknown metric '" + name +
+                              "' (expected efficiency, time, au or throughput)");
 }
 
 const char* metric_name(Metric metric) {
-  return metric == Metric::kEfficiency ? "efficiency" : "time";
+  switch (metric) {
+    case Metric::kEfficiency:
+      return "efficiency";
+    case Metric::kTime:
+      return "time";
+    case Metric::kAu:
+      return "au";
+    case Metric::kThroughput:
+      return "throughput";
+  }
+  return "?";
 }
 
 const char* verdict_name(Verdict verdict) {
@@ -100,52 +137,56 @@ Comparison compare(const std::vector<Entry>& base, const std::vector<Entry>& now
     new_by_name.emplace(e.name, &e);
   std::map<std::string, bool> seen;
   for (const auto& b : base) {
-    ComparisonRow row{.name = b.name};
-    const std::vector<double>& xs = samples(b, options.metric);
-    row.base_n = xs.size();
-    if (!xs.empty()) row.base_median = median(xs);
     auto it = new_by_name.find(b.name);
-    if (it == new_by_name.end()) {
-      row.verdict = Verdict::kOnlyInBase;
+    const Entry* n = it == new_by_name.end() ? nullptr : it->second;
+    if (n != nullptr) seen[b.name] = true;
+    for (const Metric metric : metrics_of(b, n, options.metric)) {
+      ComparisonRow row{.name = b.name, .metric = metric};
+      const std::vector<double>& xs = samples(b, metric);
+      row.base_n = xs.size();
+      if (!xs.empty()) row.base_median = median(xs);
+      if (n == nullptr) {
+        row.verdict = Verdict::kOnlyInBase;
+        c.rows.push_back(std::move(row));
+        continue;
+      }
+      const std::vector<double>& ys = samples(*n, metric);
+      row.new_n = ys.size();
+      if (!ys.empty()) row.new_median = median(ys);
+      if (xs.empty() || ys.empty() || *row.base_median == 0) {
+        row.verdict = Verdict::kNoMetric;
+        c.rows.push_back(std::move(row));
+        continue;
+      }
+      row.change = (*row.new_median - *row.base_median) / *row.base_median;
+      const double worse = metric == Metric::kTime ? *row.change : -*row.change;  // > 0: worse
+      bool significant = true;  // when the test is skipped, the threshold alone decides
+      if (xs.size() < 2 || ys.size() < 2) {
+        row.test_note = "no test (n=1)";
+      } else if (smallest_p(xs.size(), ys.size()) >= options.alpha) {
+        row.test_note = "no test (n too small)";
+      } else {
+        row.test = mann_whitney_u(xs, ys);
+        row.test_note = row.test->exact ? "U test (exact)" : "U test (normal)";
+        significant = row.test->p < options.alpha;
+      }
+      if (significant && worse > options.threshold) {
+        row.verdict = Verdict::kRegression;
+      } else if (significant && -worse > options.threshold) {
+        row.verdict = Verdict::kImprovement;
+      }
       c.rows.push_back(std::move(row));
-      continue;
     }
-    seen[b.name] = true;
-    const std::vector<double>& ys = samples(*it->second, options.metric);
-    row.new_n = ys.size();
-    if (!ys.empty()) row.new_median = median(ys);
-    if (xs.empty() || ys.empty() || *row.base_median == 0) {
-      row.verdict = Verdict::kNoMetric;
-      c.rows.push_back(std::move(row));
-      continue;
-    }
-    row.change = (*row.new_median - *row.base_median) / *row.base_median;
-    const double worse =
-        options.metric == Metric::kEfficiency ? -*row.change : *row.change;  // > 0: worse
-    bool significant = true;  // when the test is skipped, the threshold alone decides
-    if (xs.size() < 2 || ys.size() < 2) {
-      row.test_note = "no test (n=1)";
-    } else if (smallest_p(xs.size(), ys.size()) >= options.alpha) {
-      row.test_note = "no test (n too small)";
-    } else {
-      row.test = mann_whitney_u(xs, ys);
-      row.test_note = row.test->exact ? "U test (exact)" : "U test (normal)";
-      significant = row.test->p < options.alpha;
-    }
-    if (significant && worse > options.threshold) {
-      row.verdict = Verdict::kRegression;
-    } else if (significant && -worse > options.threshold) {
-      row.verdict = Verdict::kImprovement;
-    }
-    c.rows.push_back(std::move(row));
   }
   for (const auto& n : now) {
     if (seen.count(n.name)) continue;
-    ComparisonRow row{.name = n.name, .verdict = Verdict::kOnlyInNew};
-    const std::vector<double>& ys = samples(n, options.metric);
-    row.new_n = ys.size();
-    if (!ys.empty()) row.new_median = median(ys);
-    c.rows.push_back(std::move(row));
+    for (const Metric metric : metrics_of(n, nullptr, options.metric)) {
+      ComparisonRow row{.name = n.name, .metric = metric, .verdict = Verdict::kOnlyInNew};
+      const std::vector<double>& ys = samples(n, metric);
+      row.new_n = ys.size();
+      if (!ys.empty()) row.new_median = median(ys);
+      c.rows.push_back(std::move(row));
+    }
   }
   return c;
 }

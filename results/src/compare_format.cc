@@ -10,6 +10,8 @@ namespace {
 
 std::string format_value(double v, Metric metric) {
   if (metric == Metric::kEfficiency) return fmt::format("{:.3f}", v);
+  if (metric == Metric::kAu) return fmt::format("{:.2f}%", v);
+  if (metric == Metric::kThroughput) return fmt::format("{:.1f}/s", v);
   if (v >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
   if (v >= 1e6) return fmt::format("{:.3f} ms", v / 1e6);
   if (v >= 1e3) return fmt::format("{:.3f} us", v / 1e3);
@@ -25,18 +27,24 @@ nlohmann::json opt(const std::optional<double>& v) {
 std::string format_table(const Comparison& c) {
   const Metric m = c.options.metric;
   size_t width = 10;
+  // A row judged on another figure than the table's metric names it after the entry.
+  auto label = [m](const ComparisonRow& r) {
+    return r.metric == m ? r.name : fmt::format("{} [{}]", r.name, metric_name(r.metric));
+  };
   for (const auto& r : c.rows)
-    width = std::max(width, r.name.size());
-  std::string out = fmt::format("{:<{}}  {:>14} {:>14} {:>9} {:>9}  {:<22} {}\n", "name", width,
-                                fmt::format("base {}", m == Metric::kEfficiency ? "eff." : "time"),
-                                fmt::format("new {}", m == Metric::kEfficiency ? "eff." : "time"),
+    width = std::max(width, label(r).size());
+  const char* short_name = m == Metric::kEfficiency ? "eff." : metric_name(m);
+  std::string out = fmt::format("{:<{}}  {:>16} {:>16} {:>9} {:>9}  {:<22} {}\n", "name", width,
+                                fmt::format("base {}", short_name), fmt::format("new {}", short_name),
                                 "change", "p", "test", "verdict");
   for (const auto& r : c.rows) {
-    const std::string base =
-        r.base_median ? fmt::format("{} (n={})", format_value(*r.base_median, m), r.base_n) : "-";
-    const std::string now =
-        r.new_median ? fmt::format("{} (n={})", format_value(*r.new_median, m), r.new_n) : "-";
-    out += fmt::format("{:<{}}  {:>14} {:>14} {:>9} {:>9}  {:<22} {}\n", r.name, width, base, now,
+    const std::string base = r.base_median
+                                 ? fmt::format("{} (n={})", format_value(*r.base_median, r.metric), r.base_n)
+                                 : "-";
+    const std::string now = r.new_median
+                                ? fmt::format("{} (n={})", format_value(*r.new_median, r.metric), r.new_n)
+                                : "-";
+    out += fmt::format("{:<{}}  {:>16} {:>16} {:>9} {:>9}  {:<22} {}\n", label(r), width, base, now,
                        r.change ? fmt::format("{:+.1f}%", *r.change * 100) : "-",
                        r.test ? fmt::format("{:.4f}", r.test->p) : "-",
                        r.test_note.empty() ? "-" : r.test_note,
@@ -47,10 +55,12 @@ std::string format_table(const Comparison& c) {
     regressions += r.verdict == Verdict::kRegression;
     improvements += r.verdict == Verdict::kImprovement;
   }
+  const bool other_metrics =
+      std::any_of(c.rows.begin(), c.rows.end(), [m](const ComparisonRow& r) { return r.metric != m; });
   out += fmt::format(
-      "{} compared on {} (threshold {:.1f}%, alpha {}): {} regression(s), {} improvement(s)\n",
-      c.matched(), metric_name(m), c.options.threshold * 100, c.options.alpha, regressions,
-      improvements);
+      "{} compared on {}{} (threshold {:.1f}%, alpha {}): {} regression(s), {} improvement(s)\n",
+      c.matched(), metric_name(m), other_metrics ? " (workloads on au and throughput)" : "",
+      c.options.threshold * 100, c.options.alpha, regressions, improvements);
   return out;
 }
 
@@ -58,6 +68,7 @@ nlohmann::json to_json(const Comparison& c) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : c.rows) {
     nlohmann::json row{{"name", r.name},
+                       {"metric", metric_name(r.metric)},
                        {"verdict", verdict_name(r.verdict)},
                        {"base_n", r.base_n},
                        {"new_n", r.new_n},

@@ -109,8 +109,15 @@ std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string
       } else if (ideal && *ideal > 0 && wall > 0) {
         e.efficiency.push_back(*ideal / wall);
       }
+      if (auto it = reps[r].find("au_percentage"); it != reps[r].end() && it->is_number())
+        e.au.push_back(it->get<double>());
+      if (auto it = reps[r].find("samples_per_second"); it != reps[r].end() && it->is_number())
+        e.throughput.push_back(it->get<double>());
     }
     if (e.efficiency.size() != e.time_ns.size()) e.efficiency.clear();
+    if (e.au.size() != e.time_ns.size()) e.au.clear();
+    if (e.throughput.size() != e.time_ns.size()) e.throughput.clear();
+    if (auto it = x.find("workload"); it != x.end() && it->is_object()) e.workload = true;
     entries.push_back(std::move(e));
   }
   return entries;

@@ -74,6 +74,35 @@ TEST_F(CompareCli, SignificantRegressionExitsOne) {
   EXPECT_EQ(j["metric"], "time");
 }
 
+TEST_F(CompareCli, WorkloadsAreJudgedOnAuAndSamplesPerSecond) {
+  // A workload's entry as `pipeprof workload` and the suite write it: a repetition per epoch with
+  // its AU and samples/s.
+  auto workload = [&](const std::string& name, double au) {
+    nlohmann::json reps = nlohmann::json::array();
+    for (int i = 0; i < 5; ++i) {
+      reps.push_back({{"wall_ms", 1000.0 + i},
+                      {"au_percentage", au + 0.1 * i},
+                      {"samples_per_second", 400.0 + i}});
+    }
+    const nlohmann::json x{{"id", "workload:unet3d"},
+                           {"ideal_ms", 990.0},
+                           {"repetitions", reps},
+                           {"workload", {{"name", "unet3d"}}}};
+    return write(name, nlohmann::json{{"schema_version", 3}, {"experiments", {x}}}.dump());
+  };
+  const auto base = workload("wl_base.json", 98.0), same = workload("wl_same.json", 98.0),
+             drop = workload("wl_drop.json", 88.2);  // AU 10% lower, samples/s unchanged
+  CliResult r = run("compare " + base + " " + same);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("workload:unet3d [au]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workload:unet3d [throughput]"), std::string::npos) << r.out;
+  r = run("compare " + base + " " + drop);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("REGRESSION"), std::string::npos) << r.out;
+  EXPECT_EQ(run("compare " + base + " " + drop + " --metric throughput").code, 0);
+  EXPECT_EQ(run("compare " + base + " " + drop + " --metric au").code, 1);
+}
+
 TEST_F(CompareCli, GoogleBenchmarkRepetitions) {
   auto bench = [&](const std::string& name, double t) {
     nlohmann::json bs = nlohmann::json::array();

@@ -96,6 +96,8 @@ TEST(Compare, TableAndJsonNameEveryRow) {
 }
 
 TEST(Compare, ParsesThresholdsAndMetrics) {
+  EXPECT_EQ(parse_metric("au"), Metric::kAu);
+  EXPECT_EQ(parse_metric("throughput"), Metric::kThroughput);
   EXPECT_DOUBLE_EQ(parse_threshold("5%"), 0.05);
   EXPECT_DOUBLE_EQ(parse_threshold("0.1"), 0.1);
   EXPECT_DOUBLE_EQ(parse_threshold("12.5%"), 0.125);
@@ -106,6 +108,49 @@ TEST(Compare, ParsesThresholdsAndMetrics) {
   EXPECT_EQ(parse_metric("time"), Metric::kTime);
   EXPECT_EQ(parse_metric("efficiency"), Metric::kEfficiency);
   EXPECT_THROW(parse_metric("speed"), std::invalid_argument);
+}
+
+Entry workload(const std::string& name, std::vector<double> au, std::vector<double> rate) {
+  Entry e{.name = name, .au = au, .throughput = rate, .workload = true};
+  for (double v : au)
+    e.time_ns.push_back(v * 1e6);
+  return e;
+}
+
+TEST(Compare, WorkloadsAreJudgedOnAuAndSamplesPerSecond) {
+  const auto base = {workload("w", {99.0, 99.1, 98.9, 99.2, 99.0}, {500, 501, 502, 499, 500}),
+                     eff("x", {0.95, 0.96, 0.94, 0.95, 0.97})};
+  // Identical: two rows for the workload (AU and samples/s), one for the experiment.
+  Comparison c = compare(base, base, {.metric = Metric::kEfficiency, .threshold = 0.05});
+  ASSERT_EQ(c.rows.size(), 3u);
+  EXPECT_EQ(c.rows[0].metric, Metric::kAu);
+  EXPECT_EQ(c.rows[1].metric, Metric::kThroughput);
+  EXPECT_EQ(c.rows[2].metric, Metric::kEfficiency);
+  EXPECT_FALSE(c.has_regression());
+  // AU down by 10%, samples/s the same: a regression on AU alone.
+  const auto drop = {workload("w", {89.1, 89.2, 89.0, 89.3, 89.1}, {500, 501, 502, 499, 500}),
+                     eff("x", {0.95, 0.96, 0.94, 0.95, 0.97})};
+  c = compare(base, drop, {.metric = Metric::kEfficiency, .threshold = 0.05});
+  EXPECT_EQ(c.rows[0].verdict, Verdict::kRegression);
+  EXPECT_EQ(c.rows[1].verdict, Verdict::kUnchanged);
+  EXPECT_TRUE(c.has_regression());
+  EXPECT_NE(format_table(c).find("w [au]"), std::string::npos) << format_table(c);
+  EXPECT_EQ(to_json(c)["rows"][0]["metric"], "au");
+  // Higher is better: the other way round is an improvement.
+  EXPECT_EQ(compare(drop, base, {.threshold = 0.05}).rows[0].verdict, Verdict::kImprovement);
+  // A baseline written before AU and samples/s were kept: the pair is judged on efficiency.
+  Entry old = workload("w", {}, {});
+  old.efficiency = {0.99, 0.98, 0.99, 0.97, 0.99};
+  Entry now = workload("w", {99.0, 99.1, 98.9, 99.2, 99.0}, {500, 501, 502, 499, 500});
+  now.efficiency = {0.80, 0.81, 0.79, 0.82, 0.80};
+  c = compare({old}, {now}, {.threshold = 0.05});
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_EQ(c.rows[0].metric, Metric::kEfficiency);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::kRegression);
+  // --metric throughput on its own: one row per entry that has it.
+  c = compare(base, drop, {.metric = Metric::kThroughput, .threshold = 0.05});
+  EXPECT_EQ(c.rows[0].verdict, Verdict::kUnchanged);
+  EXPECT_EQ(c.rows[1].verdict, Verdict::kNoMetric);  // the experiment has no samples/s
 }
 
 TEST(Compare, Median) {

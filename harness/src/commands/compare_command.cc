@@ -1,4 +1,5 @@
-// pipeprof compare BASE NEW [--metric efficiency|time] [--threshold 5%] [--alpha 0.05] [--json]
+// pipeprof compare BASE NEW [--metric efficiency|time|au|throughput] [--threshold 5%] [--alpha 0.05]
+//                  [--json]
 //
 // Judges a run against a baseline (results/compare.h): experiments or Google Benchmark benchmarks
 // matched by name, a two-sided Mann-Whitney U test on the repetitions plus a minimum relative
@@ -30,9 +31,10 @@ Outcome compare_command(const CompareCommandOptions& o) {
   options.metric = o.metric == "auto"
                        ? (both_ours ? results::Metric::kEfficiency : results::Metric::kTime)
                        : results::parse_metric(o.metric);
-  if (options.metric == results::Metric::kEfficiency && !both_ours) {
+  if (options.metric != results::Metric::kTime && !both_ours) {
     const std::string& gbench = base.format == results::Format::kGoogleBenchmark ? o.base : o.now;
-    throw InputError(gbench + ": Google Benchmark JSON has no efficiency; use --metric time");
+    throw InputError(gbench + ": Google Benchmark JSON has no " + results::metric_name(options.metric) +
+                     "; use --metric time");
   }
   for (const auto* file : {&base, &now}) {
     const auto it = file->doc.find("interrupted");
@@ -74,9 +76,11 @@ CommandRunner add_compare_command(CLI::App& app) {
       ->required();
   cmd->add_option("new", o->now, "New results file to judge")->required();
   cmd->add_option("--metric", o->metric,
-                  "efficiency (ideal / measured, higher is better) or time (wall time, lower is "
-                  "better); auto: efficiency for two pipeprof files, time otherwise")
-      ->check(CLI::IsMember({"auto", "efficiency", "time"}))
+                  "efficiency (ideal / measured, higher is better; workloads are judged on their "
+                  "AU and samples/s instead), time (wall time, lower is better), au (accelerator "
+                  "utilization) or throughput (samples/s); auto: efficiency for two pipeprof "
+                  "files, time otherwise")
+      ->check(CLI::IsMember({"auto", "efficiency", "time", "au", "throughput"}))
       ->capture_default_str();
   cmd->add_option("--threshold", o->threshold,
                   "Smallest relative change of the median that counts, e.g. 5% or 0.05")

@@ -11,6 +11,11 @@
 // the threshold alone decides; the row says "no test (n=1)" or "no test (n too small)".
 // Entries only in one file are listed and never fail the comparison; entries without the metric
 // (no ideal, hence no efficiency) are listed as such.
+//
+// Each kind of entry is judged on its own figures: with the efficiency metric, an experiment on its
+// efficiency and a workload (a DLIO-style run of simulated accelerators) on its accelerator
+// utilization and its samples/s, one row each. --metric au or throughput judges every entry that
+// has that figure on it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,7 +28,12 @@
 
 namespace pipeprof::results {
 
-enum class Metric { kEfficiency, kTime };
+enum class Metric {
+  kEfficiency,  // ideal / measured: higher is better
+  kTime,        // wall time: lower is better
+  kAu,          // accelerator utilization, %: higher is better
+  kThroughput,  // samples/s: higher is better
+};
 
 struct CompareOptions {
   Metric metric = Metric::kEfficiency;
@@ -35,6 +45,7 @@ enum class Verdict { kRegression, kImprovement, kUnchanged, kNoMetric, kOnlyInBa
 
 struct ComparisonRow {
   std::string name;
+  Metric metric = Metric::kEfficiency;  // what this row judges
   Verdict verdict = Verdict::kUnchanged;
   size_t base_n = 0, new_n = 0;
   std::optional<double> base_median, new_median;

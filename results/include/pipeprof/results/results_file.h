@@ -36,6 +36,9 @@ struct Entry {
   std::string name;                // experiment id or benchmark run_name
   std::vector<double> time_ns;     // per repetition: wall time (pipeprof) or real_time (gbench)
   std::vector<double> efficiency;  // per repetition: ideal / wall; empty without an ideal
+  // Per repetition, where every repetition has them: accelerator utilization in % and samples/s.
+  std::vector<double> au, throughput;
+  bool workload = false;  // a workload's entry: judged on AU and samples/s
 };
 
 struct ResultsFile {
