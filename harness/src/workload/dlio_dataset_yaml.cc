@@ -5,7 +5,7 @@
 #include <functional>
 #include <utility>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
 
 namespace pipeprof::harness {
 

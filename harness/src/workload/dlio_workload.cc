@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
 #include "workload/dlio_dataset_yaml.h"
 #include "workload/dlio_yaml.h"
 

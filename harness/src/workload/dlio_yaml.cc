@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
 
 namespace pipeprof::harness::workload {
 namespace {

@@ -7,8 +7,9 @@
 #pragma once
 
 #include <exception>
-#include <stdexcept>
 #include <string>
+
+#include "pipeprof/harness/errors.h"
 
 namespace pipeprof::harness {
 
@@ -22,20 +23,6 @@ enum class Outcome {
   kOk,           // exit 0
   kFailed,       // exit 1: a regression or an experiment that failed; the command said which
   kInterrupted,  // exit 130: stopped by Ctrl-C after writing what was measured
-};
-
-// Bad usage or bad input that no library's own error type describes: a file that cannot be read,
-// an unknown experiment id, an option value that does not fit the input. Exit 2. The message names
-// the file or option and what was expected.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A run or check that failed after its input was accepted. Exit 1.
-class RunFailure : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 struct ExitStatus {
