@@ -1,8 +1,6 @@
 #include "workload/scaleout_suite.h"
 
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/subprocess.h"
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/results/report.h"
 #include "workload/storage_suite.h"
@@ -20,20 +18,6 @@ namespace pipeprof::harness::workload {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Runs `cmd` with /bin/sh and returns its wait status. Unlike std::system, this process keeps
-// its SIGINT handler, so a Ctrl-C (which reaches mpirun and its ranks too) stops the section.
-int run_shell(const std::string& cmd) {
-  const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char* const*>(argv), environ) != 0)
-    return -1;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return status;
-}
 
 std::string self_exe() {
   std::error_code ec;
@@ -112,17 +96,21 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& fa
       const fs::path trace = runs / fmt::format("{}-{}.trace.json", id, n);
       std::error_code ec;
       fs::remove(json, ec);
-      const std::string cmd = fmt::format(
-          "{} {} --oversubscribe --bind-to none -np {} {} run {} --repetitions {} --json {} "
-          "--trace {} > {} 2>&1",
-          shell_quoted(mpirun), root ? "--allow-run-as-root" : "", n, shell_quoted(self_exe()),
-          shell_quoted(spec_file.string()), o.quick ? 1 : 3, shell_quoted(json.string()),
-          shell_quoted(trace.string()), shell_quoted((runs / fmt::format("{}-{}.log", id, n)).string()));
-      const int status = run_shell(cmd);
+      std::vector<std::string> argv{mpirun};
+      if (root) argv.emplace_back("--allow-run-as-root");
+      for (const char* a : {"--oversubscribe", "--bind-to", "none", "-np"})
+        argv.emplace_back(a);
+      argv.push_back(std::to_string(n));
+      for (const std::string& a :
+           {self_exe(), std::string("run"), spec_file.string(), std::string("--repetitions"),
+            std::string(o.quick ? "1" : "3"), std::string("--json"), json.string(),
+            std::string("--trace"), trace.string()})
+        argv.push_back(a);
+      const ProcessResult ran = run_process(argv, runs / fmt::format("{}-{}.log", id, n));
       if (stopped()) break;
-      if (status != 0 || !fs::exists(json)) {
+      if (!ran.ok() || !fs::exists(json)) {
         log(fmt::format("failed: {} on {} rank(s) (exit {}; see {}-{}.log in {})", id, n,
-                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, id, n, runs.string()));
+                        ran.exit_code, id, n, runs.string()));
         ++failed;
         continue;
       }
