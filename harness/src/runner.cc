@@ -10,6 +10,7 @@
 #include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/step.h"
+#include "pipeprof/harness/training_loop.h"
 #include "pipeprof/pipelines/functions.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/results/compare.h"
@@ -22,13 +23,6 @@ namespace {
 
 double ms(int64_t ns) {
   return static_cast<double>(ns) / 1e6;
-}
-
-// The q-quantile of sorted values (nearest rank).
-int64_t quantile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 using autotune::SimOptions;
@@ -46,112 +40,34 @@ bool stopped(const RunOptions& o) {
   return o.stop != nullptr && o.stop->load(std::memory_order_relaxed);
 }
 
-// Names of the training loop's spans (see trace/analysis.h for how they are read).
-struct LoopNames {
-  trace::NameId epoch, step, get_next, epoch_arg, step_arg;
-  LoopNames() {
-    trace::Recorder& rec = trace::Recorder::global();
-    epoch = rec.intern("epoch");
-    step = rec.intern("step");
-    get_next = rec.intern("get_next");
-    epoch_arg = rec.intern("epoch");
-    step_arg = rec.intern("step");
-  }
-};
-
+// One repetition: the training loop with one consumer on this thread, a fresh iterator per epoch
+// and the experiment's step.
 Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOptions& options,
                     std::vector<pipelines::NodeSnapshot>& stages, nlohmann::json& tuned) {
-  static const LoopNames names;
-  Repetition rep;
-  std::vector<int64_t> waits;
-  int64_t steady_ns = 0, steady_count = 0;  // waits after each epoch's first
-  int64_t step_ns = 0;
   // A fresh graph per repetition: state that lives in the graph (a cache's store, a shuffle's
   // iteration count) must not carry over from one repetition to the next.
   const pipelines::Dataset dataset =
       pipelines::parse_spec(x.spec.document, x.file.string()).dataset;
+  LoopOptions loop;
+  loop.epochs = epochs;
+  loop.loader_life = LoaderLife::kEpoch;
+  loop.open = [&dataset](int64_t, int64_t) { return dataset.iterate(); };
+  loop.step = [&step](int64_t, pipelines::Element& element, int64_t) { step.run(element); };
+  loop.autotune = options.autotune;
+  loop.stop = options.stop;
+  loop.lane_name = [](int64_t) { return std::string("train loop"); };
+  loop.sort_index = -1;
   const int64_t cpu0 = trace::process_cpu_ns();
   const int64_t t0 = trace::now_ns();
-  std::vector<autotune::KnobValue> picked;  // the tuner's values, carried to the next epoch
-  tuned = nullptr;
-  // One tuner thread for the whole run, attached to each epoch's iterator in turn: no thread is
-  // started or joined between epochs.
-  std::optional<autotune::OnlineTuner> tuner;
-  size_t changes_seen = 0;
-  for (int64_t epoch = 0; epoch < epochs && !rep.interrupted; ++epoch) {
-    trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
-    auto it = dataset.iterate();
-    const bool tuning = options.autotune && !it->model().knobs().empty();
-    // Declared after the iterator, so destroyed before it: on any way out of the epoch (an error
-    // included) the tuner lets go of the model before the model goes.
-    struct Detach {
-      autotune::OnlineTuner* tuner = nullptr;
-      ~Detach() {
-        if (tuner != nullptr) tuner->detach();
-      }
-    } detach_guard;
-    if (tuning) {
-      autotune::apply_values(it->model(), picked);
-      if (!tuner) tuner.emplace(autotune::TunerOptions{});
-      tuner->attach(it->model());
-      detach_guard.tuner = &*tuner;
-      tuner->start();  // once: a no-op while the thread runs
-    }
-    it->model().record_knobs();
-    bool first_of_epoch = true;
-    while (true) {
-      if (stopped(options)) {
-        rep.interrupted = true;
-        break;
-      }
-      const int64_t w0 = trace::now_ns();
-      std::optional<pipelines::Element> element;
-      {
-        trace::ScopedSpan wait_span(names.get_next, trace::category::wait());
-        element = it->next();
-      }
-      const int64_t w1 = trace::now_ns();
-      if (!element) break;
-      if (first_of_epoch) {
-        first_of_epoch = false;
-      } else {
-        steady_ns += w1 - w0;
-        ++steady_count;
-      }
-      waits.push_back(w1 - w0);
-      {
-        trace::ScopedSpan step_span(names.step, trace::category::step(), names.step_arg,
-                                    static_cast<int64_t>(waits.size() - 1));
-        step.run(*element);
-      }
-      step_ns += trace::now_ns() - w1;
-    }
-    if (tuning) {
-      tuner->detach();
-      picked = autotune::knob_values(it->model());
-      if (tuned.is_null()) tuned = {{"changes", nlohmann::json::array()}};
-      const std::vector<autotune::KnobChange> changes = tuner->changes();
-      for (size_t i = changes_seen; i < changes.size(); ++i) {
-        nlohmann::json change = autotune::to_json(std::vector{changes[i]})[0];
-        change["epoch"] = epoch;
-        tuned["changes"].push_back(std::move(change));
-      }
-      changes_seen = changes.size();
-      tuned["final"] = autotune::to_json(picked);
-    }
-    // Statistics are complete once the iterators have flushed them, i.e. after the tree is gone.
-    const auto model = it->shared_model();
-    it.reset();
-    stages = model->snapshot();
-  }
+  LoopRun run = run_loop(loop);
+  Repetition rep = repetition_of(loop_figures(run.consumers));
   rep.wall_ms = ms(trace::now_ns() - t0);
   rep.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
-  rep.steps = static_cast<int64_t>(waits.size());
-  rep.step_mean_ms = rep.steps > 0 ? ms(step_ns) / static_cast<double>(rep.steps) : 0;
-  rep.wait = wait_stats(std::move(waits));
-  rep.steady_wait_mean_ms =
-      steady_count > 0 ? ms(steady_ns) / static_cast<double>(steady_count) : 0;
   rep.peak_rss_kb = peak_rss_kb();
+  rep.interrupted = run.interrupted;
+  ConsumerRecord& consumer = run.consumers.front();
+  stages = std::move(consumer.stages);
+  tuned = std::move(consumer.autotune);
   return rep;
 }
 
@@ -208,18 +124,16 @@ SimResult simulate_measured(const nlohmann::json& spec, SimOptions options, Mach
   return simulate(spec, options);
 }
 
-WaitStats wait_stats(std::vector<int64_t> waits_ns) {
-  WaitStats w;
-  if (waits_ns.empty()) return w;
-  std::sort(waits_ns.begin(), waits_ns.end());
-  double sum = 0;
-  for (int64_t v : waits_ns)
-    sum += static_cast<double>(v);
-  w.mean_ms = sum / static_cast<double>(waits_ns.size()) / 1e6;
-  w.p50_ms = ms(quantile(waits_ns, 0.50));
-  w.p99_ms = ms(quantile(waits_ns, 0.99));
-  w.max_ms = ms(waits_ns.back());
-  return w;
+Repetition repetition_of(const LoopFigures& f) {
+  Repetition rep;
+  rep.steps = f.steps;
+  rep.wait = f.wait;
+  rep.step_mean_ms = f.step_mean_ms;
+  rep.steady_wait_mean_ms = f.steady_wait_mean_ms;
+  rep.wall_ms = f.wall_ms;
+  rep.au_percentage = f.au_percentage;
+  rep.samples = f.samples;
+  return rep;
 }
 
 ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) {
@@ -259,8 +173,6 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   if (options.trace && !stopped(options)) {
     trace::Recorder& rec = trace::Recorder::global();
     rec.start();
-    rec.set_thread_name("train loop");
-    rec.set_thread_sort_index(-1);
     Repetition rep;
     nlohmann::json tuned;
     std::vector<pipelines::NodeSnapshot> stages;
@@ -370,7 +282,11 @@ nlohmann::json to_json(const ExperimentResult& r) {
                     {"step_mean_ms", rep.step_mean_ms},
                     {"steady_wait_mean_ms", rep.steady_wait_mean_ms},
                     {"cpu_ms", rep.cpu_ms},
-                    {"peak_rss_kb", rep.peak_rss_kb}});
+                    {"peak_rss_kb", rep.peak_rss_kb},
+                    {"au_percentage", rep.au_percentage},
+                    {"samples", rep.samples},
+                    {"samples_per_second",
+                     rep.wall_ms > 0 ? static_cast<double>(rep.samples) / (rep.wall_ms / 1e3) : 0.0}});
   }
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& s : r.stages) {

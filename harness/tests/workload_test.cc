@@ -333,7 +333,7 @@ TEST(DlioMetrics, AcceleratorsAverageAuAndSumThroughput) {
   w.au = 0.9;
   TrainRun run;
   for (int a = 0; a < 2; ++a) {
-    AcceleratorRecord acc;
+    ConsumerRecord acc;
     for (int epoch = 0; epoch < 2; ++epoch) {
       EpochRecord e;
       e.epoch = epoch + 1;
@@ -396,7 +396,7 @@ TEST(WorkloadRun, AuAndThroughputAgreeWithTheStepLog) {
   // less the first step's proc; the mean over accelerators, the mean over epochs.
   std::vector<double> au_by_epoch(2, 0.0), thr_by_epoch(2, 0.0);
   int64_t samples = 0, bytes = 0;
-  for (const AcceleratorRecord& a : r.run.accelerators) {
+  for (const ConsumerRecord& a : r.run.accelerators) {
     ASSERT_EQ(a.epochs.size(), 2U);
     for (size_t e = 0; e < 2; ++e) {
       const EpochRecord& rec = a.epochs[e];

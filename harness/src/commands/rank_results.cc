@@ -5,6 +5,7 @@
 
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/results/compare.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/merge.h"
 #include "workload/rank_gather.h"
@@ -41,18 +42,16 @@ RankedRun run_on_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOp
     mine["error"] = {{"message", out.error}, {"input", out.input_error}};
   } else {
     const ExperimentResult& result = out.result;
-    double step_ms = 0;
+    std::vector<double> au;  // the run engine's AU of each repetition (metrics.h)
     for (const Repetition& r : result.repetitions)
-      step_ms += r.step_mean_ms;
-    if (!result.repetitions.empty()) step_ms /= static_cast<double>(result.repetitions.size());
+      au.push_back(r.au_percentage);
     const double wall_s = result.median_wall_ms / 1e3;
     const double elements = static_cast<double>(result.elements);
     mine["median_wall_ms"] = result.median_wall_ms;
     mine["elements"] = result.elements;
     mine["samples_per_second"] =
         wall_s > 0 ? elements * static_cast<double>(per_element) / wall_s : 0.0;
-    mine["au_percentage"] =
-        result.median_wall_ms > 0 ? 100.0 * elements * step_ms / result.median_wall_ms : 0.0;
+    mine["au_percentage"] = results::median(au);
     mine["wait_mean_ms"] = result.median_wait.mean_ms;
     mine["interrupted"] = result.interrupted;
     if (result.trace && !root) mine["trace"] = workload::rank_trace_json(*result.trace);

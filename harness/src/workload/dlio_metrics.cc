@@ -76,26 +76,9 @@ std::string processor_name() {
 }  // namespace
 
 EpochMetrics epoch_metrics(const DlioWorkload& w, const EpochRecord& epoch, int64_t steps) {
-  EpochMetrics m;
-  const auto& st = epoch.steps;
-  const int64_t n = static_cast<int64_t>(st.size());
-  const int64_t s = w.exclude_start_steps;
-  const int64_t e = steps - 1 - w.exclude_end_steps;  // steps: at most total_training_steps
-  // Python's slices: indices clamp to the list.
-  double compute = 0, excluded_proc = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i >= s && i <= e) {
-      compute += seconds(st[static_cast<size_t>(i)].compute_ns);
-    } else {
-      excluded_proc += seconds(st[static_cast<size_t>(i)].proc_ns);
-    }
-  }
-  const double total = seconds(epoch.end_ns - epoch.start_ns) - excluded_proc;
-  if (n < 2 || total <= 0) return m;
-  m.au = compute == 0 ? 0 : compute / total;
-  m.throughput = static_cast<double>(n - 2) / total * static_cast<double>(w.batch_size);
-  m.measured = true;
-  return m;
+  return harness::epoch_metrics(
+      epoch, {.exclude_start = w.exclude_start_steps, .exclude_end = w.exclude_end_steps, .steps = steps},
+      w.batch_size);
 }
 
 RunMetrics run_metrics(const DlioWorkload& w, const TrainRun& run, int64_t steps) {

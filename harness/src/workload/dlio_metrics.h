@@ -18,18 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "pipeprof/harness/metrics.h"
 #include "workload/dlio_workload.h"
-#include "workload/training_loop.h"
+#include "workload/dlio_training.h"
 
 namespace pipeprof::harness::workload {
 
-struct EpochMetrics {
-  double au = 0;          // a fraction
-  double throughput = 0;  // samples/s
-  bool measured = false;  // the epoch has the steps the formula needs
-};
-
-// One accelerator's epoch.
+// One accelerator's epoch: the run engine's metrics (pipeprof/harness/metrics.h) with the
+// workload's window (output.metric's exclusions, `steps` planned steps) and batch size.
 EpochMetrics epoch_metrics(const DlioWorkload& w, const EpochRecord& epoch, int64_t steps);
 
 struct RunMetrics {

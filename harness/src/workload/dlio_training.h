@@ -1,6 +1,7 @@
-// DLIO's training loop, emulated: N simulated accelerators in one process, each a thread with its
-// own shard of the dataset and its own loader (the workload's pipeline for rank k of N), meeting
-// after every step at the barrier DLIO uses to simulate the allreduce. Per step, as DLIO times it:
+// DLIO's training loop, emulated on the run engine's loop (pipeprof/harness/training_loop.h): N
+// simulated accelerators in one process, each a consumer with its own shard of the dataset and its
+// own loader (the workload's pipeline for rank k of N), meeting after every step at the barrier
+// DLIO uses to simulate the allreduce. Per step, as DLIO times it:
 //
 //   load     from the end of the previous step's barrier to the batch in hand (the wait)
 //   compute  the emulated step: a sleep of train.computation_time, drawn per step
@@ -26,36 +27,12 @@
 #include <vector>
 
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof/harness/training_loop.h"
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/trace/trace.h"
 #include "workload/dlio_workload.h"
 
 namespace pipeprof::harness::workload {
-
-struct StepRecord {
-  int64_t load_ns = 0;
-  int64_t compute_ns = 0;
-  int64_t proc_ns = 0;
-  int64_t barrier_ns = 0;
-  int64_t samples = 0;
-  int64_t bytes = 0;  // the batch's sample bytes
-};
-
-struct EpochRecord {
-  int64_t epoch = 0;     // from 1, as DLIO counts
-  int64_t start_ns = 0;  // trace clock
-  int64_t end_ns = 0;
-  std::vector<StepRecord> steps;
-  int64_t bytes_read = 0;  // storage bytes the loader's file sources read
-  bool complete = false;   // ran every step it was asked for
-};
-
-struct AcceleratorRecord {
-  int64_t rank = 0;
-  std::vector<EpochRecord> epochs;
-  std::vector<pipelines::NodeSnapshot> stages;  // the loader's statistics in the last epoch
-  nlohmann::json autotune;                      // the tuner's picks (null without autotune)
-};
 
 enum class LoaderMode {
   kPipeline,   // read the dataset through the workload's pipeline
@@ -89,7 +66,7 @@ struct TrainOptions {
 };
 
 struct TrainRun {
-  std::vector<AcceleratorRecord> accelerators;
+  std::vector<ConsumerRecord> accelerators;
   std::vector<std::string> files;  // the training files found
   nlohmann::json spec;             // rank 0's loader
   bool interrupted = false;

@@ -6,22 +6,21 @@
 #include <algorithm>
 #include <random>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/metrics.h"
+#include "pipeprof/harness/training_loop.h"
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/growing_cache.h"
+#include "pipeprof/testbed/object_server.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/remote_env.h"
-#include "workload/training_loop.h"
+#include "workload/dlio_training.h"
 
 namespace pipeprof::harness::workload {
 namespace fs = std::filesystem;
 
 namespace {
-
-int64_t batch_rows(const pipelines::Element& batch) {
-  return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
-}
 
 nlohmann::json loader(const DlioWorkload& w, const std::string& pattern) {
   const int64_t threads = std::max<int64_t>(1, w.read_threads);
@@ -54,8 +53,8 @@ GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
   GrowingRun run;
   run.samplers = s.samplers;
   run.shard_samples = s.shard_samples;
-  const std::unique_ptr<pipelines::ObjectServer> server = start_object_server(w);
-  pipelines::GrowingCacheOptions options;
+  const std::unique_ptr<testbed::ObjectServer> server = start_object_server(w);
+  testbed::GrowingCacheOptions options;
   options.urls = object_urls(*server, w, training_files(w));
   // The samples in a random order (seeded): the shards then hold a mix, as a sampler's would.
   std::shuffle(options.urls.begin(), options.urls.end(), std::mt19937_64(static_cast<uint64_t>(w.seed)));
@@ -71,56 +70,47 @@ GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
     }
   } remove_folder{options.dir};
   const int64_t start = trace::now_ns();
-  pipelines::GrowingSampleCache cache(options);
+  testbed::GrowingSampleCache cache(options);
   run.spec = loader(w, cache.pattern());
   if (!cache.wait_for_first_shard(stop)) {
     run.interrupted = true;
     return run;
   }
+  // The training job: one consumer on this thread, a fresh loader every epoch (the folder is
+  // listed again), the budget enforced and the samplers checked before each epoch.
   std::mt19937_64 rng(static_cast<uint64_t>(w.seed));
-  for (int64_t epoch = 1; epoch <= w.epochs; ++epoch) {
+  std::vector<int64_t> evicted;
+  LoopOptions loop;
+  loop.epochs = w.epochs;
+  loop.loader_life = LoaderLife::kEpoch;
+  loop.autotune = false;
+  loop.stop = stop;
+  loop.open = [&](int64_t, int64_t) { return pipelines::parse_spec(run.spec, w.file).dataset.iterate(); };
+  loop.step = [&](int64_t, pipelines::Element& batch, int64_t loaded_ns) {
+    batch = {};
+    pipelines::precise_sleep_until(loaded_ns + static_cast<int64_t>(w.computation_time.sample(rng) * 1e9));
+  };
+  loop.before_epoch = [&](int64_t) {
     (void)cache.samplers_done();  // a failed sampler ends the run, naming it
+    evicted.push_back(cache.enforce_budget().shards);
+  };
+  loop.on_epoch_end = [&](const EpochRecord& rec) {
     GrowingEpoch e;
-    e.epoch = epoch;
-    e.evicted_shards = cache.enforce_budget().shards;
-    auto it = pipelines::parse_spec(run.spec, w.file).dataset.iterate();
-    std::vector<int64_t> waits;
-    int64_t compute_after_first = 0, first_proc = 0;
-    const int64_t epoch_start = trace::now_ns();
-    int64_t load_start = epoch_start;
-    for (;;) {
-      std::optional<pipelines::Element> batch = it->next();
-      const int64_t loaded = trace::now_ns();
-      if (!batch) break;
-      if (run.time_to_first_step_s == 0) run.time_to_first_step_s = static_cast<double>(loaded - start) / 1e9;
-      e.samples += batch_rows(*batch);
-      batch.reset();
-      pipelines::precise_sleep_until(loaded + static_cast<int64_t>(w.computation_time.sample(rng) * 1e9));
-      const int64_t computed = trace::now_ns();
-      waits.push_back(loaded - load_start);
-      if (e.steps == 0) {
-        first_proc = computed - load_start;
-      } else {
-        compute_after_first += computed - loaded;
-      }
-      ++e.steps;
-      load_start = computed;
-      if (stop != nullptr && stop->load()) {
-        run.interrupted = true;
-        break;
-      }
-    }
-    const int64_t wall = trace::now_ns() - epoch_start;
-    e.seconds = static_cast<double>(wall) / 1e9;
-    const int64_t measured = wall - first_proc;
-    e.au_percentage = measured > 0 ? 100.0 * static_cast<double>(compute_after_first) /
-                                         static_cast<double>(measured)
-                                   : 0.0;
-    const WaitStats ws = wait_stats(waits);
-    e.wait_mean_ms = ws.mean_ms;
-    e.wait_p99_ms = ws.p99_ms;
+    e.epoch = rec.epoch;
+    e.evicted_shards = evicted.empty() ? 0 : evicted.back();
+    e.steps = static_cast<int64_t>(rec.steps.size());
+    if (run.time_to_first_step_s == 0 && !rec.steps.empty())
+      run.time_to_first_step_s = static_cast<double>(rec.start_ns + rec.steps[0].load_ns - start) / 1e9;
+    for (const StepRecord& step : rec.steps)
+      e.samples += step.samples;
+    e.seconds = static_cast<double>(rec.end_ns - rec.start_ns) / 1e9;
+    // DLIO's AU with the epoch's first step left out.
+    e.au_percentage = 100.0 * harness::epoch_metrics(rec, {.exclude_start = 1}, w.batch_size).au;
+    const LoopFigures f = loop_figures({ConsumerRecord{.epochs = {rec}}});
+    e.wait_mean_ms = f.wait.mean_ms;
+    e.wait_p99_ms = f.wait.p99_ms;
     double ns_per_record = 0;  // the deserialization's time per record, in one thread
-    for (const auto& stage : it->model().snapshot()) {
+    for (const auto& stage : rec.stages) {
       if (stage.op == "list_files") e.shards = stage.elements;
       if (stage.op == "tfrecord") e.bytes += stage.bytes_read;
       if (stage.name.find("deserialize") != std::string::npos) ns_per_record = stage.wall_ns_per_element;
@@ -130,11 +120,10 @@ GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
       const double record_bytes = static_cast<double>(e.bytes) / static_cast<double>(e.samples);
       e.deserialize_mb_s_per_thread = record_bytes / ns_per_record * 1e3;
     }
-    it.reset();
     run.epochs.push_back(e);
     if (on_epoch) on_epoch(e);
-    if (run.interrupted) break;
-  }
+  };
+  run.interrupted = run_loop(loop).interrupted;
   return run;
 }
 
@@ -158,6 +147,8 @@ nlohmann::json growing_entry(const DlioWorkload& w, const GrowingRun& run) {
     rep.steps = e.steps;
     rep.wait.mean_ms = e.wait_mean_ms;
     rep.wait.p99_ms = e.wait_p99_ms;
+    rep.au_percentage = e.au_percentage;
+    rep.samples = e.samples;
     x.repetitions.push_back(rep);
     ideal_sum += static_cast<double>(e.steps) * w.computation_time.mean() * 1e3;
     epochs.push_back({{"epoch", e.epoch},

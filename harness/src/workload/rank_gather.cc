@@ -6,16 +6,16 @@
 #include <numeric>
 #include <sstream>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/merge.h"
 
 namespace pipeprof::harness::workload {
 namespace {
 
-nlohmann::json records_json(const std::vector<AcceleratorRecord>& accelerators, int64_t skew) {
+nlohmann::json records_json(const std::vector<ConsumerRecord>& accelerators, int64_t skew) {
   nlohmann::json out = nlohmann::json::array();
-  for (const AcceleratorRecord& a : accelerators) {
+  for (const ConsumerRecord& a : accelerators) {
     nlohmann::json epochs = nlohmann::json::array();
     for (const EpochRecord& e : a.epochs) {
       nlohmann::json steps = nlohmann::json::array();
@@ -33,9 +33,9 @@ nlohmann::json records_json(const std::vector<AcceleratorRecord>& accelerators, 
   return out;
 }
 
-AcceleratorRecord record_from_json(const nlohmann::json& j,
+ConsumerRecord record_from_json(const nlohmann::json& j,
                                    const std::vector<trace::ClockOffset>& offsets) {
-  AcceleratorRecord a;
+  ConsumerRecord a;
   a.rank = j.at("rank").get<int64_t>();
   a.autotune = j.at("autotune");
   for (const nlohmann::json& je : j.at("epochs")) {
@@ -163,7 +163,7 @@ GatheredRanks gather_ranks(const std::vector<std::string>& reports, TrainRun loc
     nlohmann::json row{{"rank", rank}, {"host", host}, {"cpu_ms", rep.at("cpu_ms")}};
     int64_t accelerators = 0;
     if (rank == 0) {
-      for (AcceleratorRecord& a : local.accelerators) {
+      for (ConsumerRecord& a : local.accelerators) {
         g.run.accelerators.push_back(std::move(a));
         ++accelerators;
       }
@@ -199,7 +199,7 @@ GatheredRanks gather_ranks(const std::vector<std::string>& reports, TrainRun loc
     g.ranks.push_back(std::move(row));
   }
   std::stable_sort(g.run.accelerators.begin(), g.run.accelerators.end(),
-                   [](const AcceleratorRecord& a, const AcceleratorRecord& b) { return a.rank < b.rank; });
+                   [](const ConsumerRecord& a, const ConsumerRecord& b) { return a.rank < b.rank; });
   if (!traces.empty()) g.run.trace = std::make_shared<trace::Trace>(trace::merge_ranks(std::move(traces)));
   return g;
 }

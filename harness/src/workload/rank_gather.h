@@ -13,7 +13,7 @@
 #include "pipeprof/harness/cluster.h"
 #include "pipeprof/trace/merge.h"
 #include "workload/dlio_workload.h"
-#include "workload/training_loop.h"
+#include "workload/dlio_training.h"
 
 namespace pipeprof::harness::workload {
 

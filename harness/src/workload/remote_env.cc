@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::harness::workload {
@@ -20,14 +20,14 @@ double seconds(int64_t ns) {
 
 }  // namespace
 
-std::unique_ptr<pipelines::ObjectServer> start_object_server(const DlioWorkload& w) {
-  return std::make_unique<pipelines::ObjectServer>(pipelines::ObjectServerOptions{
+std::unique_ptr<testbed::ObjectServer> start_object_server(const DlioWorkload& w) {
+  return std::make_unique<testbed::ObjectServer>(testbed::ObjectServerOptions{
       .root = fs::absolute(w.dataset.data_folder),
       .latency = std::chrono::microseconds(std::llround(w.remote.latency_ms * 1e3)),
       .rate_bytes_per_second = static_cast<int64_t>(w.remote.rate_mib_s * 1048576.0)});
 }
 
-std::vector<std::string> object_urls(const pipelines::ObjectServer& server, const DlioWorkload& w,
+std::vector<std::string> object_urls(const testbed::ObjectServer& server, const DlioWorkload& w,
                                      const std::vector<std::string>& files) {
   const fs::path root = fs::absolute(w.dataset.data_folder);
   std::vector<std::string> urls;

@@ -1,15 +1,15 @@
 #include "workload/storage_suite.h"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
+#include "pipeprof/harness/subprocess.h"
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/object_server.h"
 #include "workload/dlio_workload.h"
 #include "workload/growing_run.h"
 #include "workload/workload_run.h"
@@ -64,17 +64,10 @@ int64_t available_memory_bytes() {
 }
 
 bool python_has_torch() {
-  return std::system("/usr/bin/python3 -c 'import torch, numpy, yaml' >/dev/null 2>&1") == 0;
+  return run_process({"/usr/bin/python3", "-c", "import torch, numpy, yaml"}).ok();
 }
 
 }  // namespace
-
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 fs::path workloads_dir() {
   if (const char* env = std::getenv("PIPEPROF_WORKLOADS"); env != nullptr && *env != '\0')
@@ -147,24 +140,15 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
       return;
     }
     const fs::path peer_out = o.out / "pytorch_npz_256k.json";
-    const std::string cmd = fmt::format(
-        "/usr/bin/python3 {} {} {} --find-max-accelerators --max-accelerators {} -q --out {} "
-        "2>&1",
-        shell_quoted(pytorch_peer().string()), shell_quoted((workloads_dir() / "npz_256k.yaml").string()),
-        shell_quoted("++workload.dataset.data_folder=" + w.dataset.data_folder) + " " +
-            shell_quoted(fmt::format("++workload.train.epochs={}", epochs)),
-        o.quick ? 4 : 8, shell_quoted(peer_out.string()));
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (pipe == nullptr) throw RunFailure("cannot start the PyTorch peer");
-    std::string text;
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof(buf), pipe))
-      text.append(buf, n);
-    const int status = pclose(pipe);
-    if (stopped() || (WIFEXITED(status) && WEXITSTATUS(status) == 130)) return;  // interrupted
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      throw RunFailure(fmt::format("the PyTorch peer failed (exit {}): {}",
-                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1, text));
+    const ProcessResult peer_run = run_process(
+        {"/usr/bin/python3", pytorch_peer().string(), (workloads_dir() / "npz_256k.yaml").string(),
+         "++workload.dataset.data_folder=" + w.dataset.data_folder,
+         fmt::format("++workload.train.epochs={}", epochs), "--find-max-accelerators",
+         "--max-accelerators", o.quick ? "4" : "8", "-q", "--out", peer_out.string()});
+    if (stopped() || peer_run.exit_code == 130) return;  // interrupted
+    if (!peer_run.ok()) {
+      throw RunFailure(fmt::format("the PyTorch peer failed (exit {}): {}", peer_run.exit_code,
+                                   peer_run.output));
     }
     std::ifstream in(peer_out);
     nlohmann::json peer = nlohmann::json::parse(in).at("experiments").at(0);
@@ -203,7 +187,7 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o, int&
   });
   // Remote object storage (C2): the same dataset served by nginx, read in the three ways.
   std::string why;
-  if (!pipelines::ObjectServer::available(true, &why)) {
+  if (!testbed::ObjectServer::available(true, &why)) {
     if (o.log) o.log("remote_*: skipped: " + why);
     return out;
   }

@@ -24,9 +24,6 @@ std::filesystem::path workloads_dir();
 // harness/peers/pytorch_dataloader.py.
 std::filesystem::path pytorch_peer();
 
-// `s` as one word for /bin/sh (single-quoted).
-std::string shell_quoted(const std::string& s);
-
 struct StorageSuiteOptions {
   std::filesystem::path out;
   bool quick = false;  // one epoch each, and smaller searches

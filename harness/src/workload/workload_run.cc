@@ -13,7 +13,8 @@
 #include <numeric>
 #include <thread>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
+#include "pipeprof/results/compare.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/rank_gather.h"
@@ -412,28 +413,14 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
   for (const auto& a : r.run.accelerators)
     epochs = std::max(epochs, a.epochs.size());
   for (size_t e = 0; e < epochs; ++e) {
-    Repetition rep;
-    std::vector<int64_t> waits, later;
-    int64_t slowest = 0, compute = 0, steps = 0;
-    bool complete = true;
-    for (const auto& a : r.run.accelerators) {
-      if (e >= a.epochs.size()) continue;
-      const EpochRecord& rec = a.epochs[e];
-      complete = complete && rec.complete;
-      slowest = std::max(slowest, rec.end_ns - rec.start_ns);
-      for (size_t i = 0; i < rec.steps.size(); ++i) {
-        waits.push_back(rec.steps[i].load_ns);
-        if (i > 0) later.push_back(rec.steps[i].load_ns);
-        compute += rec.steps[i].compute_ns;
-      }
-      steps = std::max<int64_t>(steps, static_cast<int64_t>(rec.steps.size()));
-    }
-    if (!complete) continue;  // a partial epoch is not a measurement
-    rep.wall_ms = ms(slowest);
-    rep.steps = steps;
-    rep.wait = wait_stats(waits);
-    rep.step_mean_ms = waits.empty() ? 0 : ms(compute) / static_cast<double>(waits.size());
-    rep.steady_wait_mean_ms = wait_stats(later).mean_ms;
+    const LoopFigures f = loop_figures(r.run.accelerators, e);
+    if (!f.complete) continue;  // a partial epoch is not a measurement
+    Repetition rep = repetition_of(f);
+    // DLIO's AU of the epoch: the mean over the accelerators, its window left out.
+    double au = 0;
+    for (const auto& a : r.run.accelerators)
+      au += e < a.epochs.size() ? epoch_metrics(w, a.epochs[e], r.steps).au : 0.0;
+    rep.au_percentage = 100.0 * au / static_cast<double>(r.run.accelerators.size());
     rep.cpu_ms = r.cpu_ms / static_cast<double>(std::max<size_t>(1, epochs));
     rep.peak_rss_kb = peak_rss_kb();
     x.repetitions.push_back(rep);
@@ -442,7 +429,20 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
   x.ideal_ms = ideal_ms;
   x.ideal_basis = "an epoch's steps x computation_time: every step computing, none waiting (AU 100%)";
   x.simulation_note = "a DLIO workload: its ideal is its computation time";
-  if (x.median_wall_ms > 0) x.efficiency = ideal_ms / x.median_wall_ms;
+  // A remote dataset names its own ideal: an epoch as fast as the store can serve it with the
+  // requests in flight, or its computation time where that is longer (the median over the epochs,
+  // as the wall time is).
+  if (r.remote.is_object() && r.remote.contains("epochs") && !r.remote["epochs"].empty()) {
+    std::vector<double> ideals;
+    for (const auto& e : r.remote["epochs"])
+      ideals.push_back(e.value("ideal_seconds", 0.0) * 1e3);
+    x.ideal_ms = results::median(ideals);
+    x.ideal_basis =
+        "the remote store's epoch: the longer of an epoch's steps x computation_time and its "
+        "requests' time over the requests in flight (the median over the epochs)";
+    x.simulation_note = "a remote DLIO workload: its ideal is what the store can serve";
+  }
+  if (x.median_wall_ms > 0 && *x.ideal_ms > 0) x.efficiency = *x.ideal_ms / x.median_wall_ms;
   if (!r.run.accelerators.empty()) {
     x.stages = r.run.accelerators.front().stages;
     x.autotune = r.run.accelerators.front().autotune;

@@ -15,7 +15,7 @@
 #include "pipeprof/harness/runner.h"
 #include "workload/dlio_metrics.h"
 #include "workload/dlio_workload.h"
-#include "workload/training_loop.h"
+#include "workload/dlio_training.h"
 
 namespace pipeprof::harness::workload {
 

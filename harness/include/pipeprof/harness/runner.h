@@ -1,5 +1,6 @@
-// The runner: an experiment's pipeline around its training step. Per repetition: for each epoch a
-// fresh iterator; per element, the wait for the element and the step. Every repetition is kept;
+// The runner: an experiment's pipeline around its training step, through the run engine's training
+// loop (training_loop.h). Per repetition: for each epoch a fresh iterator; per element, the wait
+// for the element and the step. Every repetition is kept;
 // the median is reported. The ideal and bound come from the simulator; efficiency = ideal / median.
 #pragma once
 
@@ -13,15 +14,11 @@
 
 #include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/experiment.h"
+#include "pipeprof/harness/metrics.h"
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/trace/trace.h"
 
 namespace pipeprof::harness {
-
-struct WaitStats {
-  double mean_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;
-};
-WaitStats wait_stats(std::vector<int64_t> waits_ns);
 
 // The machine's memcpy bandwidth in GB/s: the best of a few copies of `bytes` between buffers
 // touched beforehand (so page faults are not counted).
@@ -51,8 +48,16 @@ struct Repetition {
   // Mean wait without the first element of each epoch (which waits for the pipeline to start):
   // the wait once producers keep up.
   double steady_wait_mean_ms = 0;
+  // Accelerator utilization in %: the share of the wall time spent in steps (metrics.h,
+  // loop_figures), or a workload's own definition (DLIO's window).
+  double au_percentage = 0;
+  int64_t samples = 0;  // samples consumed (every consumer's)
   bool interrupted = false;
 };
+
+// A repetition's figures from the training loop's records (wall time, CPU time and peak RSS are
+// the caller's).
+Repetition repetition_of(const LoopFigures& figures);
 
 struct RunOptions {
   std::string step;    // empty: the experiment's own step

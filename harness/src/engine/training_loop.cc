@@ -1,0 +1,413 @@
+#include "pipeprof/harness/training_loop.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <barrier>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+
+#include "pipeprof/autotune/online_tuner.h"
+#include "pipeprof/harness/errors.h"
+#include "pipeprof/pipelines/iterator.h"
+#include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/recorder.h"
+
+namespace pipeprof::harness {
+namespace {
+
+// The loop's span names (trace/analysis.h reads them): `epoch`, `get_next` (the wait for a batch),
+// `step` (the step) and `barrier` (the wait for the other consumers).
+struct LoopNames {
+  trace::NameId epoch, step, get_next, barrier, epoch_arg, step_arg;
+  LoopNames() {
+    trace::Recorder& rec = trace::Recorder::global();
+    epoch = rec.intern("epoch");
+    step = rec.intern("step");
+    get_next = rec.intern("get_next");
+    barrier = rec.intern("barrier");
+    epoch_arg = rec.intern("epoch");
+    step_arg = rec.intern("step");
+  }
+};
+
+int64_t rows(const pipelines::Element& batch) {
+  return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
+}
+
+int64_t storage_bytes(const std::vector<pipelines::NodeSnapshot>& stages) {
+  int64_t bytes = 0;
+  for (const auto& s : stages)
+    bytes += s.bytes_read;
+  return bytes;
+}
+
+// The wait for a batch, as a span: the loader's next batch, or (no loader) an empty one at once.
+// Out of line: GCC 12 misreads the optional's lifetime when this is inlined in the step loop.
+[[gnu::noinline]] std::optional<pipelines::Element> next_batch(pipelines::Iterator* it,
+                                                               trace::NameId name) {
+  trace::ScopedSpan wait(name, trace::category::wait());
+  if (it == nullptr) return pipelines::Element{};
+  return it->next();
+}
+
+class Shared;
+
+// Runs when the last consumer of this process arrives at the barrier, before any leaves it: with
+// ranks, the ranks' collective (Shared::on_phase).
+struct PhaseDone {
+  Shared* shared;
+  void operator()() noexcept;
+};
+
+// What the consumers share: the barrier, the first error, the notes.
+class Shared {
+ public:
+  Shared(const LoopOptions& o)
+      : barrier_(static_cast<std::ptrdiff_t>(o.consumers), PhaseDone{this}),
+        stop_(o.stop),
+        cluster_(o.barrier && o.cluster != nullptr && o.cluster->size() > 1 ? o.cluster : nullptr) {}
+
+  std::barrier<PhaseDone>& barrier() { return barrier_; }
+  // Alone, a stop or a failure is seen at once; with ranks, only what the ranks agreed on at the
+  // last barrier (so that every rank passes the same barriers).
+  bool stopping() const {
+    if (cluster_ != nullptr) return agreed_stop_.load(std::memory_order_relaxed);
+    return local_stop();
+  }
+  // A consumer's loader ran out of batches: with ranks, every rank stops at this barrier (the
+  // others would wait for this one's next step).
+  void ran_out() { ran_out_ = true; }
+  void on_phase() noexcept {
+    // Once the ranks agreed to stop, every rank skips the collective from then on (all got the
+    // same answer), so a rank whose consumers already left does not leave the others waiting for
+    // one more allreduce.
+    if (cluster_ == nullptr || agreed_stop_.load()) return;
+    try {
+      if (cluster_->agree_stop(local_stop() || ran_out_.load(), stop_)) agreed_stop_ = true;
+    } catch (...) {
+      agreed_stop_ = true;
+      fail(std::current_exception());
+    }
+  }
+  void fail(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::move(error);
+    failed_ = true;
+  }
+  std::exception_ptr error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
+  void note(std::string text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    notes_.push_back(std::move(text));
+  }
+  std::vector<std::string> notes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return notes_;
+  }
+  // A consumer could not get real-time priority (noted once).
+  void no_realtime(int error) {
+    if (realtime_denied_.exchange(true)) return;
+    note(fmt::format(
+        "the simulated accelerators run at normal priority ({}: real-time scheduling needs root, "
+        "CAP_SYS_NICE or an RLIMIT_RTPRIO, e.g. `ulimit -r 1`); with more accelerators than cores "
+        "their AU then also measures how soon the scheduler runs them",
+        std::strerror(error)));
+  }
+  bool realtime_denied() const { return realtime_denied_.load(); }
+
+ private:
+  bool local_stop() const {
+    return failed_.load(std::memory_order_relaxed) ||
+           (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
+  }
+
+  std::barrier<PhaseDone> barrier_;
+  const std::atomic<bool>* stop_;
+  cluster::Cluster* cluster_;
+  std::atomic<bool> agreed_stop_{false};
+  std::atomic<bool> ran_out_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> realtime_denied_{false};
+  std::mutex mutex_;
+  std::exception_ptr error_;
+  std::vector<std::string> notes_;
+};
+
+void PhaseDone::operator()() noexcept {
+  shared->on_phase();
+}
+
+class Consumer {
+ public:
+  Consumer(const LoopOptions& o, Shared& shared, int64_t local, bool own_thread)
+      : o_(o), shared_(shared), local_(local), rank_(o.first_rank + local), own_thread_(own_thread) {
+    record_.rank = rank_;
+  }
+
+  ConsumerRecord take() { return std::move(record_); }
+
+  // Leaves the barrier (once): done, out of batches, stopped or failed, the others go on without
+  // this consumer at once, not after its loader is torn down.
+  void leave() {
+    if (left_ || !o_.barrier) return;
+    left_ = true;
+    shared_.barrier().arrive_and_drop();
+  }
+
+  void run() {
+    pipelines::set_minimal_timer_slack();
+    // The lane's name: a consumer's own thread is named for it; the calling thread (which is the
+    // process's main thread, named in `ps` after it) only while a trace records.
+    if (o_.lane_name && (own_thread_ || trace::Recorder::global().enabled())) {
+      trace::Recorder& rec = trace::Recorder::global();
+      rec.set_thread_name(o_.lane_name(rank_));
+      rec.set_thread_sort_index(o_.sort_index + local_);
+    }
+    if (o_.realtime) {
+      // A consumer stands for an accelerator, which does not wait for a core: real-time priority
+      // lets it start its next step the moment the barrier opens, ahead of the loaders' threads
+      // (which run at the normal priority: pipeline workers drop what they inherit).
+      sched_param sp{};
+      sp.sched_priority = 1;
+      if (const int rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &sp); rc != 0) {
+        shared_.no_realtime(rc);
+      }
+    }
+    try {
+      loop();
+    } catch (...) {
+      shared_.fail(std::current_exception());
+    }
+    leave();
+  }
+
+ private:
+  std::unique_ptr<pipelines::Iterator> open(int64_t epoch) {
+    if (!o_.open) return nullptr;
+    return o_.open(rank_, epoch);
+  }
+
+  // What the tuner moved since the last call, as changes of `epoch`.
+  void record_changes(const autotune::OnlineTuner& tuner, int64_t epoch) {
+    if (record_.autotune.is_null()) record_.autotune = {{"changes", nlohmann::json::array()}};
+    const std::vector<autotune::KnobChange> changes = tuner.changes();
+    for (size_t i = changes_seen_; i < changes.size(); ++i) {
+      nlohmann::json change = autotune::to_json(std::vector{changes[i]})[0];
+      change["epoch"] = epoch;
+      record_.autotune["changes"].push_back(std::move(change));
+    }
+    changes_seen_ = changes.size();
+  }
+
+  void loop() {
+    static const LoopNames names;
+    const bool per_epoch = o_.loader_life == LoaderLife::kEpoch;
+    // With one loader for the run, it is made before the first epoch (its workers start while
+    // the consumers gather at the first epoch's barrier).
+    std::unique_ptr<pipelines::Iterator> it;
+    if (!per_epoch) it = open(1);
+    // One tuner thread for the whole run, attached to each loader in turn.
+    std::optional<autotune::OnlineTuner> tuner;
+    std::vector<autotune::KnobValue> picked;  // its values, carried to the next epoch's loader
+    // Declared after the iterator and the tuner, so destroyed before them: on any way out (an
+    // error included) the tuner lets go of the model before the model goes.
+    struct Detach {
+      autotune::OnlineTuner* tuner = nullptr;
+      ~Detach() {
+        if (tuner != nullptr) tuner->detach();
+      }
+    } detach_guard;
+    auto attach = [&] {
+      if (!it || !o_.autotune || it->model().knobs().empty()) return;
+      autotune::apply_values(it->model(), picked);
+      if (!tuner) tuner.emplace(autotune::TunerOptions{});
+      tuner->attach(it->model());
+      detach_guard.tuner = &*tuner;
+      tuner->start();  // once: a no-op while the thread runs
+    };
+    // The knobs' values as the loader starts with them (the tuner's picks applied), into the trace.
+    auto opened = [&] {
+      attach();
+      if (it) it->model().record_knobs();
+    };
+    auto detach = [&] {
+      if (detach_guard.tuner == nullptr) return false;
+      tuner->detach();
+      detach_guard.tuner = nullptr;
+      picked = autotune::knob_values(it->model());
+      return true;
+    };
+    if (!per_epoch) opened();
+
+    int64_t bytes_before = 0;
+    for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
+      if (local_ == 0 && o_.before_epoch) o_.before_epoch(epoch);
+      if (o_.barrier) shared_.barrier().arrive_and_wait();  // every consumer starts together
+      if (shared_.stopping()) break;
+      trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
+      if (per_epoch) {
+        it = open(epoch);
+        opened();
+      }
+      // The epoch's clock starts with its loader in hand: opening a fresh one (parsing its spec,
+      // listing files, starting its workers) is in the run's time, not in the epoch's.
+      EpochRecord e;
+      e.epoch = epoch;
+      e.start_ns = trace::now_ns();
+      bool ended = false;  // the loader ran out
+      int64_t load_start = e.start_ns;
+      for (int64_t step = 1; o_.steps == 0 || step <= o_.steps; ++step) {
+        StepRecord s;
+        std::optional<pipelines::Element> batch = next_batch(it.get(), names.get_next);
+        const int64_t loaded = trace::now_ns();
+        if (!batch) {
+          ended = true;
+          if (o_.steps > 0) {
+            shared_.ran_out();
+            shared_.note(fmt::format(
+                "accelerator {}: its loader ended after {} of {} steps in epoch {} (its shard "
+                "holds fewer batches)",
+                rank_, step - 1, o_.steps, epoch));
+          }
+          break;
+        }
+        s.load_ns = loaded - load_start;
+        if (o_.count) {
+          o_.count(*batch, it != nullptr, s);
+        } else {
+          s.samples = rows(*batch);
+        }
+        {
+          trace::ScopedSpan compute(names.step, trace::category::step(), names.step_arg, step);
+          if (o_.step) o_.step(rank_, *batch, loaded);
+        }
+        const int64_t computed = trace::now_ns();
+        batch.reset();
+        s.compute_ns = computed - loaded;
+        s.proc_ns = computed - load_start;
+        if (o_.barrier) {
+          {
+            trace::ScopedSpan wait(names.barrier, trace::category::wait());
+            shared_.barrier().arrive_and_wait();
+          }
+          s.barrier_ns = trace::now_ns() - computed;
+        }
+        e.steps.push_back(s);
+        if (local_ == 0 && o_.on_step) o_.on_step(epoch, step);  // not timed as the next load
+        load_start = trace::now_ns();
+        if (shared_.stopping()) break;
+      }
+      e.end_ns = trace::now_ns();
+      e.complete = o_.steps > 0 ? static_cast<int64_t>(e.steps.size()) == o_.steps : ended;
+      if (per_epoch) {
+        if (detach()) {
+          record_changes(*tuner, epoch);
+          record_.autotune["final"] = autotune::to_json(picked);
+        }
+        if (it) {  // its statistics are complete once its workers are joined
+          const auto model = it->shared_model();
+          it.reset();
+          e.stages = model->snapshot();
+          e.bytes_read = storage_bytes(e.stages);
+          record_.stages = e.stages;
+        }
+      } else {
+        if (it) {  // the storage bytes of this epoch: the file sources' counts since the last
+          const int64_t bytes = storage_bytes(it->model().snapshot());
+          e.bytes_read = bytes - bytes_before;
+          bytes_before = bytes;
+        }
+        if (tuner) record_changes(*tuner, epoch);
+      }
+      const bool complete = e.complete;
+      record_.epochs.push_back(std::move(e));
+      if (local_ == 0 && o_.on_epoch_end) o_.on_epoch_end(record_.epochs.back());
+      if (!complete) break;  // out of batches or stopping: this consumer leaves
+    }
+    leave();
+    if (!per_epoch) {
+      if (detach()) {
+        if (!record_.autotune.contains("changes")) record_.autotune["changes"] = nlohmann::json::array();
+        record_.autotune["final"] = autotune::to_json(picked);
+      }
+      if (it) {
+        const auto model = it->shared_model();
+        it.reset();  // stops and joins the loader's workers; its statistics are then complete
+        record_.stages = model->snapshot();
+      }
+    }
+  }
+
+  const LoopOptions& o_;
+  Shared& shared_;
+  int64_t local_, rank_;
+  bool own_thread_;
+  ConsumerRecord record_;
+  size_t changes_seen_ = 0;
+  bool left_ = false;
+};
+
+}  // namespace
+
+LoopRun run_loop(const LoopOptions& options) {
+  if (options.consumers < 1) throw InputError("the training loop needs at least one consumer");
+  if (options.steps == 0 && !options.open) {
+    throw InputError("the training loop needs a step count or a loader that ends");
+  }
+  if (options.steps == 0 && options.barrier && options.cluster != nullptr && options.cluster->size() > 1) {
+    // A rank whose loaders end would leave the ranks' collective while the others wait in it.
+    throw InputError("a training loop over ranks needs a step count per epoch");
+  }
+  Shared shared(options);
+  const bool own_threads = options.consumers > 1 || options.realtime;
+  std::vector<std::unique_ptr<Consumer>> consumers;
+  for (int64_t k = 0; k < options.consumers; ++k)
+    consumers.push_back(std::make_unique<Consumer>(options, shared, k, own_threads));
+  if (!own_threads) {
+    consumers.front()->run();  // on the calling thread
+  } else {
+    std::vector<std::jthread> threads;
+    threads.reserve(consumers.size());
+    for (size_t i = 0; i < consumers.size(); ++i) {
+      try {
+        threads.emplace_back([&c = consumers[i]] { c->run(); });
+      } catch (const std::system_error& e) {
+        // No thread for this one (or the rest): they never arrive; those started stop.
+        shared.fail(std::make_exception_ptr(
+            RunFailure(fmt::format("cannot start the thread of accelerator {} of {}: {}", i,
+                                   consumers.size(), e.what()))));
+        if (options.barrier) {
+          for (size_t k = i; k < consumers.size(); ++k)
+            shared.barrier().arrive_and_drop();
+        }
+        break;
+      }
+    }
+  }  // joined
+  if (const std::exception_ptr error = shared.error()) std::rethrow_exception(error);
+  LoopRun run;
+  for (auto& c : consumers)
+    run.consumers.push_back(c->take());
+  // Interrupted: stopped before every consumer ran every epoch it was asked for to its end.
+  bool cut_short = false;
+  for (const ConsumerRecord& c : run.consumers) {
+    cut_short = cut_short || static_cast<int64_t>(c.epochs.size()) < options.epochs;
+    for (const EpochRecord& e : c.epochs)
+      cut_short = cut_short || !e.complete;
+  }
+  run.interrupted = options.stop != nullptr && options.stop->load() && cut_short;
+  run.notes = shared.notes();
+  run.realtime = options.realtime && !shared.realtime_denied();
+  return run;
+}
+
+}  // namespace pipeprof::harness
