@@ -485,7 +485,8 @@ TEST(Suite, UnknownIdInOnlyIsBadInput) {
   const TempDir tmp;
   CliResult r = run("suite --quick --only naive,no_such,nor_this --out " + (tmp / "out").string());
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("no experiment \"no_such\", \"nor_this\" in the catalog"), std::string::npos)
+  EXPECT_NE(r.out.find("no experiment \"no_such\", \"nor_this\" in the catalog, and no such entry"),
+            std::string::npos)
       << r.out;
   EXPECT_FALSE(std::filesystem::exists(tmp / "out")) << "nothing is run or written on bad input";
 }

@@ -253,4 +253,64 @@ TEST(PyTorchPeer, RunsTheSameWorkloadInPipeprofsResultsFormat) {
   EXPECT_NE(bad.out.find("reads npz files"), std::string::npos) << bad.out;
 }
 
+// The suite runs what its manifest lists, by kind, and --only picks entries, kinds and sections.
+TEST(SuiteManifest, RunsItsEntriesByKindAndOnlyPicksThem) {
+  const TempDir tmp;
+  fs::create_directories(tmp / "workloads");
+  std::ofstream(tmp / "workloads" / "tiny.yaml") << workload_text(tmp);
+  const auto manifest = tmp.write("suite.json", R"({"entries": [
+      {"id": "catalog", "kind": "catalog", "section": "catalog"},
+      {"id": "tiny", "kind": "workload", "section": "storage", "workload": "tiny",
+       "epochs": {"quick": 1, "full": 2}},
+      {"id": "tiny_cold", "kind": "search", "section": "storage", "workload": "tiny", "epochs": 1,
+       "limit": {"quick": 2, "full": 4}, "cold": true}]})");
+  ::setenv("PIPEPROF_WORKLOADS", (tmp / "workloads").c_str(), 1);
+  const std::string common = "suite --quick --no-trace --manifest " + manifest.string() + " --out ";
+  const CliResult all = pipeprof(common + (tmp / "all").string() + " --only storage");
+  const CliResult search = pipeprof(common + (tmp / "search").string() + " --only search");
+  const CliResult bad_only = pipeprof(common + (tmp / "bad").string() + " --only tiny,nope");
+  ::unsetenv("PIPEPROF_WORKLOADS");
+  ASSERT_EQ(all.code, 0) << all.out;
+  const auto results = read_json(tmp / "all" / "results.json");
+  std::vector<std::string> ids;
+  for (const auto& x : results["experiments"])
+    ids.push_back(x["id"].get<std::string>());
+  EXPECT_EQ(ids, (std::vector<std::string>{"workload:tiny", "workload:tiny (cold)"})) << all.out;
+  const auto cold = results["experiments"][1];
+  EXPECT_EQ(cold["workload"]["max_accelerators"]["limit"], 2) << cold.dump();
+  EXPECT_EQ(cold["workload"]["max_accelerators"]["storage_cold"], true);
+  // Each repetition (an epoch) has its AU and samples/s, for compare.
+  EXPECT_TRUE(cold["repetitions"][0]["au_percentage"].is_number());
+  ASSERT_EQ(search.code, 0) << search.out;
+  EXPECT_EQ(read_json(tmp / "search" / "results.json")["experiments"].size(), 1u) << search.out;
+  EXPECT_EQ(bad_only.code, 2) << bad_only.out;
+  EXPECT_NE(bad_only.out.find("no experiment \"nope\""), std::string::npos) << bad_only.out;
+  EXPECT_FALSE(fs::exists(tmp / "bad")) << "nothing is run or written on bad input";
+}
+
+TEST(SuiteManifest, ABadManifestIsBadInputNamingTheFileAndKey) {
+  const TempDir tmp;
+  const auto bad_kind = tmp.write("kind.json", R"({"entries": [
+      {"id": "x", "kind": "benchmark", "section": "storage"}]})");
+  CliResult r = pipeprof("suite --quick --manifest " + bad_kind.string() + " --out " + (tmp / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("kind.json: entries[0].kind: unknown kind \"benchmark\""), std::string::npos)
+      << r.out;
+  const auto no_limit = tmp.write("limit.json", R"({"entries": [
+      {"id": "s", "kind": "search", "section": "storage", "workload": "w", "limit": {"quick": 0, "full": 4}}]})");
+  r = pipeprof("suite --quick --manifest " + no_limit.string() + " --out " + (tmp / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("limit.json: entries[0].limit.quick: expected a whole number"), std::string::npos)
+      << r.out;
+  const auto twice = tmp.write("twice.json", R"({"entries": [
+      {"id": "c", "kind": "catalog", "section": "catalog"}, {"id": "c", "kind": "catalog", "section": "catalog"}]})");
+  r = pipeprof("suite --quick --manifest " + twice.string() + " --out " + (tmp / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("entries[1].id: \"c\" appears twice"), std::string::npos) << r.out;
+  r = pipeprof("suite --quick --manifest " + (tmp / "missing.json").string() + " --out " + (tmp / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("missing.json: the suite manifest cannot be read"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(tmp / "o"));
+}
+
 }  // namespace

@@ -1,5 +1,5 @@
 // pipeprof list: the experiment catalog, one line each, then the storage workloads (part C: DLIO
-// workload files run by `pipeprof workload`).
+// workload files run by `pipeprof workload`), then the suite's entries (harness/suite.json).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "commands/commands.h"
 #include "pipeprof/harness/experiment.h"
 #include "workload/storage_suite.h"
+#include "workload/suite_manifest.h"
 
 namespace pipeprof::harness {
 
@@ -45,6 +46,19 @@ CommandRunner add_list_command(CLI::App& app) {
       const auto end = text.find(". ");
       if (end != std::string::npos) text.resize(end + 1);
       std::cout << fmt::format("{:<24} {}\n", f.stem().string(), text);
+    }
+    // What the suite runs besides the catalog, as its manifest lists it.
+    const workload::SuiteManifest manifest =
+        read_input([] { return workload::load_suite_manifest(workload::suite_manifest_path()); });
+    std::cout << fmt::format("\nsuite entries ({}; pipeprof suite --only <id, kind or section>):\n",
+                             manifest.file.string());
+    for (const workload::SuiteEntry& e : manifest.entries) {
+      std::string what = e.workload.empty() ? e.spec : e.workload;
+      if (e.kind == workload::EntryKind::kCatalog) what = "every experiment above";
+      if (e.kind == workload::EntryKind::kPeer) what = e.peer + " on " + e.workload;
+      if (e.cold) what += ", cold";
+      std::cout << fmt::format("{:<24} {:<14} {:<9} {}{}\n", e.id, workload::kind_name(e.kind),
+                               e.section, what, e.needs.empty() ? "" : " (needs " + e.needs + ")");
     }
     return Outcome::kOk;
   };

@@ -1,7 +1,8 @@
-// pipeprof suite [--quick] [--out DIR] [--step S] [--repetitions R] [--only id,...]
-// The main job: runs the whole catalog, prints a progress line per experiment and a table, and
-// writes results.json (schema version 2, with the environment) and report.md with its SVG charts
-// into DIR. Ctrl-C stops after the current element and writes what was measured so far.
+// pipeprof suite [--quick] [--out DIR] [--step S] [--repetitions R] [--only id,...] [--manifest F]
+// The main job: runs what the suite's manifest lists (harness/suite.json: the catalog, the storage
+// and scale-out sections), prints a progress line per experiment and a table, and writes
+// results.json (with the environment) and report.md with its SVG charts into DIR. Ctrl-C stops
+// after the current element and writes what was measured so far.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "pipeprof/trace/chrome_json.h"
 #include "workload/scaleout_suite.h"
 #include "workload/storage_suite.h"
+#include "workload/suite_manifest.h"
 
 namespace pipeprof::harness {
 namespace {
@@ -37,6 +39,7 @@ struct SuiteOptions {
   bool no_trace = false;
   bool no_storage = false;
   bool no_scaleout = false;
+  std::string manifest = workload::suite_manifest_path().string();
 };
 
 nlohmann::json overshoot_json(const SleepOvershoot& o) {
@@ -71,22 +74,14 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
   results::write_report(results::render_report(doc, dir, (dir / "results.json").string()), dir);
 }
 
-// The catalog's experiments named by --only (all of them without it); an id that is not in the
-// catalog is bad input.
-std::vector<Experiment> select_experiments(std::vector<Experiment> catalog,
-                                           const std::vector<std::string>& only) {
-  if (only.empty()) return catalog;
-  std::string unknown;
-  for (const std::string& id : only) {
-    if (std::none_of(catalog.begin(), catalog.end(), [&](const auto& x) { return x.id == id; }))
-      unknown += (unknown.empty() ? "\"" : ", \"") + id + "\"";
-  }
-  if (!unknown.empty()) {
-    throw InputError("--only: no experiment " + unknown + " in the catalog (see `pipeprof list`)");
-  }
+// The catalog's experiments the selection names (every one with the whole catalog selected).
+std::vector<Experiment> selected_experiments(std::vector<Experiment> catalog,
+                                             const workload::SuiteSelection& selection) {
+  if (selection.whole_catalog) return catalog;
   std::vector<Experiment> selected;
   for (auto& x : catalog) {
-    if (std::find(only.begin(), only.end(), x.id) != only.end()) selected.push_back(std::move(x));
+    const auto& ids = selection.catalog_ids;
+    if (std::find(ids.begin(), ids.end(), x.id) != ids.end()) selected.push_back(std::move(x));
   }
   return selected;
 }
@@ -183,23 +178,28 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
 Outcome suite(const SuiteOptions& o) {
   InterruptGuard guard;
   if (!o.step.empty()) (void)make_step(o.step);  // usable here (cuda needs a GPU), once
-  // "storage" in --only names the storage section; without --only everything runs.
-  std::vector<std::string> only = o.only;
-  const auto storage_named = std::find(only.begin(), only.end(), "storage");
-  const bool storage = !o.no_storage && (only.empty() || storage_named != only.end());
-  if (storage_named != only.end()) only.erase(storage_named);
-  // "scaleout" names the scale-out section (C4, under mpirun).
-  const auto scaleout_named = std::find(only.begin(), only.end(), "scaleout");
-  const bool scaleout = !o.no_scaleout && (o.only.empty() || scaleout_named != only.end());
-  if (scaleout_named != only.end()) only.erase(scaleout_named);
-  const std::vector<Experiment> catalog =
-      only.empty() && !o.only.empty()
-          ? std::vector<Experiment>{}
-          : select_experiments(read_input([] {
-                               return load_catalog(catalog_dir(),
-                                                   cluster::spec_options(cluster::current()));
-                             }),
-                               only);
+  // What runs is the manifest's (harness/suite.json): --only picks entries, catalog ids, kinds or
+  // sections; --no-storage and --no-scaleout leave out a section.
+  const workload::SuiteManifest manifest =
+      read_input([&] { return workload::load_suite_manifest(o.manifest); });
+  std::vector<std::string> skip;
+  if (o.no_storage) skip.emplace_back("storage");
+  if (o.no_scaleout) skip.emplace_back("scaleout");
+  std::vector<Experiment> catalog = read_input([] {
+    return load_catalog(catalog_dir(), cluster::spec_options(cluster::current()));
+  });
+  std::vector<std::string> catalog_ids;
+  for (const Experiment& x : catalog)
+    catalog_ids.push_back(x.id);
+  const workload::SuiteSelection selection =
+      read_input([&] { return workload::select_entries(manifest, o.only, skip, catalog_ids); });
+  catalog = selected_experiments(std::move(catalog), selection);
+  auto in_section = [&](const char* section) {
+    return std::any_of(selection.entries.begin(), selection.entries.end(),
+                       [&](const workload::SuiteEntry* e) { return e->section == section; });
+  };
+  const bool storage = in_section("storage");
+  const bool scaleout = in_section("scaleout");
   const int repetitions = o.quick ? 1 : o.repetitions;
   const std::string started_utc = results::utc_now();
   cluster::Cluster& ranks = cluster::current();
@@ -245,19 +245,18 @@ Outcome suite(const SuiteOptions& o) {
          .quick = o.quick,
          .stop = &InterruptGuard::flag(),
          .log = [](const std::string& line) { std::cerr << "[storage] " << line << "\n"; }},
-        storage_failed);
+        selection.entries, storage_failed);
     failed += storage_failed;
   }
   if (scaleout && !InterruptGuard::flag()) {
-    std::cerr << "[scaleout] dell_old and dell_new on 1, 2 and 4 ranks under mpirun (--no-scaleout "
-                 "skips them)\n";
+    std::cerr << "[scaleout] the scale-out specs under mpirun (--no-scaleout skips them)\n";
     int scaleout_failed = 0;
     std::vector<nlohmann::json> entries = workload::run_scaleout_suite(
         {.out = o.out,
          .quick = o.quick,
          .stop = &InterruptGuard::flag(),
          .log = [](const std::string& line) { std::cerr << "[scaleout] " << line << "\n"; }},
-        scaleout_failed);
+        selection.entries, scaleout_failed);
     failed += scaleout_failed;
     for (auto& e : entries)
       storage_entries.push_back(std::move(e));
@@ -282,9 +281,14 @@ CommandRunner add_suite_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--only", o->only,
-                  "Run only these experiment ids (\"storage\": the storage section, \"scaleout\": the "
-                  "scale-out section)")
+                  "Run only these: catalog experiment ids, suite entry ids (e.g. unet3d_h100, "
+                  "npz_256k_cold, dell_new), kinds (workload, search, peer, growing_cache, scaleout) "
+                  "or sections (catalog, storage, scaleout)")
       ->delimiter(',');
+  cmd->add_option("--manifest", o->manifest,
+                  "The suite's manifest: what runs, in order, with its quick and full settings "
+                  "($PIPEPROF_SUITE, else the shipped harness/suite.json)")
+      ->capture_default_str();
   cmd->add_flag("--no-scaleout", o->no_scaleout,
                 "Skip the scale-out section (dell_old and dell_new on 1, 2 and 4 ranks under "
                 "mpirun)");

@@ -44,8 +44,14 @@ std::string find_mpirun() {
   return "";
 }
 
-std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& failed) {
+std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o,
+                                               const std::vector<const SuiteEntry*>& entries,
+                                               int& failed) {
   std::vector<nlohmann::json> out;
+  std::vector<const SuiteEntry*> specs;
+  for (const SuiteEntry* e : entries)
+    if (e->kind == EntryKind::kScaleout) specs.push_back(e);
+  if (specs.empty()) return out;
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
   };
@@ -71,10 +77,11 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& fa
     return out;
   }
   const bool root = ::geteuid() == 0;
-  for (const char* id : {"dell_old", "dell_new"}) {
+  for (const SuiteEntry* spec_entry : specs) {
     if (stopped()) break;
+    const std::string& id = spec_entry->id;
     // The spec with the data folder filled in (users can run it themselves under mpirun).
-    std::ifstream in(scaleout_dir() / (std::string(id) + ".json"));
+    std::ifstream in(scaleout_dir() / (spec_entry->spec + ".json"));
     std::stringstream text;
     text << in.rdbuf();
     std::string spec = text.str();
@@ -85,12 +92,12 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o, int& fa
     }
     for (size_t at = spec.find("@DATA@"); at != std::string::npos; at = spec.find("@DATA@"))
       spec.replace(at, 6, data.string());
-    const fs::path spec_file = runs / (std::string(id) + ".json");
+    const fs::path spec_file = runs / (spec_entry->spec + ".json");
     results::write_text_file(spec_file, spec);
     nlohmann::json points = nlohmann::json::array();
     nlohmann::json entry;
     double one_rank = 0;
-    for (const int n : o.ranks) {
+    for (const int n : spec_entry->ranks) {
       if (stopped()) break;
       const fs::path json = runs / fmt::format("{}-{}.json", id, n);
       const fs::path trace = runs / fmt::format("{}-{}.trace.json", id, n);
