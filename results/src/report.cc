@@ -12,6 +12,7 @@
 #include "pipeprof/results/results_file.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "report_fields.h"
+#include "report_section.h"
 #include "scaleout_section.h"
 #include "storage_section.h"
 #include "summary_chart.h"
@@ -91,8 +92,7 @@ bool is_part_b(const nlohmann::json& x) {
 
 // Part B on the article's metric: the mean and steady-state wait per batch beside the article's
 // figure, the transport's copy floor and how far above it the steady-state wait is; with its chart.
-template <typename Entries>
-std::string part_b_section(const nlohmann::json& experiments, const Entries& entries,
+std::string part_b_section(const nlohmann::json& experiments, const std::vector<Entry>& entries,
                            Report& report) {
   std::string md;
   std::vector<ChartRow> chart;
@@ -182,6 +182,25 @@ std::string environment_section(const nlohmann::json& doc) {
   return md;
 }
 
+}  // namespace
+
+const std::vector<ReportSection>& report_sections() {
+  static const std::vector<ReportSection> sections{
+      {"part B", {"summary-part-b.svg"}, &part_b_section},
+      {"storage", {"storage.svg", "remote.svg"},
+       [](const nlohmann::json& experiments, const std::vector<Entry>&, Report& report) {
+         return storage_section(experiments, report);
+       }},
+      {"scale-out", {"scaleout.svg"},
+       [](const nlohmann::json& experiments, const std::vector<Entry>&, Report& report) {
+         return scaleout_section(experiments, report);
+       }},
+  };
+  return sections;
+}
+
+namespace {
+
 Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
               const std::string& source) {
   const std::vector<Entry> entries = pipeprof_entries(doc, source);  // validates
@@ -227,13 +246,13 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
     report.files.push_back({"summary.svg", summary_chart_svg(chart)});
     md += "![Measured, ideal and seed times per experiment](summary.svg)\n\n";
   }
-  md += part_b_section(experiments, entries, report);
-  md += storage_section(experiments, report);
-  md += scaleout_section(experiments, report);
+  std::set<std::string> used_names{"summary.svg", "report.md"};
+  for (const ReportSection& section : report_sections()) {
+    md += section.render(experiments, entries, report);
+    used_names.insert(section.files.begin(), section.files.end());
+  }
 
   md += "## Experiments\n\n";
-  std::set<std::string> used_names{"summary.svg", "summary-part-b.svg", "storage.svg",
-                                   "scaleout.svg", "report.md"};
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& x = experiments[i];
     const Entry& e = entries[i];
