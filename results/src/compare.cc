@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 namespace pipeprof::results {
@@ -59,9 +60,12 @@ bool Comparison::has_regression() const {
 }
 
 size_t Comparison::matched() const {
-  return static_cast<size_t>(std::count_if(rows.begin(), rows.end(), [](const ComparisonRow& r) {
-    return r.verdict != Verdict::kOnlyInBase && r.verdict != Verdict::kOnlyInNew;
-  }));
+  // Entries, not rows: a workload judged on two figures has two rows.
+  std::set<std::string> names;
+  for (const ComparisonRow& r : rows) {
+    if (r.verdict != Verdict::kOnlyInBase && r.verdict != Verdict::kOnlyInNew) names.insert(r.name);
+  }
+  return names.size();
 }
 
 Metric parse_metric(const std::string& name) {

@@ -127,6 +127,7 @@ TEST(Compare, WorkloadsAreJudgedOnAuAndSamplesPerSecond) {
   EXPECT_EQ(c.rows[1].metric, Metric::kThroughput);
   EXPECT_EQ(c.rows[2].metric, Metric::kEfficiency);
   EXPECT_FALSE(c.has_regression());
+  EXPECT_EQ(c.matched(), 2u);  // entries, not rows
   // AU down by 10%, samples/s the same: a regression on AU alone.
   const auto drop = {workload("w", {89.1, 89.2, 89.0, 89.3, 89.1}, {500, 501, 502, 499, 500}),
                      eff("x", {0.95, 0.96, 0.94, 0.95, 0.97})};

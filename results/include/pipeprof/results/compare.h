@@ -58,7 +58,7 @@ struct Comparison {
   CompareOptions options;
   std::vector<ComparisonRow> rows;
   bool has_regression() const;
-  size_t matched() const;  // rows present in both files
+  size_t matched() const;  // entries present in both files
 };
 
 // Throws std::invalid_argument for an unknown name / a malformed threshold.
