@@ -7,7 +7,6 @@
 #include <cstring>
 #include <memory>
 
-#include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/harness/training_loop.h"

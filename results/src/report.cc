@@ -187,14 +187,8 @@ std::string environment_section(const nlohmann::json& doc) {
 const std::vector<ReportSection>& report_sections() {
   static const std::vector<ReportSection> sections{
       {"part B", {"summary-part-b.svg"}, &part_b_section},
-      {"storage", {"storage.svg", "remote.svg"},
-       [](const nlohmann::json& experiments, const std::vector<Entry>&, Report& report) {
-         return storage_section(experiments, report);
-       }},
-      {"scale-out", {"scaleout.svg"},
-       [](const nlohmann::json& experiments, const std::vector<Entry>&, Report& report) {
-         return scaleout_section(experiments, report);
-       }},
+      {"storage", {"storage.svg", "remote.svg"}, &storage_section},
+      {"scale-out", {"scaleout.svg"}, &scaleout_section},
   };
   return sections;
 }

@@ -12,7 +12,8 @@
 
 namespace pipeprof::results {
 
-std::string scaleout_section(const nlohmann::json& experiments, Report& report) {
+std::string scaleout_section(const nlohmann::json& experiments, const std::vector<Entry>&,
+                         Report& report) {
   // images/s by pipeline and rank count.
   std::map<std::string, std::map<int, double>> rate;
   std::string rows;

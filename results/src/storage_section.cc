@@ -138,7 +138,8 @@ std::string remote_subsection(const nlohmann::json& experiments, Report& report)
 
 }  // namespace
 
-std::string storage_section(const nlohmann::json& experiments, Report& report) {
+std::string storage_section(const nlohmann::json& experiments, const std::vector<Entry>&,
+                         Report& report) {
   std::vector<Row> rows;
   for (const auto& x : experiments) {
     if (auto w = x.find("workload"); w != x.end() && w->is_object() && w->contains("dlio")) {

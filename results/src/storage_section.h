@@ -6,12 +6,15 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "pipeprof/results/report.h"
+#include "pipeprof/results/results_file.h"
 
 namespace pipeprof::results {
 
 // Markdown (empty without workloads); adds its chart to `report.files`.
-std::string storage_section(const nlohmann::json& experiments, Report& report);
+std::string storage_section(const nlohmann::json& experiments, const std::vector<Entry>& entries,
+                         Report& report);
 
 }  // namespace pipeprof::results

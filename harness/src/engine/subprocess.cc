@@ -52,7 +52,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
   ProcessResult result;
   FileActions fa;
-  Fd read_end;
+  Fd read_end, write_end;  // the pipe that captures the output, when there is no file
   if (output_file) {
     posix_spawn_file_actions_addopen(&fa.actions, STDOUT_FILENO, output_file->c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -64,18 +64,22 @@ ProcessResult run_process(const std::vector<std::string>& argv,
       return result;
     }
     read_end.fd = fds[0];
-    Fd write_end{fds[1]};
+    write_end.fd = fds[1];
     posix_spawn_file_actions_adddup2(&fa.actions, write_end.fd, STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&fa.actions, write_end.fd, STDERR_FILENO);
-    pid_t pid = 0;
-    const int rc = ::posix_spawnp(&pid, args[0], &fa.actions, nullptr, args.data(), environ);
-    if (rc != 0) {
-      result.output = fmt::format("{}: cannot start: {}", argv[0], std::strerror(rc));
-      return result;
-    }
+  }
+  pid_t pid = 0;
+  if (const int rc = ::posix_spawnp(&pid, args[0], &fa.actions, nullptr, args.data(), environ);
+      rc != 0) {
+    result.output = fmt::format("{}: cannot start{}: {}", argv[0],
+                                output_file ? " (its output to " + output_file->string() + ")" : "",
+                                std::strerror(rc));
+    return result;
+  }
+  result.started = true;
+  if (!output_file) {
     ::close(write_end.fd);  // the child holds its copy; EOF comes when it exits
     write_end.fd = -1;
-    result.started = true;
     char buf[4096];
     for (;;) {
       const ssize_t n = ::read(read_end.fd, buf, sizeof(buf));
@@ -85,17 +89,7 @@ ProcessResult run_process(const std::vector<std::string>& argv,
         break;
       }
     }
-    result.exit_code = wait_for(pid);
-    return result;
   }
-  pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, args[0], &fa.actions, nullptr, args.data(), environ);
-  if (rc != 0) {
-    result.output = fmt::format("{}: cannot start (its output to {}): {}", argv[0],
-                                output_file->string(), std::strerror(rc));
-    return result;
-  }
-  result.started = true;
   result.exit_code = wait_for(pid);
   return result;
 }

@@ -101,14 +101,17 @@ GrowingRun run_growing_cache(const DlioWorkload& w, const fs::path& scratch,
     e.steps = static_cast<int64_t>(rec.steps.size());
     if (run.time_to_first_step_s == 0 && !rec.steps.empty())
       run.time_to_first_step_s = static_cast<double>(rec.start_ns + rec.steps[0].load_ns - start) / 1e9;
-    for (const StepRecord& step : rec.steps)
-      e.samples += step.samples;
     e.seconds = static_cast<double>(rec.end_ns - rec.start_ns) / 1e9;
     // DLIO's AU with the epoch's first step left out.
     e.au_percentage = 100.0 * harness::epoch_metrics(rec, {.exclude_start = 1}, w.batch_size).au;
-    const LoopFigures f = loop_figures({ConsumerRecord{.epochs = {rec}}});
-    e.wait_mean_ms = f.wait.mean_ms;
-    e.wait_p99_ms = f.wait.p99_ms;
+    std::vector<int64_t> waits;
+    for (const StepRecord& step : rec.steps) {
+      waits.push_back(step.load_ns);
+      e.samples += step.samples;
+    }
+    const WaitStats ws = wait_stats(std::move(waits));
+    e.wait_mean_ms = ws.mean_ms;
+    e.wait_p99_ms = ws.p99_ms;
     double ns_per_record = 0;  // the deserialization's time per record, in one thread
     for (const auto& stage : rec.stages) {
       if (stage.op == "list_files") e.shards = stage.elements;
