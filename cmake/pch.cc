@@ -1,0 +1,1 @@
+// The host of the shared precompiled headers (cmake/PipeprofTargets.cmake): nothing of its own.
