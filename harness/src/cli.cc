@@ -49,6 +49,11 @@ ExitStatus exit_status_of(std::exception_ptr error) {
   }
 }
 
+RankFailure rank_failure_of(std::exception_ptr error) {
+  const ExitStatus status = exit_status_of(std::move(error));
+  return {.message = status.message, .input = status.code == kExitBadInput};
+}
+
 int exit_code_of(Outcome outcome) {
   switch (outcome) {
     case Outcome::kOk:

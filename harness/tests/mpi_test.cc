@@ -96,11 +96,11 @@ TEST(Mpi, WorkloadGathersEveryRankAndMergesTheTraces) {
   ASSERT_EQ(w["ranks"]["ranks"].size(), 2U) << w;
   double sum = 0;
   for (const auto& row : w["ranks"]["ranks"]) {
-    EXPECT_GT(row["throughput_samples_per_second"].get<double>(), 0) << row;
+    EXPECT_GT(row["samples_per_second"].get<double>(), 0) << row;
     EXPECT_EQ(row["accelerators"], 1);
-    sum += row["throughput_samples_per_second"].get<double>();
+    sum += row["samples_per_second"].get<double>();
   }
-  EXPECT_NEAR(w["ranks"]["throughput_samples_per_second"].get<double>(), sum, 1e-6);
+  EXPECT_NEAR(w["ranks"]["samples_per_second"].get<double>(), sum, 1e-6);
   ASSERT_EQ(w["per_accelerator"].size(), 2U);
   // One process per rank in the trace, each with its accelerator's lane and the loader's.
   const nlohmann::json trace = read_json(out / "trace.json");
@@ -181,7 +181,7 @@ TEST(Mpi, FailingRankIsNamedByRankZero) {
       cmd + " -np 1 " + bin() + common + " ++workload.workflow.generate_data=False : -np 1 " +
       bin() + common + " ++workload.workflow.generate_data=False ++workload.dataset.data_folder=" +
       (tmp / "nothing").string());
-  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_EQ(r.code, 2) << "bad input on a rank exits 2, as alone:\n" << r.out;
   EXPECT_NE(r.out.find("rank 1 @ "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("training file(s)"), std::string::npos) << r.out;
   expect_no_ranks_left(tmp);
@@ -349,8 +349,9 @@ TEST(Mpi, LoaderFailingOnOneRankStopsEveryRank) {
   const CliResult r = pipeprof::testing::run_command(
       "(" + cmd + " -np 1 " + bin() + common + " : -np 1 " + bin() + common +
       " ++workload.dataset.data_folder=" + (tmp / "cut").string() + ") 2>&1; echo \"rc=$?\"");
-  EXPECT_EQ(r.out.find("rc=0\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("rc=124"), std::string::npos) << "the job hung:\n" << r.out;
+  // Corrupt data on a rank is bad input: exit 2, as alone.
+  EXPECT_NE(r.out.find("rc=2\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank 1 @ "), std::string::npos) << r.out;
   expect_no_ranks_left(tmp);
 }

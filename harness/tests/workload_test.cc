@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeprof/harness/cli.h"
+#include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof_testing/temp_dir.h"

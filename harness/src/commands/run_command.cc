@@ -81,7 +81,7 @@ Outcome run_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOptions
   if (root) std::cerr << fmt::format("{} ({})\n", x.id, ranks.describe());
   RankedRun run;
   try {
-    run = run_on_ranks(ranks, x, options);
+    run = run_experiment_on_ranks(ranks, x, options);
   } catch (const std::exception& e) {
     if (!root) return Outcome::kInterrupted;  // the job is ending; rank 0 says why
     throw RunFailure(fmt::format("gathering the ranks' results: {}", e.what()));
@@ -98,7 +98,7 @@ Outcome run_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOptions
   }
   if (!o.json.empty()) {
     nlohmann::json j = to_json(run.result);
-    j["ranks"] = run.summary;
+    j["ranks"] = to_json(run.summary);
     results::write_text_file(o.json, j.dump(2) + "\n");
     std::cerr << "wrote " << o.json << "\n";
   }

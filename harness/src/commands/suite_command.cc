@@ -139,7 +139,7 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
                        .stop = &InterruptGuard::flag(),
                        .trace = !o.no_trace};
     if (root) options.on_repetition = [](int, const Repetition&) { std::cerr << "." << std::flush; };
-    RankedRun run = run_on_ranks(ranks, x, options);
+    RankedRun run = run_experiment_on_ranks(ranks, x, options);
     if (!root) continue;
     if (!run.error.empty()) {
       std::cerr << " failed: " << run.error << "\n";
@@ -162,10 +162,10 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
     }
     std::cerr << " " << summary_line(r)
               << fmt::format("; all ranks {:.1f} samples/s",
-                             run.summary["samples_per_second"].get<double>())
+                             run.summary.samples_per_second)
               << "\n";
     nlohmann::json entry = to_json(r);
-    entry["ranks"] = run.summary;
+    entry["ranks"] = to_json(run.summary);
     entries.push_back(std::move(entry));
     results.push_back(std::move(r));
   }

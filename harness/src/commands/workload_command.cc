@@ -118,20 +118,18 @@ void print_summary(std::ostream& out, const DlioWorkload& w, const workload::Wor
                        *lo, lo - m.accelerator_au_percentage.begin(), *hi,
                        hi - m.accelerator_au_percentage.begin());
   }
-  if (!r.ranks.is_null()) {
-    out << fmt::format("ranks: {}\n", r.cluster);
-    for (const auto& row : r.ranks["ranks"]) {
-      out << fmt::format("  rank {} @ {}: {} accelerator(s), AU {:.2f}%, {:.1f} samples/s\n",
-                         row["rank"].get<int>(), row["host"].get<std::string>(),
-                         row["accelerators"].get<int64_t>(), row["au_percentage"].get<double>(),
-                         row["throughput_samples_per_second"].get<double>());
+  if (r.ranks) {
+    const RanksSummary& s = *r.ranks;
+    out << fmt::format("ranks: {}\n", s.cluster);
+    for (const RankRow& row : s.rows) {
+      out << fmt::format("  rank {} @ {}: {} accelerator(s), AU {:.2f}%, {:.1f} samples/s\n", row.rank,
+                         row.host, row.accelerators.value_or(0), row.au_percentage, row.samples_per_second);
     }
     out << fmt::format(
         "all ranks: {:.1f} samples/s; slowest rank {} ({:.1f}% below the mean); clock error of "
         "the merged trace <= {:.1f} us\n",
-        r.ranks["throughput_samples_per_second"].get<double>(), r.ranks["slowest_rank"].get<int>(),
-        r.ranks["slowest_behind_mean_percent"].get<double>(),
-        static_cast<double>(r.ranks["clock_error_ns"].get<int64_t>()) / 1e3);
+        s.samples_per_second, s.slowest_rank, s.slowest_behind_mean_percent,
+        static_cast<double>(s.clock_error_ns.value_or(0)) / 1e3);
   }
   if (!r.remote.is_null()) out << workload::RemoteEnvironment::table(r.remote);
   for (const std::string& note : r.run.notes)
@@ -230,7 +228,8 @@ Outcome workload_command(const Options& o) {
                                     .realtime = !o.normal_priority,
                                     .stop = &InterruptGuard::flag(),
                                     .scratch_dir = out,
-                                    .cluster = &ranks};
+                                    .cluster = &ranks,
+                                    .classify = rank_failure_of};
   Progress progress(!o.quiet && root, w.epochs,
                     workload::steps_per_epoch(w, o.accelerators * ranks.size()));
   options.on_step = [&](int64_t e, int64_t s) { progress(e, s); };

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pipeprof/harness/ranks.h"
 #include "pipeprof/harness/subprocess.h"
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/results/report.h"
@@ -121,29 +122,28 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o,
         ++failed;
         continue;
       }
+      // What rank 0 wrote: its experiment result with the typed ranks summary (ranks.h).
       nlohmann::json r;
-      double total = 0;
-      std::vector<double> au;
-      nlohmann::json slowest;
+      RanksSummary ranks;
       try {
         std::ifstream jin(json);
         r = nlohmann::json::parse(jin);
-        const nlohmann::json& ranks = r.at("ranks");
-        total = ranks.at("samples_per_second").get<double>();
-        slowest = ranks.at("slowest_rank");
-        for (const auto& row : ranks.at("ranks"))
-          au.push_back(row.at("au_percentage").get<double>());
+        ranks = ranks_summary_from_json(r.at("ranks"));
       } catch (const std::exception& e) {
         log(fmt::format("failed: {} on {} rank(s): {}: {}", id, n, json.string(), e.what()));
         ++failed;
         continue;
       }
+      const double total = ranks.samples_per_second;
+      std::vector<double> au;
+      for (const RankRow& row : ranks.rows)
+        au.push_back(row.au_percentage);
       if (n == 1) one_rank = total;
       nlohmann::json point{{"ranks", n},
                            {"images_per_second", total},
                            {"images_per_second_per_rank", total / n},
                            {"au_per_rank", au},
-                           {"slowest_rank", slowest},
+                           {"slowest_rank", ranks.slowest_rank},
                            {"trace", trace.filename().string()}};
       if (one_rank > 0) point["scaling_efficiency"] = total / (n * one_rank);
       log(fmt::format("{} on {} rank(s): {:.1f} images/s ({:.1f} per rank){}", id, n, total,

@@ -17,7 +17,6 @@
 #include "pipeprof/results/compare.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/trace/clock.h"
-#include "workload/rank_gather.h"
 #include "workload/remote_env.h"
 #include "workload/workload_pipeline.h"
 
@@ -106,33 +105,33 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
     return r;
   }
 
-  // Ranks: agree that every rank is ready, measure the clocks, train, measure them again, and
-  // gather everything on rank 0.
-  r.cluster = ranks->describe();
-  const bool any_failed = ranks->agree_stop(error != nullptr, options.stop);
-  const std::vector<cluster::ClockSync> sync_start = ranks->sync_clocks(50, options.stop);
-  if (!any_failed) {
-    try {
-      r.run = run_training(w, t);
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  const std::vector<cluster::ClockSync> sync_end = ranks->sync_clocks(50, options.stop);
+  // Ranks: every rank trains between two clock measures and sends rank 0 its accelerators'
+  // records (the one rank path, ranks.h); rank 0 computes DLIO's metrics over all of them.
+  RankRunOptions rank_options{.stop = options.stop, .classify = options.classify, .failed_before = error};
+  RankRun ran = run_on_ranks(
+      *ranks,
+      [&] {
+        TrainRun run = run_training(w, t);
+        RankReport mine{.interrupted = run.interrupted,
+                        .realtime = run.realtime,
+                        .cpu_ms = ms(trace::process_cpu_ns() - cpu0),
+                        .notes = run.notes,
+                        .consumers = std::move(run.accelerators),
+                        .trace = run.trace};
+        r.run = std::move(run);
+        return mine;
+      },
+      rank_options);
   r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
   r.end = dlio_timestamp();
-  std::vector<std::string> reports;
-  if (!ranks->broken()) {
-    try {
-      reports = ranks->gather(rank_report(*ranks, r.run, error, r.cpu_ms), options.stop);
-    } catch (const std::exception&) {
-      if (!ranks->broken()) throw;
-    }
-  }
-  if (ranks->broken()) {
+  if (ran.broken) {
     // A rank did not come (it died, and mpirun is ending the job): this rank's own part, marked
     // interrupted, so rank 0 still writes what it measured.
-    if (error) std::rethrow_exception(error);
+    if (ran.mine.error) {
+      if (ran.mine.error->input) throw InputError(ran.mine.error->message);
+      throw RunFailure(ran.mine.error->message);
+    }
+    r.run.accelerators = std::move(ran.mine.consumers);
     r.run.interrupted = true;
     r.run.notes.push_back(fmt::format(
         "the job broke: another rank stopped answering (mpirun names it); these are rank {}'s {} "
@@ -143,19 +142,55 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
   }
   if (ranks->rank() != 0) {
     // The others report to rank 0, which names their failures; their own run is what they have.
+    r.run.accelerators = std::move(ran.mine.consumers);
     r.metrics = run_metrics(w, r.run, r.steps);
     return r;
   }
-  GatheredRanks g = gather_ranks(reports, std::move(r.run), sync_start, sync_end);
-  if (!g.error.empty()) {
-    if (g.error_is_input) throw InputError(g.error);
-    throw RunFailure(g.error);
+  if (ran.failure) {
+    if (ran.failure->input) throw InputError(ran.failure->message);
+    throw RunFailure(ran.failure->message);
   }
-  r.run = std::move(g.run);
-  r.cpu_ms = g.cpu_ms;
+  TrainRun all;
+  all.files = std::move(r.run.files);
+  all.spec = std::move(r.run.spec);
+  all.realtime = true;
+  all.trace = ran.merged;
+  RanksSummary summary{.size = ranks->size(), .cluster = ranks->describe(), .clock_error_ns = ran.clock_error_ns};
+  double cpu_ms = 0;
+  for (RankReport& rep : ran.ranks) {
+    summary.rows.push_back(RankRow{.rank = rep.rank,
+                                   .host = rep.host,
+                                   .accelerators = static_cast<int64_t>(rep.consumers.size()),
+                                   .cpu_ms = rep.cpu_ms,
+                                   .interrupted = rep.interrupted});
+    for (const std::string& n : rep.notes)
+      all.notes.push_back(fmt::format("rank {}: {}", rep.rank, n));
+    all.interrupted = all.interrupted || rep.interrupted;
+    all.realtime = all.realtime && rep.realtime;
+    cpu_ms += rep.cpu_ms;
+    for (ConsumerRecord& c : rep.consumers)
+      all.accelerators.push_back(std::move(c));
+  }
+  std::stable_sort(all.accelerators.begin(), all.accelerators.end(),
+                   [](const ConsumerRecord& a, const ConsumerRecord& b) { return a.rank < b.rank; });
+  r.run = std::move(all);
+  r.cpu_ms = cpu_ms;
   r.metrics = run_metrics(w, r.run, r.steps);
-  r.ranks = rank_summary(g, r.metrics.accelerator_au_percentage, r.metrics.accelerator_throughput,
-                         options.accelerators);
+  // Each rank's AU (the mean over its accelerators) and samples/s (their sum).
+  const size_t per_rank = static_cast<size_t>(options.accelerators);
+  for (RankRow& row : summary.rows) {
+    double au = 0, rate = 0;
+    size_t n = 0;
+    for (size_t k = static_cast<size_t>(row.rank) * per_rank;
+         k < static_cast<size_t>(row.rank + 1) * per_rank && k < r.metrics.accelerator_au_percentage.size(); ++k, ++n) {
+      au += r.metrics.accelerator_au_percentage[k];
+      rate += r.metrics.accelerator_throughput[k];
+    }
+    row.au_percentage = n > 0 ? au / static_cast<double>(n) : 0.0;
+    row.samples_per_second = rate;
+  }
+  sum_up(summary);
+  r.ranks = std::move(summary);
   if (remote) r.remote = remote->report(w, r.run, r.metrics, r.steps);
   return r;
 }
@@ -388,9 +423,9 @@ nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r) {
   };
   if (!r.run.notes.empty()) out["notes"] = r.run.notes;
   if (!r.remote.is_null()) out["remote"] = r.remote;
-  if (!r.ranks.is_null()) {
-    out["ranks"] = r.ranks;
-    out["cluster"] = r.cluster;
+  if (r.ranks) {
+    out["ranks"] = to_json(*r.ranks);
+    out["cluster"] = r.ranks->cluster;
   }
   return out;
 }

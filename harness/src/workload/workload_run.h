@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeprof/harness/ranks.h"
 #include "pipeprof/harness/runner.h"
 #include "workload/dlio_metrics.h"
 #include "workload/dlio_workload.h"
@@ -32,8 +33,10 @@ struct WorkloadOptions {
   // folder, removed afterwards.
   std::filesystem::path scratch_dir;
   // Ranks (mpirun): every rank runs `accelerators` of them on its shard; rank 0's result holds
-  // every rank's (see rank_gather.h). nullptr: this process alone.
+  // every rank's (the rank path: pipeprof/harness/ranks.h). nullptr: this process alone.
   cluster::Cluster* cluster = nullptr;
+  // How a rank's error is told apart (bad input or a failure); the command line's by default.
+  ErrorClassifier classify;
 };
 
 struct WorkloadResult {
@@ -45,9 +48,8 @@ struct WorkloadResult {
   double cpu_ms = 0;       // process CPU time during the run
   // pipeprof.remote: RemoteEnvironment::report (null for local files).
   nlohmann::json remote;
-  // Ranks: rank_summary() on rank 0 (null alone), and the cluster's description.
-  nlohmann::json ranks;
-  std::string cluster;
+  // Ranks: every rank's row on rank 0 (none alone).
+  std::optional<RanksSummary> ranks;
 };
 
 // With ranks, every rank calls it; rank 0 gets the whole run, the others their own. A rank that

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/harness/ranks.h"
 
 namespace pipeprof::harness {
 
@@ -38,6 +39,8 @@ struct ExitStatus {
 //   1: RunFailure, pipelines::PipelineError (the pipeline failed while running), running out of
 //      memory, and any other exception (a file that cannot be written, a system error).
 ExitStatus exit_status_of(std::exception_ptr error);
+// The same for a rank's error (ranks.h): bad input on any rank exits 2, as it would alone.
+RankFailure rank_failure_of(std::exception_ptr error);
 int exit_code_of(Outcome outcome);
 
 int run_cli(int argc, char** argv);
