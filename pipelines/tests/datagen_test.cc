@@ -57,7 +57,7 @@ std::string contents(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::span<const std::byte> bytes_of(const std::string& s) {
+std::span<const std::byte> view_of(const std::string& s) {
   return std::as_bytes(std::span(s.data(), s.size()));
 }
 
@@ -257,7 +257,7 @@ TEST_P(DatagenFormat, WritesTheLayoutAndReadsBack) {
       }
       case DataFormat::kJpeg: {
         const std::string bytes = read_file(f.path);
-        const Tensor img = decode_jpeg(bytes_of(bytes), 0, f.path);
+        const Tensor img = decode_jpeg(view_of(bytes), 0, f.path);
         EXPECT_EQ(img.shape(), (Shape{f.dim1, f.dim2, 1}));
         payloads.insert(bytes);
         break;
@@ -528,15 +528,15 @@ TEST(DatagenPieces, RecordInPiecesIsTheRecord) {
   {
     TFRecordWriter w((tmp / "b").string());
     w.begin_record(data.size());
-    w.append(bytes_of(data.substr(0, 1234)));
-    w.append(bytes_of(data.substr(1234)));
+    w.append(view_of(data.substr(0, 1234)));
+    w.append(view_of(data.substr(1234)));
     w.end_record();
     w.close();
   }
   EXPECT_EQ(contents((tmp / "a").string()), contents((tmp / "b").string()));
   TFRecordWriter w((tmp / "c").string());
   w.begin_record(10);
-  EXPECT_THROW(w.append(bytes_of(std::string(11, 'x'))), std::logic_error);
+  EXPECT_THROW(w.append(view_of(std::string(11, 'x'))), std::logic_error);
   EXPECT_THROW(w.end_record(), std::logic_error);
 }
 
