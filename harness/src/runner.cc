@@ -50,7 +50,7 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   LoopOptions loop;
   loop.epochs = epochs;
   loop.loader_life = LoaderLife::kEpoch;
-  loop.open = [&dataset](int64_t, int64_t) { return dataset.iterate(); };
+  loop.open = [&dataset, &options](int64_t, int64_t) { return dataset.iterate({.storage = options.storage}); };
   loop.step = [&step](int64_t, pipelines::Element& element, int64_t) { step.run(element); };
   loop.autotune = options.autotune;
   loop.stop = options.stop;

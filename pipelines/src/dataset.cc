@@ -41,8 +41,8 @@ DatasetNode::DatasetNode(Dataset input)
 
 DatasetNode::DatasetNode(std::vector<Dataset> inputs) : inputs_(std::move(inputs)) {}
 
-std::unique_ptr<Iterator> Dataset::iterate() const {
-  IteratorContext ctx{std::make_shared<Model>(), "", ""};
+std::unique_ptr<Iterator> Dataset::iterate(IterateOptions options) const {
+  IteratorContext ctx{std::make_shared<Model>(), "", "", std::move(options.storage)};
   return std::make_unique<RootIterator>(ctx, node_);
 }
 

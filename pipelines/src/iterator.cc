@@ -45,7 +45,7 @@ constexpr int64_t kStatsFlushNs = trace::kNsPerMs;
 }  // namespace
 
 Iterator::Iterator(const IteratorContext& ctx, const DatasetNode* dataset)
-    : model_(ctx.model), prefix_(ctx.prefix) {
+    : model_(ctx.model), storage_(ctx.storage), prefix_(ctx.prefix) {
   if (dataset != nullptr) {
     key_ = ctx.prefix + "stages[" + std::to_string(dataset->chain_index()) + "]";
     stage_name_ = dataset->display_name();
@@ -62,8 +62,8 @@ Iterator::~Iterator() {
 }
 
 IteratorContext Iterator::input_context(const std::string& nested) const {
-  if (nested.empty()) return IteratorContext{model_, prefix_, key_};
-  return IteratorContext{model_, key_ + "." + nested, key_};
+  if (nested.empty()) return IteratorContext{model_, prefix_, key_, storage_};
+  return IteratorContext{model_, key_ + "." + nested, key_, storage_};
 }
 
 void Iterator::flush_stats() {

@@ -21,6 +21,7 @@
 
 #include "formats/tfrecord.h"
 #include "io/http.h"
+#include "io/remote_cache.h"
 #include "io/storage.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/formats.h"
@@ -68,18 +69,17 @@ std::vector<std::byte> read_all(io::RandomAccessFile& file) {
   return out;
 }
 
-// Fast retries for the fault tests; restored afterwards.
+// The tests read through a storage context of their own: fast retries for the fault tests, its
+// counters, and (use_cache) a disk cache.
 class RemoteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    saved_ = remote_read_options();
-    RemoteReadOptions fast = saved_;
-    fast.max_attempts = 3;
-    fast.backoff_initial = 20ms;
-    fast.backoff_max = 200ms;
-    fast.connect_timeout = 1000ms;
-    fast.stall_timeout = 2000ms;
-    set_remote_read_options(fast);
+    fast_.max_attempts = 3;
+    fast_.backoff_initial = 20ms;
+    fast_.backoff_max = 200ms;
+    fast_.connect_timeout = 1000ms;
+    fast_.stall_timeout = 2000ms;
+    storage_ = std::make_shared<StorageContext>(fast_);
     root_ = fs::temp_directory_path() /
             ("pipeprof-remote-test-" + std::to_string(::getpid()) + "-" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -92,7 +92,7 @@ class RemoteTest : public ::testing::Test {
     ::setenv("TMPDIR", (root_ / "tmp").c_str(), 1);
   }
   void TearDown() override {
-    set_remote_read_options(saved_);
+    storage_.reset();
     if (saved_tmpdir_) {
       ::setenv("TMPDIR", saved_tmpdir_->c_str(), 1);
     } else {
@@ -113,7 +113,21 @@ class RemoteTest : public ::testing::Test {
     return server.url() + folder + "/obj_" + std::to_string(i) + ".bin";
   }
 
-  RemoteReadOptions saved_;
+  // Reads through `cache` from now on (counters from zero).
+  void use_cache(std::shared_ptr<RemoteCache> cache) {
+    storage_ = std::make_shared<StorageContext>(fast_, std::move(cache));
+  }
+  void use_read_options(const RemoteReadOptions& read) {
+    storage_ = std::make_shared<StorageContext>(read, storage_->cache());
+  }
+  std::unique_ptr<io::RandomAccessFile> open_url(const std::string& url) const {
+    return io::open_file(url, io::OpenOptions{.storage = storage_});
+  }
+  RemoteCounters counters() const { return storage_->counters(); }
+  void reset_counters() { storage_->reset_counters(); }
+
+  RemoteReadOptions fast_;
+  std::shared_ptr<StorageContext> storage_;
   std::optional<std::string> saved_tmpdir_;
   fs::path root_;
 };
@@ -131,8 +145,8 @@ TEST_F(RemoteTest, ServerServesRangesAndStopsCleanly) {
     pid = server.pid();
     ASSERT_GT(pid, 0);
     EXPECT_EQ(server.url(), "http://127.0.0.1:" + std::to_string(server.port()) + "/");
-    reset_remote_counters();
-    auto file = io::open_file(url_of(server, "a", 0));
+    reset_counters();
+    auto file = open_url(url_of(server, "a", 0));
     EXPECT_EQ(file->size(), objects[0].size());
     EXPECT_EQ(read_all(*file), objects[0]);
     // A range in the middle, one past the end, and nothing after the end.
@@ -141,7 +155,7 @@ TEST_F(RemoteTest, ServerServesRangesAndStopsCleanly) {
     EXPECT_TRUE(std::equal(part.begin(), part.end(), objects[0].begin() + 1'234'567));
     EXPECT_EQ(file->read_at(objects[0].size() - 10, part), 10u);
     EXPECT_EQ(file->read_at(objects[0].size(), part), 0u);
-    const auto c = remote_counters();
+    const auto c = counters();
     EXPECT_EQ(c.retries, 0);
     EXPECT_EQ(c.failures, 0);
     EXPECT_EQ(c.requests, 4);  // open (the first MiB), the rest, the middle, the tail
@@ -176,11 +190,11 @@ TEST_F(RemoteTest, EmptyAndSmallObjects) {
   write_file(root_ / "data" / "empty.bin", {});
   write_file(root_ / "data" / "small.bin", random_bytes(10, 3));
   ObjectServer server({.root = root_ / "data"});
-  auto empty = io::open_file(server.url() + "empty.bin");
+  auto empty = open_url(server.url() + "empty.bin");
   EXPECT_EQ(empty->size(), 0u);
   std::vector<std::byte> buffer(16);
   EXPECT_EQ(empty->read_at(0, buffer), 0u);
-  auto small = io::open_file(server.url() + "small.bin");
+  auto small = open_url(server.url() + "small.bin");
   EXPECT_EQ(small->size(), 10u);
   EXPECT_EQ(read_all(*small), random_bytes(10, 3));
 }
@@ -235,7 +249,7 @@ TEST_F(RemoteTest, FileSourcesReadUrls) {
   auto ds = list_files(server.url() + "tf/*.tfrecord", {.shuffle = false})
                 .interleave(DatasetFn([](const Element& f) { return tfrecord({file_name(f)}); }),
                             {.cycle_length = 3, .parallelism = 3});
-  auto it = ds.iterate();
+  auto it = ds.iterate({.storage = storage_});
   int64_t n = 0;
   while (auto e = it->next()) ++n;
   EXPECT_EQ(n, records);
@@ -245,21 +259,59 @@ TEST_F(RemoteTest, FileSourcesReadUrls) {
   EXPECT_EQ(arrays[0].second.num_elements(), 20);
 }
 
+// Two pipelines in one process, each with its own storage context: each counts its own reads, and
+// only the one with a cache reads through it. Nothing is process-wide.
+TEST_F(RemoteTest, EachPipelineReadsWithItsOwnContext) {
+  REQUIRE_NGINX(false);
+  const auto objects = make_objects("two", 4, 50'000);
+  formats::write_npz((root_ / "data" / "two" / "x.npz").string(),
+                     {{"x", formats::random_tensor(DType::kFloat32, {8, 8}, 3)}}, false);
+  ObjectServer server({.root = root_ / "data"});
+  auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = root_ / "cache", .budget_bytes = 1 << 20});
+  const auto cached = std::make_shared<StorageContext>(fast_, cache);
+  const auto direct = std::make_shared<StorageContext>(fast_);
+  std::vector<std::string> urls;
+  for (int i = 0; i < 4; ++i) urls.push_back(url_of(server, "two", i));
+  auto ds = list_files(urls, {.shuffle = false}).interleave(
+      DatasetFn([](const Element& f) { return fixed_length_records({file_name(f)}, {.record_bytes = 10'000}); }),
+      {.cycle_length = 2});
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    auto a = ds.iterate({.storage = cached});
+    auto b = ds.iterate({.storage = direct});
+    int64_t na = 0, nb = 0;
+    while (a->next()) ++na;
+    while (b->next()) ++nb;
+    EXPECT_EQ(na, 20);
+    EXPECT_EQ(nb, 20);
+  }
+  // The cached pipeline fetched every object once; the direct one read them twice, itself.
+  EXPECT_EQ(cached->counters().bytes, 4 * 50'000);
+  EXPECT_EQ(direct->counters().bytes, 2 * 4 * 50'000);
+  EXPECT_EQ(cache->counters().misses, 4);
+  EXPECT_EQ(cache->counters().hits, 4);
+  EXPECT_EQ(counters().requests, 0) << "the fixture's own context read nothing";
+  // Array files too: read through the context given, counted there.
+  const auto before = direct->counters().requests;
+  EXPECT_EQ(formats::read_npz(server.url() + "two/x.npz", {}, direct).size(), 1u);
+  EXPECT_GT(direct->counters().requests, before);
+  EXPECT_EQ(cached->counters().bytes, 4 * 50'000);
+}
+
 TEST_F(RemoteTest, MissingObjectIsNotRetried) {
   REQUIRE_NGINX(false);
   ObjectServer server({.root = root_ / "data"});
-  reset_remote_counters();
+  reset_counters();
   try {
-    io::open_file(server.url() + "nope.bin");
+    open_url(server.url() + "nope.bin");
     FAIL() << "a missing object opened";
   } catch (const io::IoError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(server.url() + "nope.bin"), std::string::npos) << what;
     EXPECT_NE(what.find("404"), std::string::npos) << what;
   }
-  EXPECT_EQ(remote_counters().requests, 1);
+  EXPECT_EQ(counters().requests, 1);
   // In a pipeline: an input-data error naming the URL.
-  auto it = tfrecord({server.url() + "nope.tfrecord"}).iterate();
+  auto it = tfrecord({server.url() + "nope.tfrecord"}).iterate({.storage = storage_});
   try {
     it->next();
     FAIL() << "a missing object read";
@@ -272,10 +324,10 @@ TEST_F(RemoteTest, ServerErrorsAreRetriedThenReported) {
   REQUIRE_NGINX(false);
   make_objects("broken", 1, 100);
   ObjectServer server({.root = root_ / "data", .fixed_status = {{"/broken/", 500}}});
-  reset_remote_counters();
+  reset_counters();
   const auto start = std::chrono::steady_clock::now();
   try {
-    io::open_file(url_of(server, "broken", 0));
+    open_url(url_of(server, "broken", 0));
     FAIL() << "a 500 was accepted";
   } catch (const io::IoError& e) {
     const std::string what = e.what();
@@ -284,7 +336,7 @@ TEST_F(RemoteTest, ServerErrorsAreRetriedThenReported) {
     EXPECT_NE(what.find(url_of(server, "broken", 0)), std::string::npos) << what;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  const auto c = remote_counters();
+  const auto c = counters();
   EXPECT_EQ(c.requests, 3);
   EXPECT_EQ(c.retries, 2);
   EXPECT_EQ(c.failures, 1);
@@ -294,22 +346,19 @@ TEST_F(RemoteTest, AnErrorPageLargerThanTheRangeIsRetriedNotTakenForData) {
   REQUIRE_NGINX(false);
   make_objects("busy", 1, 100);
   ObjectServer server({.root = root_ / "data", .fixed_status = {{"/busy/", 503}}});
-  io::HttpOptions o = io::http_options();
-  const io::HttpOptions saved = o;
-  o.first_request_bytes = 16;  // nginx's 503 page is larger than that
-  io::set_http_options(o);
-  reset_remote_counters();
+  io::HttpAccess access = io::access_of(storage_.get());  // the fixture's policy and counters
+  access.options.first_request_bytes = 16;  // nginx's 503 page is larger than that
+  reset_counters();
   std::string what;
   try {
-    io::open_file(url_of(server, "busy", 0));
+    io::open_http(url_of(server, "busy", 0), access);
   } catch (const io::IoError& e) {
     what = e.what();
   }
-  io::set_http_options(saved);
   EXPECT_NE(what.find("HTTP 503 Service Unavailable (gave up after 3 attempts"), std::string::npos)
       << what;
-  EXPECT_EQ(remote_counters().retries, 2);
-  EXPECT_EQ(remote_counters().bytes, 0) << "an error page was counted as data";
+  EXPECT_EQ(counters().retries, 2);
+  EXPECT_EQ(counters().bytes, 0) << "an error page was counted as data";
 }
 
 TEST_F(RemoteTest, KilledServerEndsTheRunWithAClearErrorInBoundedTime) {
@@ -322,7 +371,7 @@ TEST_F(RemoteTest, KilledServerEndsTheRunWithAClearErrorInBoundedTime) {
                             }),
                             {.cycle_length = 2, .parallelism = 2});
   testing::run_with_deadline(30s, [&] {
-    auto it = ds.iterate();
+    auto it = ds.iterate({.storage = storage_});
     for (int i = 0; i < 20; ++i) ASSERT_TRUE(it->next());
     const pid_t pid = server.pid();
     server.kill();
@@ -344,13 +393,13 @@ TEST_F(RemoteTest, KilledServerEndsTheRunWithAClearErrorInBoundedTime) {
 TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
   REQUIRE_NGINX(false);
   auto objects = make_objects("r", 1, 3'000'000);  // more than the first request's 1 MiB
-  RemoteReadOptions patient = remote_read_options();
+  RemoteReadOptions patient = fast_;
   patient.max_attempts = 8;
   patient.backoff_initial = 50ms;
   patient.backoff_max = 400ms;
-  set_remote_read_options(patient);
+  use_read_options(patient);
   ObjectServer server({.root = root_ / "data"});
-  auto file = io::open_file(url_of(server, "r", 0));
+  auto file = open_url(url_of(server, "r", 0));
   server.kill();
   std::string restart_error;
   std::thread restart([&] {
@@ -361,7 +410,7 @@ TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
       restart_error = e.what();
     }
   });
-  reset_remote_counters();
+  reset_counters();
   std::vector<std::byte> tail(100'000);
   size_t n = 0;
   EXPECT_NO_THROW(n = file->read_at(2'400'000, tail));  // retried until the server is back
@@ -369,7 +418,7 @@ TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
   EXPECT_EQ(restart_error, "");
   EXPECT_EQ(n, tail.size());
   EXPECT_TRUE(std::equal(tail.begin(), tail.end(), objects[0].begin() + 2'400'000));
-  EXPECT_GE(remote_counters().retries, 1);
+  EXPECT_GE(counters().retries, 1);
 }
 
 TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
@@ -377,11 +426,11 @@ TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
   const fs::path file = root_ / "data" / "shrinking.bin";
   write_file(file, random_bytes(4 << 20, 5));
   ObjectServer server({.root = root_ / "data", .rate_bytes_per_second = 2 << 20});
-  auto remote = io::open_file(server.url() + "shrinking.bin");
-  reset_remote_counters();
+  auto remote = open_url(server.url() + "shrinking.bin");
+  reset_counters();
   std::thread truncate([&] {
     // Once the read's body is flowing (nginx sent its Content-Length), the rest never comes.
-    for (int i = 0; i < 2000 && remote_counters().bytes < 300'000; ++i) std::this_thread::sleep_for(1ms);
+    for (int i = 0; i < 2000 && counters().bytes < 300'000; ++i) std::this_thread::sleep_for(1ms);
     fs::resize_file(file, 2 << 20);
   });
   std::vector<std::byte> all(4 << 20);
@@ -398,12 +447,41 @@ TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
   EXPECT_NE(what.find("changed while it was read (4194304 bytes when opened, 2097152 now)"),
             std::string::npos)
       << what;
-  EXPECT_GE(remote_counters().retries, 1);
+  EXPECT_GE(counters().retries, 1);
 }
 
 // ---- The disk cache ----
 
 class RemoteCacheTest : public RemoteTest {};
+
+// Producer processes read with the consumer's context: its read policy and its cache's folder
+// (opened anew in each producer), so what they fetch is there for the next run.
+TEST_F(RemoteCacheTest, ProducerProcessesReadThroughTheConsumersCache) {
+  REQUIRE_NGINX(false);
+  const auto objects = make_objects("mp", 4, 20'000);
+  ObjectServer server({.root = root_ / "data"});
+  auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = root_ / "cache", .budget_bytes = 1 << 20});
+  use_cache(cache);
+  const std::string base = server.url();
+  auto ds = multiprocess(
+      DatasetFn([base](const Element& index) {
+        const int64_t i = index.at(0).as_int64();
+        return fixed_length_records({base + "mp/obj_" + std::to_string(i) + ".bin"}, {.record_bytes = 20'000});
+      }),
+      {.producers = 4});
+  auto it = ds.iterate({.storage = storage_});
+  int64_t n = 0;
+  while (it->next()) ++n;
+  EXPECT_EQ(n, 4);
+  it.reset();
+  // Every object went into the cache folder: a later context reads them without a request.
+  auto later = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = root_ / "cache", .budget_bytes = 1 << 20});
+  EXPECT_EQ(later->bytes_cached(), 4u * 20'000u);
+  use_cache(later);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(read_all(*open_url(url_of(server, "mp", i))), objects[static_cast<size_t>(i)]);
+  EXPECT_EQ(counters().requests, 0);
+}
 
 TEST_F(RemoteCacheTest, SecondEpochIsServedLocallyAndTheCacheOutlivesTheRun) {
   REQUIRE_NGINX(false);
@@ -412,15 +490,15 @@ TEST_F(RemoteCacheTest, SecondEpochIsServedLocallyAndTheCacheOutlivesTheRun) {
   const fs::path dir = root_ / "cache";
   {
     auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = dir, .budget_bytes = 1 << 20});
-    ScopedRemoteCache installed(cache);
+    use_cache(cache);
     for (int epoch = 0; epoch < 2; ++epoch) {
-      reset_remote_counters();
+      reset_counters();
       for (int i = 0; i < 6; ++i) {
-        auto f = io::open_file(url_of(server, "c", i));
+        auto f = open_url(url_of(server, "c", i));
         EXPECT_EQ(read_all(*f), objects[static_cast<size_t>(i)]);
       }
       if (epoch == 1) {
-        EXPECT_EQ(remote_counters().bytes, 0) << "the second epoch went remote";
+        EXPECT_EQ(counters().bytes, 0) << "the second epoch went remote";
       }
     }
     const auto c = cache->counters();
@@ -430,14 +508,15 @@ TEST_F(RemoteCacheTest, SecondEpochIsServedLocallyAndTheCacheOutlivesTheRun) {
     EXPECT_EQ(c.bytes_from_cache, 600'000);
     EXPECT_EQ(cache->bytes_cached(), 600'000u);
   }
-  // A later run on the same folder: warm from the start.
+  // A later run on the same folder: warm from the start (the first cache is gone).
+  use_cache(nullptr);
   auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = dir, .budget_bytes = 1 << 20});
   EXPECT_EQ(cache->bytes_cached(), 600'000u);
-  ScopedRemoteCache installed(cache);
-  reset_remote_counters();
-  auto f = io::open_file(url_of(server, "c", 3));
+  use_cache(cache);
+  reset_counters();
+  auto f = open_url(url_of(server, "c", 3));
   EXPECT_EQ(read_all(*f), objects[3]);
-  EXPECT_EQ(remote_counters().requests, 0);
+  EXPECT_EQ(counters().requests, 0);
   EXPECT_EQ(cache->counters().hits, 1);
 }
 
@@ -451,8 +530,8 @@ TEST_F(RemoteCacheTest, KeyByPathSurvivesAServerOnAnotherPort) {
       ObjectServer server({.root = root_ / "data"});  // a new port each run
       auto cache = std::make_shared<RemoteCache>(
           RemoteCacheOptions{.dir = dir, .budget_bytes = 1 << 20, .key_by_path = by_path});
-      ScopedRemoteCache installed(cache);
-      EXPECT_EQ(read_all(*io::open_file(url_of(server, "k", 1))), objects[1]);
+      use_cache(cache);
+      EXPECT_EQ(read_all(*open_url(url_of(server, "k", 1))), objects[1]);
       if (run == 1) {
         EXPECT_EQ(cache->counters().hits, by_path ? 1 : 0) << "key_by_path " << by_path;
       }
@@ -466,8 +545,8 @@ TEST_F(RemoteCacheTest, EvictsTheLeastRecentlyUsed) {
   ObjectServer server({.root = root_ / "data"});
   auto cache = std::make_shared<RemoteCache>(
       RemoteCacheOptions{.dir = root_ / "cache", .budget_bytes = 250'000});
-  ScopedRemoteCache installed(cache);
-  auto open = [&](int i) { (void)io::open_file(url_of(server, "l", i)); };
+  use_cache(cache);
+  auto open = [&](int i) { (void)open_url(url_of(server, "l", i)); };
   open(0);
   std::this_thread::sleep_for(20ms);
   open(1);
@@ -477,14 +556,14 @@ TEST_F(RemoteCacheTest, EvictsTheLeastRecentlyUsed) {
   open(2);  // evicts 1
   EXPECT_EQ(cache->counters().evictions, 1);
   EXPECT_LE(cache->bytes_cached(), 250'000u);
-  reset_remote_counters();
+  reset_counters();
   open(0);
-  EXPECT_EQ(remote_counters().requests, 0) << "object 0 was evicted, not the least recently used";
+  EXPECT_EQ(counters().requests, 0) << "object 0 was evicted, not the least recently used";
   open(1);
-  EXPECT_GT(remote_counters().requests, 0) << "object 1 was kept over the budget";
+  EXPECT_GT(counters().requests, 0) << "object 1 was kept over the budget";
   // Larger than the whole budget: served, not kept.
   write_file(root_ / "data" / "huge.bin", random_bytes(300'000, 11));
-  auto huge = io::open_file(server.url() + "huge.bin");
+  auto huge = open_url(server.url() + "huge.bin");
   EXPECT_EQ(read_all(*huge), random_bytes(300'000, 11));
   EXPECT_EQ(cache->counters().too_large, 1);
 }
@@ -494,9 +573,9 @@ TEST_F(RemoteCacheTest, DamagedObjectIsDetectedAndFetchedAgain) {
   const auto objects = make_objects("x", 2, 50'000);
   ObjectServer server({.root = root_ / "data"});
   auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = root_ / "cache", .budget_bytes = 1 << 20});
-  ScopedRemoteCache installed(cache);
-  (void)io::open_file(url_of(server, "x", 0));
-  (void)io::open_file(url_of(server, "x", 1));
+  use_cache(cache);
+  (void)open_url(url_of(server, "x", 0));
+  (void)open_url(url_of(server, "x", 1));
   // Flip a byte of one cached object and cut the other short.
   int damaged = 0;
   for (const auto& entry : fs::directory_iterator(root_ / "cache")) {
@@ -513,13 +592,13 @@ TEST_F(RemoteCacheTest, DamagedObjectIsDetectedAndFetchedAgain) {
     }
   }
   ASSERT_EQ(damaged, 2);
-  EXPECT_EQ(read_all(*io::open_file(url_of(server, "x", 0))), objects[0]);
-  EXPECT_EQ(read_all(*io::open_file(url_of(server, "x", 1))), objects[1]);
+  EXPECT_EQ(read_all(*open_url(url_of(server, "x", 0))), objects[0]);
+  EXPECT_EQ(read_all(*open_url(url_of(server, "x", 1))), objects[1]);
   const auto c = cache->counters();
   EXPECT_EQ(c.damaged, 2);
   EXPECT_EQ(c.misses, 4);
   // Fetched again and kept: the next open is a good hit.
-  EXPECT_EQ(read_all(*io::open_file(url_of(server, "x", 0))), objects[0]);
+  EXPECT_EQ(read_all(*open_url(url_of(server, "x", 0))), objects[0]);
   EXPECT_EQ(cache->counters().hits, 1);
 }
 
@@ -540,13 +619,13 @@ TEST_F(RemoteCacheTest, FullDiskNeverFailsTheRun) {
   ObjectServer server({.root = root_ / "data"});
   {
     auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = dir, .budget_bytes = 10'000'000});
-    ScopedRemoteCache installed(cache);
+    use_cache(cache);
     // Forwards, then backwards: the second pass starts with what the first one kept last (a
     // scan in the same order over more than fits would miss every time under LRU).
     for (int epoch = 0; epoch < 2; ++epoch) {
       for (int k = 0; k < 8; ++k) {
         const int i = epoch == 0 ? k : 7 - k;
-        EXPECT_EQ(read_all(*io::open_file(url_of(server, "f", i))), objects[static_cast<size_t>(i)]);
+        EXPECT_EQ(read_all(*open_url(url_of(server, "f", i))), objects[static_cast<size_t>(i)]);
       }
     }
     const auto c = cache->counters();
@@ -564,10 +643,10 @@ TEST_F(RemoteCacheTest, PreloadFetchesAheadAndReadersShareFetches) {
   ObjectServer server({.root = root_ / "data", .latency = 5ms});
   auto cache = std::make_shared<RemoteCache>(
       RemoteCacheOptions{.dir = root_ / "cache", .budget_bytes = 1 << 20, .preload_threads = 4});
-  ScopedRemoteCache installed(cache);
+  use_cache(cache);
   std::vector<std::string> urls;
   for (int i = 0; i < 16; ++i) urls.push_back(url_of(server, "p", i));
-  reset_remote_counters();
+  reset_counters();
   cache->preload(urls);
   // Four readers at once while the preload runs: every object fetched once in all.
   std::vector<std::thread> readers;
@@ -575,7 +654,7 @@ TEST_F(RemoteCacheTest, PreloadFetchesAheadAndReadersShareFetches) {
   for (int t = 0; t < 4; ++t) {
     readers.emplace_back([&] {
       for (int i = 0; i < 16; ++i) {
-        if (read_all(*io::open_file(urls[static_cast<size_t>(i)])) != objects[static_cast<size_t>(i)]) ++wrong;
+        if (read_all(*open_url(urls[static_cast<size_t>(i)])) != objects[static_cast<size_t>(i)]) ++wrong;
       }
     });
   }
@@ -584,7 +663,7 @@ TEST_F(RemoteCacheTest, PreloadFetchesAheadAndReadersShareFetches) {
   EXPECT_EQ(wrong, 0);
   const auto c = cache->counters();
   EXPECT_EQ(c.bytes_fetched, 16 * 64 * 1024);
-  EXPECT_EQ(remote_counters().bytes, 16 * 64 * 1024);
+  EXPECT_EQ(counters().bytes, 16 * 64 * 1024);
   EXPECT_GT(c.preloaded, 0);
   EXPECT_EQ(c.preload_failures, 0);
 }

@@ -173,7 +173,7 @@ class MemoryFileSystem final : public io::FileSystem {
     if (name != "mem://a/b") throw IoError(name + ": no such object");
     return std::make_unique<File>(name, "hello");
   }
-  std::vector<std::string> match(const std::string& pattern) override {
+  std::vector<std::string> match(const std::string& pattern, const StorageContext*) override {
     return pattern == "mem://a/*" ? std::vector<std::string>{"mem://a/b"} : std::vector<std::string>{};
   }
 };

@@ -46,6 +46,11 @@ RankedRun run_experiment_on_ranks(cluster::Cluster& ranks, const Experiment& x, 
     out.error = ran.mine.error->message;
     out.input_error = ran.mine.error->input;
   }
+  out.broken = ran.broken;
+  if (ran.broken && out.error.empty()) {
+    // A rank stopped answering (mpirun names it and ends the job): nothing was gathered.
+    out.error = "gathering the ranks' results: a rank stopped answering (mpirun names it)";
+  }
   if (ranks.rank() != 0 || ran.broken) return out;
   if (ran.failure) {
     out.error = ran.failure->message;
@@ -55,7 +60,7 @@ RankedRun run_experiment_on_ranks(cluster::Cluster& ranks, const Experiment& x, 
   out.summary = RanksSummary{.size = ranks.size(),
                              .cluster = ranks.describe(),
                              .samples_per_element = per_element,
-                             .clock_error_ns = ran.merged ? std::optional<int64_t>(ran.clock_error_ns) : std::nullopt};
+                             .clock_error_ns = ran.clock_error_ns};
   for (const RankReport& r : ran.ranks) {
     const RankFigures f = r.figures.value_or(RankFigures{});
     out.interrupted = out.interrupted || r.interrupted;

@@ -25,6 +25,7 @@ struct RankedRun {
   RanksSummary summary;
   std::shared_ptr<trace::Trace> merged;
   bool interrupted = false;
+  bool broken = false;  // a rank stopped answering: the job is ending (error says so)
 };
 
 // Collective: every rank calls it with the same experiment. Throws only when the ranks cannot be

@@ -111,24 +111,25 @@ Outcome run_command(const RunCommandOptions& o) {
   Experiment x = read_input(
       [&] { return find_experiment(o.target, cluster::spec_options(cluster::current())); });
   override_process_sources(x, o.producers, o.queue_capacity);
-  // http(s) URLs through a read-through disk cache (docs/remote.md), kept for later runs.
-  std::optional<pipelines::ScopedRemoteCache> cache;
+  // What the pipeline reads http(s) URLs with: its counters, and with --cache-dir a read-through
+  // disk cache (docs/remote.md), kept for later runs.
+  std::shared_ptr<pipelines::RemoteCache> cache;
   if (!o.cache_dir.empty()) {
     if (o.cache_mib <= 0) throw InputError("--cache-dir needs --cache-mib (the cache's budget)");
-    std::shared_ptr<pipelines::RemoteCache> c;
     try {
-      c = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
+      cache = std::make_shared<pipelines::RemoteCache>(pipelines::RemoteCacheOptions{
           .dir = o.cache_dir, .budget_bytes = static_cast<uint64_t>(o.cache_mib * 1048576.0)});
     } catch (const pipelines::RemoteError& e) {
       throw InputError(e.what());
     }
-    cache.emplace(c);
   }
+  const auto storage = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{}, cache);
   RunOptions options{.step = o.step,
                      .epochs = o.epochs,
                      .repetitions = o.repetitions,
                      .stop = &InterruptGuard::flag(),
-                     .trace = !o.trace.empty()};
+                     .trace = !o.trace.empty(),
+                     .storage = storage};
   options.on_repetition = [&](int i, const Repetition& rep) {
     std::cerr << fmt::format("  repetition {}/{}: {:.2f} ms, wait mean {:.3f} ms{}\n", i + 1,
                              o.repetitions, rep.wall_ms, rep.wait.mean_ms,
@@ -140,10 +141,10 @@ Outcome run_command(const RunCommandOptions& o) {
   if (ranks.mpi()) return run_ranks(ranks, x, options, o);
   const ExperimentResult result = run_experiment(x, options);
   print_table(std::cout, {result});
-  if (!o.cache_dir.empty()) {
-    const auto r = pipelines::remote_counters();
-    std::cerr << fmt::format("remote: {} requests, {:.1f} MB fetched ({} retries); the cache in {}\n",
-                             r.requests, static_cast<double>(r.bytes) / 1e6, r.retries, o.cache_dir);
+  if (const auto r = storage->counters(); r.requests > 0 || cache) {
+    std::cerr << fmt::format("remote: {} requests, {:.1f} MB fetched ({} retries){}\n", r.requests,
+                             static_cast<double>(r.bytes) / 1e6, r.retries,
+                             cache ? "; the cache in " + o.cache_dir : std::string());
   }
   if (!o.json.empty()) {
     results::write_text_file(o.json, to_json(result).dump(2) + "\n");

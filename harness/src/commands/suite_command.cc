@@ -140,6 +140,7 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
                        .trace = !o.no_trace};
     if (root) options.on_repetition = [](int, const Repetition&) { std::cerr << "." << std::flush; };
     RankedRun run = run_experiment_on_ranks(ranks, x, options);
+    if (run.broken) throw RunFailure(run.error);  // no collective can follow
     if (!root) continue;
     if (!run.error.empty()) {
       std::cerr << " failed: " << run.error << "\n";

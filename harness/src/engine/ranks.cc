@@ -199,9 +199,13 @@ RankRun run_on_ranks(cluster::Cluster& ranks, const std::function<RankReport()>&
     // Rank 0's own trace and records stay where they are; the others travel as JSON.
     nlohmann::json wire;
     if (ranks.rank() == 0) {
-      RankReport bare = out.mine;
-      bare.consumers.clear();
-      bare.trace.reset();
+      const RankReport bare{.rank = out.mine.rank,
+                            .host = out.mine.host,
+                            .error = out.mine.error,
+                            .interrupted = out.mine.interrupted,
+                            .realtime = out.mine.realtime,
+                            .cpu_ms = out.mine.cpu_ms,
+                            .notes = out.mine.notes};
       wire = rank_report_json(bare);
     } else {
       wire = rank_report_json(out.mine);

@@ -100,9 +100,10 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   loop.first_rank = first;
   loop.loader_life = LoaderLife::kRun;
   if (options.mode == LoaderMode::kPipeline) {
-    loop.open = [&w, &run, total](int64_t rank, int64_t) {
+    loop.open = [&w, &run, &options, total](int64_t rank, int64_t) {
       const nlohmann::json spec = repeated(loader_spec(w, run.files, rank, total));
-      auto it = pipelines::parse_spec(spec, fmt::format("{} (rank {})", w.file, rank)).dataset.iterate();
+      auto it = pipelines::parse_spec(spec, fmt::format("{} (rank {})", w.file, rank))
+                    .dataset.iterate({.storage = options.storage});
       if (w.read_threads_autotune) start_readers_at_one(spec, it->model());
       return it;
     };

@@ -57,6 +57,8 @@ struct TrainOptions {
   std::function<void(int64_t epoch)> on_epoch_end;
   // The files to read (paths or URLs); empty: the workload's training files (training_files).
   std::vector<std::string> files;
+  // What the loaders read remote objects with (a remote workload's: its cache and counters).
+  std::shared_ptr<const pipelines::StorageContext> storage;
   // Ranks (an MPI job): this process's accelerators are ranks cluster->rank() x accelerators + k
   // of cluster->size() x accelerators, and the per-step barrier spans every rank: the last local
   // accelerator to arrive runs the ranks' collective, which also carries "stop" (Ctrl-C, a failed

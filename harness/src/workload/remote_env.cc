@@ -49,7 +49,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
   }
   server_ = start_object_server(w);
   const std::vector<std::string> urls = object_urls(*server_, w, local);
-  pipelines::reset_remote_counters();
+  storage_ = std::make_shared<pipelines::StorageContext>();
   start_ns_ = trace::now_ns();
   try {
     switch (settings_.mode) {
@@ -74,7 +74,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
               for (size_t i = next++; i < urls.size(); i = next++) {
                 if (stop != nullptr && stop->load()) return;
                 try {
-                  pipelines::download(urls[i], files_[i]);
+                  pipelines::download(urls[i], files_[i], storage_.get());
                 } catch (...) {
                   const std::lock_guard lock(error_mutex);
                   if (!error) error = std::current_exception();
@@ -89,7 +89,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
         // with files missing.
         if (stop != nullptr && stop->load()) files_ = urls;
         copy_s_ = seconds(trace::now_ns() - start_ns_);
-        copy_bytes_ = pipelines::remote_counters().bytes;
+        copy_bytes_ = storage_->counters().bytes;
         break;
       }
       case RemoteMode::kCached: {
@@ -110,7 +110,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
             .key_by_path = true});  // the server's port changes from run to run
         // A folder of the user's: its cached objects go (a cold start), its other files stay.
         if (!settings_.keep_cache && !settings_.cache_dir.empty()) cache_->clear();
-        installed_.emplace(cache_);
+        storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{}, cache_);
         if (settings_.preload) cache_->preload(urls);
         files_ = urls;
         break;
@@ -122,7 +122,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
     }
   } catch (...) {
     // A failed copy or cache set-up leaves nothing behind (the destructor does not run).
-    installed_.reset();
+    storage_.reset();
     cache_.reset();
     remove_files();
     throw;
@@ -131,8 +131,11 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
 }
 
 RemoteEnvironment::~RemoteEnvironment() {
-  installed_.reset();
-  cache_.reset();  // stops a preload still running
+  // The loaders may still hold the storage context (and the cache with it) for a moment: the
+  // preload stops here, before its folder goes.
+  if (cache_) cache_->stop_preload();
+  storage_.reset();
+  cache_.reset();
   server_.reset();
   remove_files();
 }
@@ -146,7 +149,7 @@ void RemoteEnvironment::remove_files() {
 }
 
 RemoteEnvironment::Sample RemoteEnvironment::sample() const {
-  return {.remote = pipelines::remote_counters(),
+  return {.remote = storage_->counters(),
           .cache = cache_ ? cache_->counters() : pipelines::RemoteCacheCounters{}};
 }
 

@@ -60,6 +60,8 @@ class RemoteEnvironment {
 
   // What the loaders read: URLs, or the local copy's paths.
   const std::vector<std::string>& files() const { return files_; }
+  // What they read them with: the cache (cached), and the counters every figure comes from.
+  const std::shared_ptr<pipelines::StorageContext>& storage() const { return storage_; }
   // Samples the counters at the end of an epoch (rank 0's).
   void epoch_end(int64_t epoch);
   // The "remote" object of results.json: settings, copy, time to first step, per-epoch figures
@@ -83,7 +85,7 @@ class RemoteEnvironment {
   std::filesystem::path scratch_;
   std::unique_ptr<testbed::ObjectServer> server_;
   std::shared_ptr<pipelines::RemoteCache> cache_;
-  std::optional<pipelines::ScopedRemoteCache> installed_;
+  std::shared_ptr<pipelines::StorageContext> storage_;
   std::filesystem::path copy_dir_, cache_dir_;
   std::vector<std::string> files_;
   std::vector<uint64_t> file_bytes_;

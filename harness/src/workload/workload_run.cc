@@ -88,6 +88,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
       }
       remote = std::make_unique<RemoteEnvironment>(w, options.accelerators, scratch, options.stop);
       t.files = remote->files();
+      t.storage = remote->storage();
       t.on_epoch_end = [&remote](int64_t epoch) { remote->epoch_end(epoch); };
     } else if (mode == LoaderMode::kPipeline && ranks != nullptr) {
       t.files = training_files(w);

@@ -216,12 +216,13 @@ std::vector<std::string> all_datasets(hid_t file, const std::string& path) {
 
 }  // namespace
 
-NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets) {
+NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets,
+                       const Storage& storage) {
   const bool remote = !io::is_local(path);
   uint64_t file_size = 0;
   std::shared_ptr<const MappedFile> image;  // a remote object, whole in memory
   if (remote) {
-    image = MappedFile::open(path);
+    image = MappedFile::open(path, storage);
     file_size = image->size();
   } else {
     struct stat st {};

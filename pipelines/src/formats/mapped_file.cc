@@ -38,12 +38,12 @@ AlignedBytes allocate_aligned(size_t size) {
 
 }  // namespace
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, const Storage& storage) {
   if (!io::is_local(path)) {
-    // A remote object (through the installed cache, if any) is read whole into memory.
+    // A remote object (through the storage context's cache, if any) is read whole into memory.
     std::unique_ptr<io::RandomAccessFile> remote;
     try {
-      remote = io::open_file(path);
+      remote = io::open_file(path, io::OpenOptions{.storage = storage});
     } catch (const io::IoError& e) {
       throw FormatError(e.what());
     }

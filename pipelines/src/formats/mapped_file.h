@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "pipeprof/pipelines/formats.h"
+
 namespace pipeprof::pipelines::formats {
 
 class MappedFile {
@@ -16,7 +18,7 @@ class MappedFile {
   static constexpr size_t kReadBelowBytes = size_t{1} << 20;
 
   // Throws FormatError naming the file when it cannot be opened or mapped.
-  static std::shared_ptr<const MappedFile> open(const std::string& path);
+  static std::shared_ptr<const MappedFile> open(const std::string& path, const Storage& storage = nullptr);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

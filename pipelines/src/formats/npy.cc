@@ -416,8 +416,8 @@ Tensor decode_npy(std::span<const std::byte> bytes, const std::string& where,
   return out;
 }
 
-Tensor read_npy(const std::string& path) {
-  const auto file = MappedFile::open(path);
+Tensor read_npy(const std::string& path, const Storage& storage) {
+  const auto file = MappedFile::open(path, storage);
   return decode_npy(file->bytes(), path, file);
 }
 

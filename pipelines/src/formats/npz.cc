@@ -268,8 +268,8 @@ Tensor read_member(const Archive& a, zip_uint64_t index,
 
 }  // namespace
 
-std::vector<std::string> npz_keys(const std::string& path) {
-  const auto file = MappedFile::open(path);
+std::vector<std::string> npz_keys(const std::string& path, const Storage& storage) {
+  const auto file = MappedFile::open(path, storage);
   const Archive za = open_archive(*file);
   std::vector<std::string> keys;
   const zip_int64_t n = zip_get_num_entries(za.get(), 0);
@@ -281,8 +281,9 @@ std::vector<std::string> npz_keys(const std::string& path) {
   return keys;
 }
 
-NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys) {
-  const auto file = MappedFile::open(path);
+NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys,
+                      const Storage& storage) {
+  const auto file = MappedFile::open(path, storage);
   const Archive za = open_archive(*file);
   NamedTensors out;
   const zip_int64_t n = zip_get_num_entries(za.get(), 0);

@@ -18,7 +18,7 @@ class LocalFileSystem final : public FileSystem {
     const std::string path = scheme_of(name) == "file" ? name.substr(7) : name;
     return open_local(path, options);
   }
-  std::vector<std::string> match(const std::string& pattern) override {
+  std::vector<std::string> match(const std::string& pattern, const StorageContext* /*storage*/) override {
     return match_local(scheme_of(pattern) == "file" ? pattern.substr(7) : pattern);
   }
 };
@@ -28,9 +28,11 @@ class HttpFileSystem final : public FileSystem {
   std::unique_ptr<RandomAccessFile> open(const std::string& name,
                                          const OpenOptions& options) override {
     if (options.direct) throw IoError(fmt::format("{}: O_DIRECT applies to local files only", name));
-    return open_remote(name);  // through the installed disk cache, when there is one
+    return open_remote(name, options.storage);  // through the context's disk cache, if it has one
   }
-  std::vector<std::string> match(const std::string& pattern) override { return match_http(pattern); }
+  std::vector<std::string> match(const std::string& pattern, const StorageContext* storage) override {
+    return match_http(pattern, access_of(storage));
+  }
 };
 
 struct Registry {
@@ -95,8 +97,8 @@ std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenO
   return filesystem_for(name)->open(name, options);
 }
 
-std::vector<std::string> match_files(const std::string& pattern) {
-  return filesystem_for(pattern)->match(pattern);
+std::vector<std::string> match_files(const std::string& pattern, const StorageContext* storage) {
+  return filesystem_for(pattern)->match(pattern, storage);
 }
 
 }  // namespace pipeprof::pipelines::io

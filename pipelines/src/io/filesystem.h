@@ -3,8 +3,9 @@
 //
 //   (no scheme), file://   local files (storage.cc: page cache, O_DIRECT, mappings)
 //   http://, https://      HTTP object storage (http.cc), through the read-through disk cache
-//                          (remote_cache.cc) while one is installed: the cache decorates the
-//                          scheme's file system, it is not a scheme of its own
+//                          (remote_cache.cc) of the running pipeline's StorageContext when it has
+//                          one: the cache decorates the scheme's file system, it is not a scheme
+//                          of its own
 //
 // A new scheme implements FileSystem (open an object for ranged reads, list what a pattern
 // matches) and registers it once, by name, before the file sources read; nothing else in the
@@ -26,8 +27,9 @@ class FileSystem {
   virtual std::unique_ptr<RandomAccessFile> open(const std::string& name,
                                                  const OpenOptions& options) = 0;
   // The names matching a pattern whose last part may hold wildcards (*, ?, [...]), sorted
-  // bytewise. Throws IoError naming the pattern.
-  virtual std::vector<std::string> match(const std::string& pattern) = 0;
+  // bytewise, listed with `storage`'s read policy and counted there (nullptr: the defaults).
+  // Throws IoError naming the pattern.
+  virtual std::vector<std::string> match(const std::string& pattern, const StorageContext* storage) = 0;
 };
 
 // The scheme of a name: what stands before "://" ("" for a plain path).

@@ -15,15 +15,10 @@
 namespace pipeprof::pipelines::io {
 namespace {
 
-// The options: an immutable copy behind an atomic pointer, read without a lock (a forked sampler
-// reads them, whatever the parent's threads held at the fork). A replaced copy is kept: options are
-// set a few times per process.
-std::atomic<const HttpOptions*> g_options{new HttpOptions()};
-
-std::atomic<int64_t> g_requests{0};
-std::atomic<int64_t> g_retries{0};
-std::atomic<int64_t> g_bytes{0};
-std::atomic<int64_t> g_failures{0};
+// Adds to one of the reader's counters, where it keeps them.
+void add_count(std::atomic<int64_t> HttpCounters::*which, HttpCounters* counters, int64_t n = 1) {
+  if (counters != nullptr) (counters->*which).fetch_add(n, std::memory_order_relaxed);
+}
 
 void global_init() {
   static std::once_flag once;
@@ -65,6 +60,7 @@ struct Sink {
   size_t received = 0;
   bool overflow = false;
   CURL* curl = nullptr;
+  HttpCounters* counters = nullptr;
 };
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
@@ -84,7 +80,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
     std::memcpy(sink->out + sink->received, data, n);
   }
   sink->received += n;
-  g_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  add_count(&HttpCounters::bytes, sink->counters, static_cast<int64_t>(n));
   return n;
 }
 
@@ -174,16 +170,18 @@ struct Response {
 // One GET (of [begin, begin + length), or the whole object when length is 0), retried as the
 // options say. Statuses that are not retried come back to the caller when `accept_status` says so
 // (a listing may be 404); other failures throw IoError naming the URL, the range and why.
-Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
-             bool (*accept_status)(long) = nullptr) {
-  const HttpOptions options = http_options();
+Response get(const HttpAccess& access, const std::string& url, uint64_t begin, size_t length,
+             Sink& sink, bool (*accept_status)(long) = nullptr) {
+  const HttpOptions& options = access.options;
+  HttpCounters* const counters = access.counters;
+  sink.counters = counters;
   CURL* curl = thread_handle();
   const auto started = std::chrono::steady_clock::now();
   std::string last_error;
   const int attempts = std::max(1, options.max_attempts);
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) {
-      g_retries.fetch_add(1, std::memory_order_relaxed);
+      add_count(&HttpCounters::retries, counters);
       auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
       std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(wait, options.backoff_max));
     }
@@ -211,13 +209,13 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
     if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-    g_requests.fetch_add(1, std::memory_order_relaxed);
+    add_count(&HttpCounters::requests, counters);
     const CURLcode rc = curl_easy_perform(curl);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // the buffer goes with this attempt
     if (sink.overflow) {
-      g_failures.fetch_add(1, std::memory_order_relaxed);
+      add_count(&HttpCounters::failures, counters);
       throw IoError(fmt::format(
           "{}: {}: {}", url, range_text(begin, length),
           status == 200 ? std::string("the server ignored the Range header (HTTP 200 with the whole "
@@ -232,7 +230,7 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
         last_error = why;
       }
       if (retryable(rc)) continue;
-      g_failures.fetch_add(1, std::memory_order_relaxed);
+      add_count(&HttpCounters::failures, counters);
       throw IoError(fmt::format("{}: {}: {}", url, range_text(begin, length), last_error));
     }
     Response response{.status = status, .total = total_from_content_range(content_range),
@@ -253,10 +251,10 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
     if (accept_status != nullptr && accept_status(status)) return response;
     last_error = fmt::format("HTTP {}", status_text(status));
     if (retryable_status(status)) continue;
-    g_failures.fetch_add(1, std::memory_order_relaxed);
+    add_count(&HttpCounters::failures, counters);
     throw IoError(fmt::format("{}: {}: {}", url, range_text(begin, length), last_error));
   }
-  g_failures.fetch_add(1, std::memory_order_relaxed);
+  add_count(&HttpCounters::failures, counters);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   throw IoError(fmt::format("{}: {}: {} (gave up after {} attempts in {:.1f} s)", url,
@@ -265,12 +263,12 @@ Response get(const std::string& url, uint64_t begin, size_t length, Sink& sink,
 
 class HttpFile final : public RandomAccessFile {
  public:
-  explicit HttpFile(std::string url) : url_(std::move(url)) {
-    const size_t first = std::max<size_t>(1, http_options().first_request_bytes);
+  HttpFile(std::string url, HttpAccess access) : url_(std::move(url)), access_(std::move(access)) {
+    const size_t first = std::max<size_t>(1, access_.options.first_request_bytes);
     std::unique_ptr<std::byte[]> buffer(new std::byte[first]);  // not zero-filled
     Sink sink{.out = buffer.get(), .capacity = first};
     // 416: the range starts at or past the end: an empty object ("bytes */0").
-    const Response r = get(url_, 0, first, sink, [](long status) { return status == 416; });
+    const Response r = get(access_, url_, 0, first, sink, [](long status) { return status == 416; });
     if (r.status == 416) {
       if (!r.total || *r.total != 0) {
         throw IoError(fmt::format("{}: bytes 0-{}: HTTP 416 Range Not Satisfiable", url_, first - 1));
@@ -305,7 +303,7 @@ class HttpFile final : public RandomAccessFile {
       Sink sink{.out = out.data() + done, .capacity = want - done};
       // 416: the range is past the end of the object now.
       const Response r =
-          get(url_, offset + done, want - done, sink, [](long status) { return status == 416; });
+          get(access_, url_, offset + done, want - done, sink, [](long status) { return status == 416; });
       if ((r.status == 206 || r.status == 416) && r.total && *r.total != size_) {
         throw IoError(fmt::format("{}: {}: the object changed while it was read ({} bytes when "
                                   "opened, {} now)",
@@ -323,6 +321,7 @@ class HttpFile final : public RandomAccessFile {
 
  private:
   std::string url_;
+  HttpAccess access_;
   std::vector<std::byte> head_;
   uint64_t size_ = 0;
 };
@@ -347,30 +346,6 @@ std::string encode_name(std::string_view name) {
 
 }  // namespace
 
-HttpOptions http_options() {
-  return *g_options.load(std::memory_order_acquire);
-}
-
-void set_http_options(const HttpOptions& options) {
-  // Copies replaced stay alive (a reader may still hold one), owned here.
-  static std::mutex mutex;
-  static std::vector<std::unique_ptr<const HttpOptions>> kept;
-  const std::lock_guard lock(mutex);
-  kept.emplace_back(g_options.exchange(new HttpOptions(options), std::memory_order_acq_rel));
-}
-
-HttpCounters http_counters() {
-  return {.requests = g_requests.load(), .retries = g_retries.load(), .bytes = g_bytes.load(),
-          .failures = g_failures.load()};
-}
-
-void reset_http_counters() {
-  g_requests = 0;
-  g_retries = 0;
-  g_bytes = 0;
-  g_failures = 0;
-}
-
 void forget_http_connections_after_fork() {
   t_handle.curl = nullptr;  // left as it is: cleaning it up would close the parent's sockets
 }
@@ -379,12 +354,12 @@ bool is_http_url(const std::string& name) {
   return name.starts_with("http://") || name.starts_with("https://");
 }
 
-std::unique_ptr<RandomAccessFile> open_http(const std::string& url) {
-  return std::make_unique<HttpFile>(url);
+std::unique_ptr<RandomAccessFile> open_http(const std::string& url, const HttpAccess& access) {
+  return std::make_unique<HttpFile>(url, access);
 }
 
-std::vector<std::byte> fetch_http(const std::string& url) {
-  HttpFile file(url);
+std::vector<std::byte> fetch_http(const std::string& url, const HttpAccess& access) {
+  HttpFile file(url, access);
   std::vector<std::byte> out(static_cast<size_t>(file.size()));
   if (!out.empty() && file.read_at(0, out) != out.size()) {
     throw IoError(fmt::format("{}: the object ended before its {} bytes", url, out.size()));
@@ -392,7 +367,7 @@ std::vector<std::byte> fetch_http(const std::string& url) {
   return out;
 }
 
-std::vector<std::string> match_http(const std::string& pattern) {
+std::vector<std::string> match_http(const std::string& pattern, const HttpAccess& access) {
   const auto scheme = pattern.find("://");
   const auto path_start = pattern.find('/', scheme == std::string::npos ? 0 : scheme + 3);
   if (scheme == std::string::npos || path_start == std::string::npos) {
@@ -411,7 +386,7 @@ std::vector<std::string> match_http(const std::string& pattern) {
   std::vector<std::byte> body;
   Sink sink{.grow = &body};
   auto client_error = [](long status) { return status >= 400 && status < 500; };
-  const Response index = get(folder, 0, 0, sink, client_error);
+  const Response index = get(access, folder, 0, 0, sink, client_error);
   bool listed = false;
   if (index.status == 200) {
     const auto json = nlohmann::json::parse(reinterpret_cast<const char*>(body.data()),
@@ -433,7 +408,7 @@ std::vector<std::string> match_http(const std::string& pattern) {
       listed ? std::string() : (index.status == 200 ? "not a JSON index" : "HTTP " + status_text(index.status));
   if (!listed) {
     const std::string manifest = folder + "manifest.txt";
-    const Response m = get(manifest, 0, 0, sink, client_error);
+    const Response m = get(access, manifest, 0, 0, sink, client_error);
     if (m.status != 200) {
       throw IoError(fmt::format("{}: cannot list {}: its index gave {}, and {} gave HTTP {}",
                                 pattern, folder, index_result, manifest, status_text(m.status)));

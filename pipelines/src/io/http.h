@@ -34,19 +34,21 @@ struct HttpOptions {
   size_t first_request_bytes = 1024 * 1024;
 };
 
-// The process's HTTP options (the defaults above until set). Set before reads start.
-HttpOptions http_options();
-void set_http_options(const HttpOptions& options);
-
-// What this process's HTTP reads did, since the start or the last reset.
+// What HTTP reads did: counted by whoever reads (a pipeline's StorageContext, a disk cache).
 struct HttpCounters {
-  int64_t requests = 0;  // GETs sent, retries included
-  int64_t retries = 0;   // requests that were a retry of a failed one
-  int64_t bytes = 0;     // body bytes received
-  int64_t failures = 0;  // requests that gave up (an IoError)
+  std::atomic<int64_t> requests{0};  // GETs sent, retries included
+  std::atomic<int64_t> retries{0};   // requests that were a retry of a failed one
+  std::atomic<int64_t> bytes{0};     // body bytes received
+  std::atomic<int64_t> failures{0};  // requests that gave up (an IoError)
 };
-HttpCounters http_counters();
-void reset_http_counters();
+
+// How a read is made: its options, and the counters it adds to (none: not counted). An open file
+// keeps `owner` alive (the StorageContext or cache that holds the counters).
+struct HttpAccess {
+  HttpOptions options;
+  HttpCounters* counters = nullptr;
+  std::shared_ptr<const void> owner;
+};
 
 // In a child process just forked: forgets this thread's connections without closing them (their
 // descriptors are the parent's, or closed and reused in the child); the next request opens new
@@ -58,10 +60,10 @@ bool is_http_url(const std::string& name);
 
 // Opens an object: its first request (first_request_bytes from byte 0) gives its size. Throws
 // IoError naming the URL (404, 403, a server that cannot be reached after the retries, ...).
-std::unique_ptr<RandomAccessFile> open_http(const std::string& url);
+std::unique_ptr<RandomAccessFile> open_http(const std::string& url, const HttpAccess& access = {});
 
 // Reads the whole object into memory (an open and one more request for the rest).
-std::vector<std::byte> fetch_http(const std::string& url);
+std::vector<std::byte> fetch_http(const std::string& url, const HttpAccess& access = {});
 
 // The URLs of the objects matching `pattern`, an http(s) URL whose last part may hold wildcards
 // (*, ?, [...]: fnmatch), sorted bytewise. The folder's listing is its JSON index (a GET of the
@@ -69,6 +71,6 @@ std::vector<std::byte> fetch_http(const std::string& url);
 // file "manifest.txt" in that folder: one name per line, relative to the folder ('#' starts a
 // comment). Throws IoError naming both when neither exists, or when the folder part holds a
 // wildcard.
-std::vector<std::string> match_http(const std::string& pattern);
+std::vector<std::string> match_http(const std::string& pattern, const HttpAccess& access = {});
 
 }  // namespace pipeprof::pipelines::io

@@ -126,8 +126,10 @@ int write_all(const std::filesystem::path& path, std::span<const std::byte> byte
 
 std::atomic<uint64_t> g_temp_counter{0};
 
-std::mutex g_installed_mutex;
-std::shared_ptr<RemoteCache> g_installed;
+RemoteCounters snapshot(const io::HttpCounters& c) {
+  return {.requests = c.requests.load(), .retries = c.retries.load(), .bytes = c.bytes.load(),
+          .failures = c.failures.load()};
+}
 
 }  // namespace
 
@@ -149,6 +151,9 @@ struct RemoteCache::Impl {
 
   std::atomic<int64_t> hits{0}, misses{0}, bytes_fetched{0}, bytes_from_cache{0}, evictions{0},
       damaged{0}, write_failures{0}, too_large{0}, preloaded{0}, preload_failures{0};
+  io::HttpCounters http;  // the requests of this cache's preloads
+
+  io::HttpAccess access() { return {.options = io::http_options_of(options.read), .counters = &http}; }
 
   std::vector<std::thread> preloaders;
   std::atomic<bool> stop_preload{false};
@@ -313,7 +318,9 @@ struct RemoteCache::Impl {
 
   // The object's bytes from the server, once per process at a time: a second caller waits for the
   // first one's fetch. `preload`: counted as preloaded.
-  Bytes fetch(const std::string& key, const std::string& url, bool preload) {
+  // A fetch of the object: a reader's with its context's policy and counters, a preload's with the
+  // cache's own.
+  Bytes fetch(const std::string& key, const std::string& url, bool preload, const io::HttpAccess& how) {
     std::promise<Bytes> promise;
     std::shared_future<Bytes> future;
     {
@@ -344,7 +351,7 @@ struct RemoteCache::Impl {
         }
       }
       if (!preload) misses.fetch_add(1, std::memory_order_relaxed);
-      auto bytes = std::make_shared<const std::vector<std::byte>>(io::fetch_http(url));
+      auto bytes = std::make_shared<const std::vector<std::byte>>(io::fetch_http(url, how));
       bytes_fetched.fetch_add(static_cast<int64_t>(bytes->size()), std::memory_order_relaxed);
       if (preload) {
         if (preload_bytes.fetch_add(bytes->size()) + bytes->size() > options.budget_bytes) {
@@ -367,7 +374,7 @@ struct RemoteCache::Impl {
     }
   }
 
-  std::unique_ptr<io::RandomAccessFile> open(const std::string& url) {
+  std::unique_ptr<io::RandomAccessFile> open(const std::string& url, const io::HttpAccess& how) {
     const std::string key = key_of(identity(url));
     {
       // An object being fetched (by a preloader or another reader): wait for it.
@@ -387,7 +394,7 @@ struct RemoteCache::Impl {
       }
     }
     if (auto cached = open_cached(key, url)) return cached;
-    return std::make_unique<MemoryFile>(url, fetch(key, url, /*preload=*/false));
+    return std::make_unique<MemoryFile>(url, fetch(key, url, /*preload=*/false, how));
   }
 
   void preload_worker() {
@@ -407,7 +414,7 @@ struct RemoteCache::Impl {
         continue;  // already cached (checked when opened)
       }
       try {
-        fetch(key, url, /*preload=*/true);
+        fetch(key, url, /*preload=*/true, access());
       } catch (const std::exception&) {
         preload_failures.fetch_add(1, std::memory_order_relaxed);
       }
@@ -470,6 +477,11 @@ void RemoteCache::wait_for_preload() {
   impl_->join_preloaders();
 }
 
+void RemoteCache::stop_preload() {
+  impl_->stop_preload = true;
+  impl_->join_preloaders();
+}
+
 void RemoteCache::clear() {
   const std::lock_guard lock(impl_->mutex);
   impl_->rescan_locked();
@@ -495,20 +507,46 @@ const RemoteCacheOptions& RemoteCache::options() const {
   return impl_->options;
 }
 
-ScopedRemoteCache::ScopedRemoteCache(std::shared_ptr<RemoteCache> cache) {
-  const std::lock_guard lock(g_installed_mutex);
-  previous_ = std::exchange(g_installed, std::move(cache));
+RemoteCounters RemoteCache::http_counters() const {
+  return snapshot(impl_->http);
 }
 
-ScopedRemoteCache::~ScopedRemoteCache() {
-  const std::lock_guard lock(g_installed_mutex);
-  g_installed = std::move(previous_);
+StorageContext::StorageContext(RemoteReadOptions read, std::shared_ptr<RemoteCache> cache)
+    : read_(read), cache_(std::move(cache)), counters_(std::make_unique<Counters>()) {
+  if (cache_) counters_->cache_base = cache_->http_counters();
 }
 
-uint64_t download(const std::string& url, const std::filesystem::path& to) {
+StorageContext::~StorageContext() = default;
+
+RemoteCounters StorageContext::counters() const {
+  RemoteCounters c = snapshot(counters_->http);
+  if (cache_) {
+    const RemoteCounters f = cache_->http_counters();
+    const std::lock_guard lock(counters_->mutex);
+    const RemoteCounters& base = counters_->cache_base;
+    c.requests += f.requests - base.requests;
+    c.retries += f.retries - base.retries;
+    c.bytes += f.bytes - base.bytes;
+    c.failures += f.failures - base.failures;
+  }
+  return c;
+}
+
+void StorageContext::reset_counters() {
+  counters_->http.requests = 0;
+  counters_->http.retries = 0;
+  counters_->http.bytes = 0;
+  counters_->http.failures = 0;
+  if (cache_) {
+    const std::lock_guard lock(counters_->mutex);
+    counters_->cache_base = cache_->http_counters();
+  }
+}
+
+uint64_t download(const std::string& url, const std::filesystem::path& to, const StorageContext* storage) {
   std::vector<std::byte> bytes;
   try {
-    bytes = io::fetch_http(url);
+    bytes = io::fetch_http(url, io::access_of(storage));
   } catch (const io::IoError& e) {
     throw RemoteError(e.what());
   }
@@ -524,42 +562,30 @@ uint64_t download(const std::string& url, const std::filesystem::path& to) {
   return bytes.size();
 }
 
-RemoteCounters remote_counters() {
-  const auto c = io::http_counters();
-  return {.requests = c.requests, .retries = c.retries, .bytes = c.bytes, .failures = c.failures};
-}
-
-void reset_remote_counters() {
-  io::reset_http_counters();
-}
-
-void set_remote_read_options(const RemoteReadOptions& options) {
-  io::HttpOptions o = io::http_options();
-  o.max_attempts = options.max_attempts;
-  o.backoff_initial = options.backoff_initial;
-  o.backoff_max = options.backoff_max;
-  o.connect_timeout = options.connect_timeout;
-  o.stall_timeout = options.stall_timeout;
-  io::set_http_options(o);
-}
-
-RemoteReadOptions remote_read_options() {
-  const io::HttpOptions o = io::http_options();
-  return {.max_attempts = o.max_attempts, .backoff_initial = o.backoff_initial,
-          .backoff_max = o.backoff_max, .connect_timeout = o.connect_timeout,
-          .stall_timeout = o.stall_timeout};
-}
-
 namespace io {
 
-std::shared_ptr<RemoteCache> installed_remote_cache() {
-  const std::lock_guard lock(g_installed_mutex);
-  return g_installed;
+HttpOptions http_options_of(const RemoteReadOptions& read) {
+  HttpOptions o;
+  o.max_attempts = read.max_attempts;
+  o.backoff_initial = read.backoff_initial;
+  o.backoff_max = read.backoff_max;
+  o.connect_timeout = read.connect_timeout;
+  o.stall_timeout = read.stall_timeout;
+  return o;
 }
 
-std::unique_ptr<RandomAccessFile> open_remote(const std::string& url) {
-  if (auto cache = installed_remote_cache()) return cache->impl().open(url);
-  return open_http(url);
+HttpAccess access_of(const StorageContext* storage) {
+  if (storage == nullptr) return {};
+  return {.options = http_options_of(storage->read_options()), .counters = &storage->live_counters().http};
+}
+
+std::unique_ptr<RandomAccessFile> open_remote(const std::string& url,
+                                              const std::shared_ptr<const StorageContext>& storage) {
+  HttpAccess access = access_of(storage.get());
+  // A miss through the cache is fetched with the reader's policy and counted in its context.
+  if (storage && storage->cache()) return storage->cache()->impl().open(url, access);
+  access.owner = storage;  // the open file counts into it for as long as it reads
+  return open_http(url, access);
 }
 
 }  // namespace io

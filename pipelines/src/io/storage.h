@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+namespace pipeprof::pipelines {
+class StorageContext;
+}
+
 namespace pipeprof::pipelines::io {
 
 // A failure to open or read: the message names the file (and the byte offset where it applies).
@@ -29,6 +33,9 @@ struct OpenOptions {
   bool direct = false;
   // open_stream: read an uncompressed local file through a mapping of it (see MappedStream).
   bool map = false;
+  // Objects of other file systems: what the running pipeline reads them with (its read policy,
+  // cache and counters; remote.h). The open file keeps it. nullptr: the defaults.
+  std::shared_ptr<const StorageContext> storage;
 };
 
 // Advice for a mapping of a file read front to back: huge pages (MADV_HUGEPAGE) and sequential
@@ -97,7 +104,7 @@ void drop_from_page_cache(const std::string& path);
 // The names matching a pattern, through the file system of its scheme: for local paths a shell
 // pattern (glob(3): *, ?, [...]), sorted bytewise; a pattern without wildcards matches the existing
 // file of that name. Throws IoError on a read error of a folder.
-std::vector<std::string> match_files(const std::string& pattern);
+std::vector<std::string> match_files(const std::string& pattern, const StorageContext* storage = nullptr);
 
 // A buffer aligned for O_DIRECT, not zero-filled.
 struct AlignedBuffer {

@@ -5,10 +5,24 @@
 #include <sstream>
 
 #include "mp/channel.h"
+#include "pipeprof/pipelines/remote.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/recorder.h"
 
 namespace pipeprof::pipelines::mp {
+namespace {
+
+// The producer's own storage context: the consumer's read policy, and its cache's folder opened
+// anew. The consumer's cache object is not used here: its locks and its fetches in flight belong
+// to the consumer's threads, which the fork did not copy.
+std::shared_ptr<const StorageContext> producer_storage(const std::shared_ptr<const StorageContext>& consumer) {
+  if (!consumer) return nullptr;
+  std::shared_ptr<RemoteCache> cache;
+  if (consumer->cache()) cache = std::make_shared<RemoteCache>(consumer->cache()->options());
+  return std::make_shared<StorageContext>(consumer->read_options(), std::move(cache));
+}
+
+}  // namespace
 
 int run_producer(const ProducerTask& task) {
   trace::Recorder& rec = trace::Recorder::global();
@@ -20,7 +34,7 @@ int run_producer(const ProducerTask& task) {
   try {
     try {
       const Dataset dataset = task.pipeline->fn(scalar_element(task.index));
-      auto it = dataset.iterate();
+      auto it = dataset.iterate({.storage = producer_storage(task.storage)});
       while (auto e = it->next())
         task.emit(std::move(*e));
       it.reset();

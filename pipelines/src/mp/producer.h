@@ -16,6 +16,9 @@ struct ProducerTask {
   int socket_fd = -1;
   bool trace = false;  // record a trace and send it before kEnd
   const DatasetFn* pipeline = nullptr;
+  // The consumer's storage context: the producer reads with its policy and its cache's folder
+  // (through a context of its own; what it counts stays in the producer's process).
+  std::shared_ptr<const StorageContext> storage;
   // Hands one element to the transport; throws on failure.
   std::function<void(Element&&)> emit;
   // Called after the last element, before the trace and kEnd (e.g. to drain a sender thread).

@@ -132,10 +132,11 @@ io::ReadObserver ReadAccounting::observer_for_file() {
 
 std::unique_ptr<io::ByteStream> open_source_file(const std::string& file, io::Compression compression,
                                                  const FileReadOptions& options,
-                                                 ReadAccounting& accounting) {
+                                                 ReadAccounting& accounting,
+                                                 const std::shared_ptr<const StorageContext>& storage) {
   if (options.drop_caches) io::drop_from_page_cache(file);
   return io::open_stream(file, compression,
-                         io::OpenOptions{.direct = options.direct, .map = options.mmap},
+                         io::OpenOptions{.direct = options.direct, .map = options.mmap, .storage = storage},
                          static_cast<size_t>(options.buffer_size), accounting.observer_for_file());
 }
 

@@ -51,10 +51,12 @@ class ReadAccounting {
 template <typename Fn>
 decltype(auto) as_input_data_error(const std::string& stage, Fn&& fn);
 
-// Opens one file of a file source as a stream, with its reads accounted.
+// Opens one file of a file source as a stream, with its reads accounted, a remote one through the
+// running pipeline's storage context (the iterator's storage()).
 std::unique_ptr<io::ByteStream> open_source_file(const std::string& file, io::Compression compression,
                                                  const FileReadOptions& options,
-                                                 ReadAccounting& accounting);
+                                                 ReadAccounting& accounting,
+                                                 const std::shared_ptr<const StorageContext>& storage);
 
 template <typename Fn>
 decltype(auto) as_input_data_error(const std::string& stage, Fn&& fn) {

@@ -64,14 +64,14 @@ class FileSourceNode final : public DatasetNode {
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
 
   // The arrays of one file (throws formats::FormatError).
-  Element read(const std::string& file) const {
+  Element read(const std::string& file, const formats::Storage& storage) const {
     switch (format) {
       case FileFormat::kNpy:
-        return Element{formats::read_npy(file)};
+        return Element{formats::read_npy(file, storage)};
       case FileFormat::kNpz:
-        return values(formats::read_npz(file, names));
+        return values(formats::read_npz(file, names, storage));
       case FileFormat::kHdf5:
-        return values(formats::read_hdf5(file, names));
+        return values(formats::read_hdf5(file, names, storage));
     }
     return {};
   }
@@ -107,7 +107,7 @@ class FileSourceIterator final : public Iterator {
       try {
         trace::ScopedSpan span(read_name_, trace::category::pipeline());
         const int64_t start = trace::now_ns();
-        arrays = node_.read(file);
+        arrays = node_.read(file, storage());
         count_read(file, arrays, trace::now_ns() - start);
       } catch (const formats::FormatError& e) {
         throw InputDataError(stage_name(), e.what());

@@ -49,7 +49,7 @@ class FixedLengthRecordsIterator final : public Iterator {
   }
 
   void open(const std::string& file) {
-    stream_ = open_source_file(file, io::Compression::kNone, node_.options.read, accounting_);
+    stream_ = open_source_file(file, io::Compression::kNone, node_.options.read, accounting_, storage());
     const uint64_t size = *stream_->remaining();
     const auto header = static_cast<uint64_t>(node_.options.header_bytes);
     const auto footer = static_cast<uint64_t>(node_.options.footer_bytes);

@@ -32,7 +32,7 @@ class ListFilesIterator final : public Iterator {
         list_ = &node_.files;  // an explicit list: not copied
       } else {
         try {
-          matched_ = io::match_files(node_.pattern);
+          matched_ = io::match_files(node_.pattern, storage().get());
         } catch (const io::IoError& e) {
           throw InputDataError(stage_name(), e.what());
         }

@@ -149,6 +149,7 @@ class MultiprocessIterator final : public Iterator {
                           .socket_fd = fd,
                           .trace = tracing_,
                           .pipeline = &node_.producer,
+                          .storage = storage(),
                           .emit =
                               [&](Element&& e) {
                                 slots_.acquire(sem);

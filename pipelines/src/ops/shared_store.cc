@@ -152,6 +152,7 @@ class SharedStoreIterator final : public Iterator {
                           .socket_fd = fd,
                           .trace = tracing_,
                           .pipeline = &node_.producer,
+                          .storage = storage(),
                           .emit = [&](Element&& e) { store_element(fd, base, i, e); },
                           .finish = {}};
     return mp::run_producer(task);

@@ -30,7 +30,7 @@ class TFRecordIterator final : public Iterator {
       if (!reader_) {
         if (next_file_ >= node_.files.size()) return std::nullopt;
         reader_.emplace(open_source_file(node_.files[next_file_++], compression_,
-                                         node_.options.read, accounting_),
+                                         node_.options.read, accounting_, storage()),
                         node_.options.verify_crc);
       }
       if (auto record = reader_->next()) {

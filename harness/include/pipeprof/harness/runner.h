@@ -72,6 +72,9 @@ struct RunOptions {
   // Record a trace of one extra, unmeasured run before the measured repetitions (kept even when
   // it is interrupted).
   bool trace = false;
+  // What the pipeline reads remote objects with: a disk cache, the read policy and the counters
+  // (pipeprof/pipelines/remote.h). nullptr: the defaults, not counted.
+  std::shared_ptr<const pipelines::StorageContext> storage;
 };
 
 struct ExperimentResult {

@@ -140,6 +140,13 @@ struct SharedStoreOptions {
 };
 
 class DatasetNode;
+class StorageContext;
+
+// How a pipeline runs: what its file sources read remote objects with (remote.h: the read
+// policy, a disk cache, the counters). nullptr: the default policy, no cache, not counted.
+struct IterateOptions {
+  std::shared_ptr<const StorageContext> storage;
+};
 
 class Dataset {
  public:
@@ -165,7 +172,7 @@ class Dataset {
   Dataset shard(int64_t num_shards, int64_t index) const;
 
   // A fresh iterator tree with its own model. Throws PipelineError when the graph is invalid.
-  std::unique_ptr<Iterator> iterate() const;
+  std::unique_ptr<Iterator> iterate(IterateOptions options = {}) const;
 
   // The spec of this pipeline: {"stages": [...]}, source first. Throws SpecError when a stage
   // holds a C++ callable that has no registry name.

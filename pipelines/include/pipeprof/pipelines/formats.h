@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -15,7 +16,15 @@
 
 #include "pipeprof/pipelines/tensor.h"
 
+namespace pipeprof::pipelines {
+class StorageContext;
+}
+
 namespace pipeprof::pipelines::formats {
+
+// The readers take remote objects (http:// URLs) where they take paths: read whole into memory
+// with `storage`'s read policy, through its cache, counted there (remote.h; nullptr: the defaults).
+using Storage = std::shared_ptr<const StorageContext>;
 
 class FormatError : public std::runtime_error {
  public:
@@ -30,20 +39,22 @@ struct NpyWriteOptions {
   bool fortran_order = false;  // write the values in column-major order
 };
 // Maps `path` and decodes it (a zero-copy view of the mapping where the layout allows).
-Tensor read_npy(const std::string& path);
+Tensor read_npy(const std::string& path, const Storage& storage = nullptr);
 std::vector<std::byte> encode_npy(const Tensor& tensor, const NpyWriteOptions& options = {});
 void write_npy(const std::string& path, const Tensor& tensor, const NpyWriteOptions& options = {});
 
 // --- numpy .npz (a zip of .npy members, stored or deflated) ---
 // The arrays by key (member name without ".npy"), in archive order or in the order of `keys`.
-NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys = {});
-std::vector<std::string> npz_keys(const std::string& path);
+NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys = {},
+                      const Storage& storage = nullptr);
+std::vector<std::string> npz_keys(const std::string& path, const Storage& storage = nullptr);
 // As numpy's savez (stored) or savez_compressed (deflated).
 void write_npz(const std::string& path, const NamedTensors& arrays, bool compressed);
 
 // --- HDF5 (libhdf5) ---
 // The datasets at the given paths, in that order; every dataset (depth-first, by name) when empty.
-NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets = {});
+NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets = {},
+                       const Storage& storage = nullptr);
 struct Hdf5WriteOptions {
   int deflate_level = 0;  // 0: contiguous, stored; 1..9: chunked (by rows) and deflated
 };

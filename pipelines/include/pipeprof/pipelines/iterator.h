@@ -17,12 +17,17 @@ namespace pipeprof::pipelines {
 
 class DatasetNode;
 
+class StorageContext;
+
 // Where an iterator sits in its tree: the model it reports to, the JSON path prefix of its
-// pipeline (e.g. "stages[1].pipeline.") and the key of the stage that consumes it.
+// pipeline (e.g. "stages[1].pipeline.") and the key of the stage that consumes it; and what the
+// whole tree reads remote objects with (remote.h; nullptr: the default policy, no cache, not
+// counted).
 struct IteratorContext {
   std::shared_ptr<Model> model;
   std::string prefix;
   std::string parent;
+  std::shared_ptr<const StorageContext> storage;
 };
 
 class Iterator {
@@ -37,6 +42,8 @@ class Iterator {
 
   Model& model() const { return *model_; }
   const std::shared_ptr<Model>& shared_model() const { return model_; }
+  // What the tree reads remote objects with (nullptr: the defaults).
+  const std::shared_ptr<const StorageContext>& storage() const { return storage_; }
   // The model entry of this iterator's stage (nullptr for the tree's root handle).
   Node* node() const { return node_; }
 
@@ -113,6 +120,7 @@ class Iterator {
 
   LocalStats local_;
   std::shared_ptr<Model> model_;
+  std::shared_ptr<const StorageContext> storage_;
   Node* node_ = nullptr;
   std::string key_;
   std::string prefix_;

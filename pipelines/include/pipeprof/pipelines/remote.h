@@ -8,8 +8,11 @@
 //   the remote experiments and tests, are the test bed's (pipeprof/testbed/).
 // - RemoteCache keeps whole objects in a local folder up to a byte budget (least recently used
 //   evicted first), checks every cached object's CRC-32C when it is opened, reuses the folder across
-//   runs and processes, and preloads a list of objects in the background. Installed with
-//   ScopedRemoteCache, it serves every http URL the process's file sources open.
+//   runs and processes, and preloads a list of objects in the background.
+// - StorageContext is what a running pipeline reads remote objects with: the read policy, the
+//   cache (when there is one) and the counters of what its reads did. It travels with the
+//   pipeline's iterators (Dataset::iterate(IterateOptions{.storage = ...})): two pipelines in one
+//   process each use their own. Nothing about remote reads is process-wide.
 #pragma once
 
 #include <sys/types.h>
@@ -33,7 +36,7 @@ class RemoteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// ---- What the process's HTTP reads did ----
+// ---- What HTTP reads did ----
 
 struct RemoteCounters {
   int64_t requests = 0;  // GETs sent, retries included
@@ -41,9 +44,6 @@ struct RemoteCounters {
   int64_t bytes = 0;     // body bytes received from servers
   int64_t failures = 0;  // requests that gave up with an error
 };
-RemoteCounters remote_counters();
-void reset_remote_counters();
-
 struct RemoteReadOptions {
   int max_attempts = 5;  // per request, the first included
   std::chrono::milliseconds backoff_initial{100};  // doubled per retry
@@ -51,13 +51,13 @@ struct RemoteReadOptions {
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds stall_timeout{10000};  // no byte for this long: a failed attempt
 };
-// Sets the retry and timeout policy of the process's HTTP reads.
-void set_remote_read_options(const RemoteReadOptions& options);
-RemoteReadOptions remote_read_options();
+class StorageContext;
 
 // Copies the object at `url` to the file `to` (written under a temporary name, then renamed);
-// returns its size. Throws RemoteError naming the URL or the file.
-uint64_t download(const std::string& url, const std::filesystem::path& to);
+// returns its size. The read follows `storage`'s policy and is counted there (the default policy,
+// uncounted, without one). Throws RemoteError naming the URL or the file.
+uint64_t download(const std::string& url, const std::filesystem::path& to,
+                  const StorageContext* storage = nullptr);
 
 // ---- The disk cache ----
 
@@ -68,6 +68,9 @@ struct RemoteCacheOptions {
   // Objects are known by their URL's path alone, not its host and port: for a server whose
   // address changes from run to run (an ObjectServer on a free port) whose cache is kept.
   bool key_by_path = false;
+  // The policy of the cache's preloads; they are counted by the cache (http_counters()) and by
+  // every StorageContext that reads through it. A reader's miss follows the reader's context.
+  RemoteReadOptions read;
 };
 
 struct RemoteCacheCounters {
@@ -97,11 +100,15 @@ class RemoteCache {
   // preloaded waits for it rather than fetching it twice.
   void preload(std::vector<std::string> urls);
   void wait_for_preload();
+  // Stops a preload in progress (the objects being fetched are finished) and waits for it.
+  void stop_preload();
 
   // Removes every object of the cache from its folder (other files stay).
   void clear();
 
   RemoteCacheCounters counters() const;
+  // The HTTP requests of the cache's preloads.
+  RemoteCounters http_counters() const;
   uint64_t bytes_cached() const;  // this process's view of the folder's objects
   const RemoteCacheOptions& options() const;
 
@@ -112,16 +119,32 @@ class RemoteCache {
   std::unique_ptr<Impl> impl_;
 };
 
-// While alive, every http(s) URL the process's file sources open goes through `cache`.
-class ScopedRemoteCache {
+// What a running pipeline reads remote objects with. Made by whoever runs the pipeline and handed
+// to Dataset::iterate; every iterator and open file of the pipeline holds it.
+class StorageContext {
  public:
-  explicit ScopedRemoteCache(std::shared_ptr<RemoteCache> cache);
-  ~ScopedRemoteCache();
-  ScopedRemoteCache(const ScopedRemoteCache&) = delete;
-  ScopedRemoteCache& operator=(const ScopedRemoteCache&) = delete;
+  // Without a cache, objects are read from their server with ranged GETs; with one, through it.
+  explicit StorageContext(RemoteReadOptions read = {}, std::shared_ptr<RemoteCache> cache = nullptr);
+  ~StorageContext();
+  StorageContext(const StorageContext&) = delete;
+  StorageContext& operator=(const StorageContext&) = delete;
+
+  const RemoteReadOptions& read_options() const { return read_; }
+  const std::shared_ptr<RemoteCache>& cache() const { return cache_; }
+
+  // The requests of this context's reads since it was made or reset: its own (a miss of its cache
+  // included, fetched with its policy) and its cache's preloads (which count in every context that
+  // reads through that cache).
+  RemoteCounters counters() const;
+  void reset_counters();
+
+  struct Counters;  // the storage layer's (atomics)
+  Counters& live_counters() const { return *counters_; }
 
  private:
-  std::shared_ptr<RemoteCache> previous_;
+  RemoteReadOptions read_;
+  std::shared_ptr<RemoteCache> cache_;
+  std::unique_ptr<Counters> counters_;
 };
 
 }  // namespace pipeprof::pipelines
