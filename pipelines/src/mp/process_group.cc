@@ -14,6 +14,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "io/http.h"
 #include "mp/channel.h"
 #include "pipeprof/trace/clock.h"
 
@@ -83,6 +84,8 @@ ProcessGroup::ProcessGroup(int count, const Body& body, int socket_buffer_bytes)
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(71);  // the parent died before prctl took effect
+      // The forking thread's HTTP connections are the parent's: the child opens its own.
+      io::forget_http_connections_after_fork();
       run_child(i, theirs.get(), body);
     }
     Child c;

@@ -49,7 +49,6 @@ std::vector<ShardFile> list_shards(const fs::path& dir) {
 
 // A sampler: its share of the samples, in order, into shards.
 int sample(const GrowingCacheOptions& o, int index, int socket_fd) {
-  io::forget_http_connections_after_fork();
   try {
     std::unique_ptr<formats::TFRecordWriter> writer;
     fs::path temporary, final_name;
