@@ -242,17 +242,23 @@ def pstdev(v):
 
 
 def experiment(w, ranks, epochs, interrupted, extra, peer):
-    """The run as a results entry. `peer`: {"name", "loader", "format", "description", "spec"}."""
+    """The run as a results entry of kind "peer". `peer`: {"name", "loader", "format", "description",
+    "spec"}, and "id" (default: workload:NAME)."""
     steps, au, thr, per_rank, waits, reps = metrics(w, epochs, ranks)
     ideal_ms = steps * w["compute_mean"] * 1e3
     repetitions = []
-    for wall, ep_waits, compute, complete in reps:
+    for (wall, ep_waits, compute, complete), epoch_au in zip(reps, au):
         if not complete:
             continue
+        # As pipeprof's: the epoch's AU, and every accelerator's samples over its wall time (so
+        # that `pipeprof compare` judges the peer on AU and samples/s too).
+        samples = len(ep_waits) * w["batch_size"]
         repetitions.append({"wall_ms": wall, "steps": steps, "wait": wait_stats(ep_waits),
                             "step_mean_ms": compute / 1e6 / max(1, len(ep_waits)),
                             "steady_wait_mean_ms": wait_stats(ep_waits[1:])["mean_ms"],
-                            "cpu_ms": 0.0, "peak_rss_kb": 0})
+                            "cpu_ms": 0.0, "peak_rss_kb": 0, "au_percentage": epoch_au,
+                            "samples": samples,
+                            "samples_per_second": samples / (wall / 1e3) if wall > 0 else 0.0})
     walls = sorted(r["wall_ms"] for r in repetitions)
     median_wall = statistics.median(walls) if walls else 0.0
     med = lambda key: statistics.median([r["wait"][key] for r in repetitions]) if repetitions else 0.0
@@ -282,7 +288,8 @@ def experiment(w, ranks, epochs, interrupted, extra, peer):
     }
     workload.update(extra)
     return {
-        "id": "workload:" + w["name"],
+        "id": peer.get("id") or "workload:" + w["name"],
+        "kind": "peer",
         "description": peer["description"],
         "step": "sleep:%g" % (w["compute_mean"] * 1e3), "epochs": w["epochs"], "part": "C",
         "spec": peer["spec"],

@@ -212,6 +212,7 @@ def main(argv):
     p.add_argument("--max-accelerators", type=int, default=64)
     p.add_argument("--scale", type=float, default=None, help="fraction of the files (default: pipeprof.scale, else 1)")
     p.add_argument("--out", default="pytorch_results.json", help="results file (default %(default)s)")
+    p.add_argument("--id", default=None, help="the entry's id in the results file (default: workload:NAME)")
     p.add_argument("--normal-priority", action="store_true",
                    help="run the accelerator processes at normal priority (default: real-time where "
                         "permitted, their DataLoader workers at normal priority, as pipeprof runs them)")
@@ -283,12 +284,12 @@ def main(argv):
         for n in notes:
             sys.stderr.write("note: %s\n" % n)
     x = experiment(w, ranks, epochs, interrupted, extra, {
-        "name": "pytorch_dataloader", "loader": "pytorch", "format": "npz",
+        "name": "pytorch_dataloader", "id": a.id, "loader": "pytorch", "format": "npz",
         "description": "DLIO workload %s through PyTorch's DataLoader (torch %s): npz files, %d accelerator(s), "
                        "%d workers each" % (w["name"], torch.__version__, ranks, w["read_threads"]),
         "spec": {"name": "pytorch_dataloader", "peer": "torch.utils.data.DataLoader",
                  "num_workers": w["read_threads"], "batch_size": w["batch_size"]}})
-    doc = {"schema_version": 3, "pipeprof_version": "pytorch_dataloader peer", "created_utc": started,
+    doc = {"schema_version": 4, "pipeprof_version": "pytorch_dataloader peer", "created_utc": started,
            "repetitions": 1, "interrupted": interrupted, "environment": environment("torch %s, numpy %s" % (torch.__version__, np.__version__)),
            "machine": {"sleep_overshoot": sleep_overshoot()}, "experiments": [x]}
     tmp = a.out + ".tmp"

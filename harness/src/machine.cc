@@ -38,4 +38,15 @@ SleepOvershoot measure_sleep_overshoot(double sleep_ms, int count) {
   return o;
 }
 
+nlohmann::json to_json(const SleepOvershoot& o) {
+  return {{"sleep_ms", o.sleep_ms},
+          {"count", o.count},
+          {"plain_p50_ms", o.plain_p50_ms},
+          {"plain_p99_ms", o.plain_p99_ms},
+          {"plain_max_ms", o.plain_max_ms},
+          {"precise_p50_ms", o.precise_p50_ms},
+          {"precise_p99_ms", o.precise_p99_ms},
+          {"precise_max_ms", o.precise_max_ms}};
+}
+
 }  // namespace pipeprof::harness

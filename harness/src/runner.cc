@@ -313,6 +313,7 @@ nlohmann::json to_json(const ExperimentResult& r) {
     }
   }
   nlohmann::json out{{"id", r.id},
+                     {"kind", results::entry_kind_name(r.kind)},
                      {"description", r.description},
                      {"step", r.step},
                      {"epochs", r.epochs},
@@ -359,6 +360,8 @@ nlohmann::json to_json(const ExperimentResult& r) {
           r.median_wall_ms * 1e6 / static_cast<double>(s.elements * r.epochs);
     }
   }
+  if (r.workload) out["workload"] = results::to_json(*r.workload);
+  if (r.ranks) out["ranks"] = results::to_json(*r.ranks);
   return out;
 }
 

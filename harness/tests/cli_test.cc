@@ -472,7 +472,8 @@ TEST(Suite, QuickRunWritesResultsAndReport) {
   EXPECT_NE(r.out.find("sleep overshoot"), std::string::npos) << r.out;
   std::ifstream in(dir / "results.json");
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["schema_version"], 3);
+  EXPECT_EQ(j["schema_version"], 4);
+  EXPECT_EQ(j["experiments"][0]["kind"], "experiment");
   ASSERT_EQ(j["experiments"].size(), 2u);
   EXPECT_EQ(j["experiments"][0]["id"], "naive");
   EXPECT_DOUBLE_EQ(j["experiments"][0]["ideal_ms"].get<double>(), 210.0);

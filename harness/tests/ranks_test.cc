@@ -144,7 +144,7 @@ TEST(Ranks, SummaryRoundTripsAndNamesTheSlowestRank) {
   wrong["ranks"][1].erase("host");
   results::testing::check_schema(schema, schema["$defs"]["ranks"], wrong, "$.ranks", problems);
   EXPECT_EQ(problems.size(), 1U);
-  const RanksSummary back = ranks_summary_from_json(to_json(s));
+  const RanksSummary back = results::ranks_from_json(to_json(s), {"r.json", "ranks"});
   ASSERT_EQ(back.rows.size(), 3U);
   EXPECT_EQ(back.rows[0].median_wall_ms, 10.0);
   EXPECT_FALSE(back.rows[0].accelerators);
@@ -163,9 +163,14 @@ TEST(Ranks, SummaryRoundTripsAndNamesTheSlowestRank) {
     row["throughput_samples_per_second"] = row["samples_per_second"];
     row.erase("samples_per_second");
   }
-  EXPECT_DOUBLE_EQ(ranks_summary_from_json(old).rows[2].samples_per_second, 150);
+  EXPECT_DOUBLE_EQ(results::ranks_from_json(old, {"r.json", "ranks"}).rows[2].samples_per_second, 150);
   old.erase("slowest_rank");
-  EXPECT_THROW(ranks_summary_from_json(old), nlohmann::json::exception);
+  try {
+    results::ranks_from_json(old, {"r.json", "ranks"});
+    ADD_FAILURE() << "a summary without its slowest rank was read";
+  } catch (const results::ResultsError& e) {
+    EXPECT_STREQ(e.what(), "r.json: ranks: missing required key \"slowest_rank\"");
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
+#include "schema_check.h"
 
 namespace {
 
@@ -77,11 +78,18 @@ TEST(WorkloadCommand, RunsAWorkloadAndWritesDliosAndPipeprofsResults) {
   EXPECT_TRUE(epochs.contains("1") && epochs.contains("2"));
   EXPECT_TRUE(fs::exists(out / "dlio.log"));
 
-  // pipeprof's results: schema 3, the workload object, a repetition per epoch; and the report.
+  // pipeprof's results: schema 4, the workload object, a repetition per epoch; and the report.
   const auto results = read_json(out / "results.json");
-  EXPECT_EQ(results["schema_version"], 3);
+  EXPECT_EQ(results["schema_version"], 4);
   const auto& x = results["experiments"][0];
   EXPECT_EQ(x["id"], "workload:tiny");
+  EXPECT_EQ(x["kind"], "workload");
+  {  // every field written is one the schema describes
+    const nlohmann::json schema = pipeprof::results::testing::read_json(PIPEPROF_RESULTS_SCHEMA);
+    EXPECT_EQ(pipeprof::results::testing::joined(
+                  pipeprof::results::testing::schema_problems(schema, results)),
+              "");
+  }
   EXPECT_EQ(x["repetitions"].size(), 2U);
   EXPECT_EQ(x["workload"]["accelerators"], 2);
   EXPECT_EQ(x["workload"]["loader"], "pytorch");
@@ -218,9 +226,17 @@ TEST(PyTorchPeer, RunsTheSameWorkloadInPipeprofsResultsFormat) {
             std::string::npos)
       << r.out;
   const auto doc = read_json(peer);
-  EXPECT_EQ(doc["schema_version"], 3);
+  EXPECT_EQ(doc["schema_version"], 4);
   const auto& x = doc["experiments"][0];
   EXPECT_EQ(x["id"], "workload:tiny");
+  EXPECT_EQ(x["kind"], "peer");
+  {  // the peer's entry, workload record and all, is read as pipeprof's own
+    const nlohmann::json schema = pipeprof::results::testing::read_json(PIPEPROF_RESULTS_SCHEMA);
+    std::vector<std::string> problems;
+    pipeprof::results::testing::check_schema(schema, schema["$defs"]["workload"], x["workload"],
+                                             "$.workload", problems);
+    EXPECT_EQ(pipeprof::results::testing::joined(problems), "");
+  }
   EXPECT_EQ(x["workload"]["peer"], "pytorch_dataloader");
   EXPECT_EQ(x["workload"]["accelerators"], 2);
   EXPECT_EQ(x["repetitions"].size(), 2U);

@@ -13,6 +13,8 @@
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/pipelines/spec.h"
+#include "pipeprof/results/document.h"
+#include "schema_check.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "workload/dlio_metrics.h"
 #include "workload/dlio_workload.h"
@@ -440,10 +442,22 @@ TEST(WorkloadRun, AuAndThroughputAgreeWithTheStepLog) {
   ASSERT_TRUE(x.efficiency.has_value());
   EXPECT_GT(*x.efficiency, 0);
   EXPECT_LE(*x.efficiency, 1.0);
-  const nlohmann::json j = workload_json(w, r);
+  // Its kind and workload record, every field of which the schema describes.
+  EXPECT_EQ(x.kind, results::EntryKind::kWorkload);
+  const nlohmann::json entry = to_json(x);
+  const nlohmann::json& j = entry["workload"];
+  EXPECT_EQ(entry["kind"], "workload");
   EXPECT_EQ(j["accelerators"], 2);
   EXPECT_EQ(j["per_accelerator"].size(), 2U);
   EXPECT_EQ(j["dlio"]["train_au_percentage"].size(), 2U);
+  const nlohmann::json schema = results::testing::read_json(PIPEPROF_RESULTS_SCHEMA);
+  const nlohmann::json doc =
+      results::make_document(results::capture_environment("test"), nlohmann::json::array({entry}),
+                             {.repetitions = 1, .created_utc = results::utc_now()});
+  std::vector<std::string> problems;  // the entry as the document holds it
+  results::testing::check_schema(schema, schema["$defs"]["experiment"], doc["experiments"][0],
+                                 "$.experiments[0]", problems);
+  EXPECT_EQ(results::testing::joined(problems), "");
 }
 
 TEST(WorkloadRun, AutotunedReadersStartAtOneThread) {

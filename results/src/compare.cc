@@ -26,7 +26,7 @@ const std::vector<double>& samples(const Entry& e, Metric metric) {
 // A workload's entry that carries its AU and samples/s (results written before they were kept
 // per repetition do not).
 bool has_au(const Entry& e) {
-  return e.workload && !e.au.empty() && !e.throughput.empty();
+  return e.judged_on_au() && !e.au.empty() && !e.throughput.empty();
 }
 
 // What a pair is judged on: workloads on their AU and samples/s where the efficiency metric is

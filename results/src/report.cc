@@ -86,9 +86,7 @@ std::string transport_line(const nlohmann::json& x) {
 }
 
 // Part B (the Ray article) publishes the mean wait per batch, not a total time.
-bool is_part_b(const nlohmann::json& x) {
-  return str(x, "part") == "B" || x.contains("seed_wait_ms");
-}
+bool is_part_b(const Entry& e) { return e.kind == EntryKind::kExperiment && e.part == "B"; }
 
 // Part B on the article's metric: the mean and steady-state wait per batch beside the article's
 // figure, the transport's copy floor and how far above it the steady-state wait is; with its chart.
@@ -98,7 +96,7 @@ std::string part_b_section(const nlohmann::json& experiments, const std::vector<
   std::vector<ChartRow> chart;
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& x = experiments[i];
-    if (!is_part_b(x) || x["repetitions"].empty()) continue;
+    if (!is_part_b(entries[i]) || x["repetitions"].empty()) continue;
     if (md.empty()) {
       md +=
           "## Part B on the article's metric\n\nThe Ray article measures the mean time the "
@@ -233,7 +231,7 @@ Report render(const nlohmann::json& doc, const std::filesystem::path& base_dir,
                       num(opt_number(x, "efficiency"), 3), num(seed, 2), num(seed_eff, 3),
                       x["repetitions"].size());
     // Part B is compared on its own metric (the wait per batch), in its own chart below.
-    if (measured && !is_part_b(x)) chart.push_back({entries[i].name, wall, ideal, seed});
+    if (measured && !is_part_b(entries[i])) chart.push_back({entries[i].name, wall, ideal, seed});
   }
   md += "\n";
   if (!chart.empty()) {

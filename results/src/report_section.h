@@ -1,5 +1,6 @@
 // The report's sections after the summary: one interface, one list. A section takes the results'
-// experiments (and their parsed entries), returns its Markdown (empty when no experiment is of its
+// entries, read with their kinds and typed records (results_file.h, records.h; the experiments'
+// JSON beside them for what is not a record), returns its Markdown (empty when no entry is of its
 // kind) and pushes the charts it draws onto report.files; it names those files here, so that no
 // experiment's Gantt chart can take their names. A new section is a file of its own and a line in
 // report_sections() (report.cc).

@@ -12,22 +12,19 @@
 
 namespace pipeprof::results {
 
-std::string scaleout_section(const nlohmann::json& experiments, const std::vector<Entry>&,
-                         Report& report) {
+std::string scaleout_section(const nlohmann::json&, const std::vector<Entry>& entries,
+                             Report& report) {
   // images/s by pipeline and rank count.
   std::map<std::string, std::map<int, double>> rate;
   std::string rows;
-  for (const auto& x : experiments) {
-    const auto s = x.find("scaleout");
-    if (s == x.end() || !s->is_object() || !s->contains("points")) continue;
-    const std::string id = report_fields::str(x, "id");
-    for (const auto& p : (*s)["points"]) {
-      const int n = p.value("ranks", 0);
-      const double total = p.value("images_per_second", 0.0);
+  for (const Entry& x : entries) {
+    if (!x.scaleout) continue;
+    const std::string& id = x.name;
+    for (const ScaleoutPoint& p : x.scaleout->points) {
+      const int n = p.ranks;
+      const double total = p.images_per_second;
       rate[id][n] = total;
-      std::vector<double> au;
-      for (const auto& a : p.value("au_per_rank", nlohmann::json::array()))
-        au.push_back(a.get<double>());
+      const std::vector<double>& au = p.au_per_rank;
       std::string au_text = "-";
       if (!au.empty()) {
         const auto [lo, hi] = std::minmax_element(au.begin(), au.end());
@@ -37,9 +34,7 @@ std::string scaleout_section(const nlohmann::json& experiments, const std::vecto
       rows += fmt::format(
           "| {} | {} | {:.1f} | {:.1f} | {} | {} |\n", report_fields::cell(id), n, total,
           n > 0 ? total / n : 0.0,
-          p.contains("scaling_efficiency")
-              ? fmt::format("{:.2f}", p["scaling_efficiency"].get<double>())
-              : std::string("-"),
+          report_fields::num(p.scaling_efficiency, 2),
           au_text);
     }
   }

@@ -13,8 +13,6 @@ namespace pipeprof::results {
 namespace {
 
 using report_fields::cell;
-constexpr auto number = report_fields::opt_number;
-constexpr auto text = report_fields::str;
 constexpr auto shown = report_fields::num;
 
 struct Row {
@@ -25,84 +23,69 @@ struct Row {
   bool meets = false;
 };
 
-Row row_of(const nlohmann::json& x) {
-  const nlohmann::json& w = x["workload"];
+Row row_of(const Entry& e) {
+  const WorkloadRecord& w = *e.workload;
   Row r;
-  r.id = text(x, "id");
-  r.name = text(w, "name");
-  r.loader = text(w, "peer").empty() ? "pipeprof" : text(w, "peer");
-  r.accelerators = number(w, "accelerators");
-  if (auto d = w.find("dlio"); d != w.end() && d->is_object()) {
-    r.au = number(*d, "train_au_mean_percentage");
-    r.throughput = number(*d, "train_throughput_mean_samples_per_second");
-    r.io = number(*d, "train_io_mean_MB_per_second");
-    r.meets = text(*d, "train_au_meet_expectation") == "success";
+  r.id = e.name;
+  r.name = w.name;
+  r.loader = w.peer.value_or("pipeprof");
+  r.accelerators = static_cast<double>(w.accelerators);
+  if (w.dlio) {
+    r.au = w.dlio->au_mean_percentage;
+    r.throughput = w.dlio->throughput_mean;
+    r.io = w.dlio->io_mean_mb_per_s;
+    r.meets = w.dlio->meets_au;
   }
-  if (auto m = w.find("wait_ms"); m != w.end() && m->is_object()) r.wait_p99 = number(*m, "p99");
-  if (auto m = w.find("max_accelerators"); m != w.end() && m->is_object()) {
-    r.max_accelerators = number(*m, "max_accelerators");
-    r.bound = number(*m, "bound_accelerators");
-    const auto limit = number(*m, "limit");
-    r.at_limit = limit && r.max_accelerators && *r.max_accelerators >= *limit;
+  if (w.wait) r.wait_p99 = w.wait->p99_ms;
+  if (const auto& m = w.max_accelerators) {
+    r.max_accelerators = static_cast<double>(m->max_accelerators);
+    if (m->storage) r.bound = m->storage->bound_accelerators;
+    r.at_limit = m->at_limit();
     // A search on cold files stands apart from the warm one that its peers are set beside.
-    r.cold = m->value("storage_cold", false);
+    r.cold = m->storage && m->storage->cold;
     if (r.cold) r.loader += " (cold)";
   }
   return r;
 }
 
-// Workloads read from an object server (their "remote" object): per epoch beside the ideal.
-std::string remote_subsection(const nlohmann::json& experiments, Report& report) {
+// Workloads read from an object server (their remote record): per epoch beside the ideal.
+std::string remote_subsection(const std::vector<Entry>& entries, Report& report) {
   std::string rows;
   std::vector<ChartRow> chart;
-  for (const auto& x : experiments) {
-    const auto w = x.find("workload");
-    if (w == x.end() || !w->is_object()) continue;
-    const auto remote = w->find("remote");
-    if (remote == w->end() || !remote->is_object()) continue;
-    const std::string mode =
-        text(*remote, "mode") + (remote->value("preload", false) ? " + preload" : "");
-    const auto first_step = number(*remote, "time_to_first_step_seconds");
-    const auto first_ideal = number(*remote, "time_to_first_step_ideal_seconds");
+  for (const Entry& x : entries) {
+    if (!x.workload || !x.workload->remote) continue;
+    const RemoteRecord& remote = *x.workload->remote;
+    const std::string mode = remote.mode + (remote.preload ? " + preload" : "");
     std::optional<double> first_epoch, later_sum;
     int later = 0;
-    for (const auto& e : remote->value("epochs", nlohmann::json::array())) {
-      const auto hit = number(e, "cache_hit_ratio");
-      std::optional<double> mib = number(e, "remote_bytes");
-      if (mib) *mib /= 1048576.0;
-      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(text(x, "id")),
-                          cell(mode), shown(number(e, "epoch"), 0), shown(number(e, "seconds"), 2),
-                          shown(number(e, "ideal_seconds"), 2), shown(number(e, "au_percentage"), 1),
-                          shown(mib, 1),
-                          hit ? fmt::format("{:.1f}%", *hit * 100) : std::string("-"));
-      const auto seconds = number(e, "seconds");
-      if (!seconds) continue;
+    for (const RemoteEpoch& e : remote.epochs) {
+      rows += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.1f} | {:.1f} | {} |\n", cell(x.name),
+                          cell(mode), e.epoch, e.seconds, e.ideal_seconds, e.au_percentage,
+                          static_cast<double>(e.remote_bytes) / 1048576.0,
+                          e.cache_hit_ratio ? fmt::format("{:.1f}%", *e.cache_hit_ratio * 100)
+                                            : std::string("-"));
       if (!first_epoch) {
-        first_epoch = seconds;
+        first_epoch = e.seconds;
       } else {
-        later_sum = later_sum.value_or(0) + *seconds;
+        later_sum = later_sum.value_or(0) + e.seconds;
         ++later;
       }
     }
-    rows += fmt::format("| {} | {} | first step | {} | {} | | | |\n", cell(text(x, "id")),
-                        cell(mode), shown(first_step, 2), shown(first_ideal, 2));
+    rows += fmt::format("| {} | {} | first step | {} | {:.2f} | | | |\n", cell(x.name), cell(mode),
+                        shown(remote.time_to_first_step_seconds, 2),
+                        remote.time_to_first_step_ideal_seconds);
     std::optional<double> later_mean;
     if (later > 0) later_mean = *later_sum / later;
-    chart.push_back({text(*w, "name"), first_epoch, later_mean, first_step});
+    chart.push_back({x.workload->name, first_epoch, later_mean, remote.time_to_first_step_seconds});
   }
   std::string growing;
-  for (const auto& x : experiments) {
-    const auto w = x.find("workload");
-    if (w == x.end() || !w->is_object()) continue;
-    const auto g = w->find("growing_cache");
-    if (g == w->end() || !g->is_object()) continue;
-    for (const auto& e : g->value("epochs", nlohmann::json::array())) {
-      growing += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(text(x, "id")),
-                             shown(number(e, "epoch"), 0), shown(number(e, "shards"), 0),
-                             shown(number(e, "samples"), 0), shown(number(e, "evicted_shards"), 0),
-                             shown(number(e, "seconds"), 2), shown(number(e, "au_percentage"), 1),
-                             shown(number(e, "wait_p99_ms"), 2),
-                             shown(number(e, "deserialize_mb_per_s_per_thread"), 0));
+  for (const Entry& x : entries) {
+    if (!x.workload || !x.workload->growing_cache) continue;
+    for (const GrowingEpochRecord& e : x.workload->growing_cache->epochs) {
+      growing += fmt::format("| {} | {} | {} | {} | {} | {:.2f} | {:.1f} | {:.2f} | {:.0f} |\n",
+                             cell(x.name), e.epoch, e.shards, e.samples, e.evicted_shards,
+                             e.seconds, e.au_percentage, e.wait_p99_ms,
+                             e.deserialize_mb_per_s_per_thread);
     }
   }
   if (!growing.empty()) {
@@ -138,16 +121,14 @@ std::string remote_subsection(const nlohmann::json& experiments, Report& report)
 
 }  // namespace
 
-std::string storage_section(const nlohmann::json& experiments, const std::vector<Entry>&,
-                         Report& report) {
+std::string storage_section(const nlohmann::json&, const std::vector<Entry>& entries,
+                            Report& report) {
   std::vector<Row> rows;
-  for (const auto& x : experiments) {
-    if (auto w = x.find("workload"); w != x.end() && w->is_object() && w->contains("dlio")) {
-      rows.push_back(row_of(x));
-    }
+  for (const Entry& e : entries) {
+    if (e.workload && e.workload->dlio) rows.push_back(row_of(e));
   }
   if (rows.empty()) {
-    const std::string remote = remote_subsection(experiments, report);
+    const std::string remote = remote_subsection(entries, report);
     return remote.empty() ? "" : "## Storage workloads\n\n" + remote;
   }
   std::string md =
@@ -227,7 +208,7 @@ std::string storage_section(const nlohmann::json& experiments, const std::vector
     report.files.push_back({"storage.svg", summary_chart_svg(chart, t)});
     md += "![pipeprof beside other loaders on the same workloads](storage.svg)\n\n";
   }
-  md += remote_subsection(experiments, report);
+  md += remote_subsection(entries, report);
   return md;
 }
 

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeprof/results/records.h"
+#include "pipeprof/results/results_file.h"
 #include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "schema_check.h"
@@ -19,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using pipeprof::testing::CliResult;
+namespace results = pipeprof::results;
 
 CliResult run(const std::string& args) {
   return pipeprof::testing::run_command(std::string(PIPEPROF_BINARY) + " " + args);
@@ -84,11 +87,18 @@ TEST_F(CompareCli, WorkloadsAreJudgedOnAuAndSamplesPerSecond) {
                       {"au_percentage", au + 0.1 * i},
                       {"samples_per_second", 400.0 + i}});
     }
+    results::WorkloadRecord w{.file = "unet3d.yaml", .name = "unet3d", .format = "npz",
+                              .loader = "pytorch", .batch_size = 7, .computation_time = 0.323,
+                              .accelerators = 1, .steps_per_epoch = 5};
+    w.dlio = results::DlioFigures{.au_mean_percentage = au, .throughput_mean = 400,
+                                  .io_mean_mb_per_s = 50, .meets_au = au >= 90};
     const nlohmann::json x{{"id", "workload:unet3d"},
+                           {"kind", "workload"},
                            {"ideal_ms", 990.0},
                            {"repetitions", reps},
-                           {"workload", {{"name", "unet3d"}}}};
-    return write(name, nlohmann::json{{"schema_version", 3}, {"experiments", {x}}}.dump());
+                           {"workload", results::to_json(w)}};
+    return write(name, nlohmann::json{{"schema_version", results::kSchemaVersion},
+                                      {"experiments", nlohmann::json::array({x})}}.dump());
   };
   const auto base = workload("wl_base.json", 98.0), same = workload("wl_same.json", 98.0),
              drop = workload("wl_drop.json", 88.2);  // AU 10% lower, samples/s unchanged

@@ -111,7 +111,7 @@ TEST(Compare, ParsesThresholdsAndMetrics) {
 }
 
 Entry workload(const std::string& name, std::vector<double> au, std::vector<double> rate) {
-  Entry e{.name = name, .au = au, .throughput = rate, .workload = true};
+  Entry e{.name = name, .au = au, .throughput = rate, .kind = EntryKind::kWorkload};
   for (double v : au)
     e.time_ns.push_back(v * 1e6);
   return e;

@@ -88,8 +88,8 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(ResultsFile, ErrorsNameTheFileThePathAndWhatWasExpected) {
-  EXPECT_EQ(error_of("{\"schema_version\": 4, \"experiments\": []}"),
-            "in.json: schema_version: unsupported value 4 (this pipeprof reads 1 to 3)");
+  EXPECT_EQ(error_of("{\"schema_version\": 5, \"experiments\": []}"),
+            "in.json: schema_version: unsupported value 5 (this pipeprof reads 1 to 4)");
   EXPECT_EQ(error_of(R"({"schema_version": 2, "experiments": [{"id": "a", "repetitions": [{}]}]})"),
             "in.json: experiments[0].repetitions[0]: missing required key \"wall_ms\"");
   EXPECT_EQ(error_of(R"({"schema_version": 2, "experiments": [{"id": 5, "repetitions": []}]})"),

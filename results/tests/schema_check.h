@@ -1,9 +1,10 @@
 // A small structural check of a JSON document against results/schema/results.schema.json: every
-// "required" key is present, "type" and "const" hold, through "properties", "items" and local
-// "$ref"s. It is not a full JSON Schema validator (none is packaged); it is what keeps the writer
+// "required" key is present, "type", "const" and "enum" hold, no key outside "properties" where
+// "additionalProperties" is false, through "properties", "items" and local "$ref"s. It is not a full JSON Schema validator (none is packaged); it is what keeps the writer
 // and the schema from drifting apart.
 #pragma once
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,6 +34,10 @@ inline void check_schema(const nlohmann::json& root, const nlohmann::json& schem
   if (auto c = schema.find("const"); c != schema.end() && *c != value) {
     problems.push_back(path + ": expected " + c->dump() + ", got " + value.dump());
   }
+  if (auto e = schema.find("enum"); e != schema.end() &&
+                                     std::find(e->begin(), e->end(), value) == e->end()) {
+    problems.push_back(path + ": expected one of " + e->dump() + ", got " + value.dump());
+  }
   if (auto t = schema.find("type"); t != schema.end()) {
     bool ok = false;
     if (t->is_string()) {
@@ -56,6 +61,12 @@ inline void check_schema(const nlohmann::json& root, const nlohmann::json& schem
       for (const auto& [key, sub] : props->items())
         if (value.contains(key)) check_schema(root, sub, value[key], path + "." + key, problems);
     }
+    if (auto extra = schema.find("additionalProperties"); extra != schema.end() && *extra == false) {
+      const auto props = schema.find("properties");
+      for (const auto& [key, v] : value.items())
+        if (props == schema.end() || !props->contains(key))
+          problems.push_back(path + ": key \"" + key + "\" is not in the schema");
+    }
   }
   if (value.is_array()) {
     if (auto items = schema.find("items"); items != schema.end()) {
@@ -70,6 +81,14 @@ inline std::vector<std::string> schema_problems(const nlohmann::json& schema,
   std::vector<std::string> problems;
   check_schema(schema, schema, doc, "$", problems);
   return problems;
+}
+
+// The problems, one per line.
+inline std::string joined(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const auto& p : problems)
+    out += p + "\n";
+  return out;
 }
 
 inline nlohmann::json read_json(const std::string& path) {

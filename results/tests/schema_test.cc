@@ -8,14 +8,8 @@ namespace pipeprof::results {
 namespace {
 
 using testing::read_json;
+using testing::joined;
 using testing::schema_problems;
-
-std::string joined(const std::vector<std::string>& problems) {
-  std::string out;
-  for (const auto& p : problems)
-    out += p + "\n";
-  return out;
-}
 
 TEST(Schema, IsDraft2020AndDescribesTheVersionWeWrite) {
   const nlohmann::json schema = read_json(PIPEPROF_RESULTS_SCHEMA);

@@ -1,36 +1,44 @@
 // The report's storage section: DLIO workloads with AU, the most accelerators and the storage
-// bound, and pipeprof beside a peer loader on the same workload, with its chart.
+// bound, and pipeprof beside a peer loader on the same workload, with its chart; the remote and
+// growing-cache tables. The documents are written through the typed records, as the harness does.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeprof/results/records.h"
 #include "pipeprof/results/report.h"
+#include "pipeprof/results/results_file.h"
 
 namespace pipeprof::results {
 namespace {
 
-nlohmann::json workload_entry(const std::string& id, const std::string& peer, double au,
-                              double max_accelerators) {
-  nlohmann::json w{{"file", "w.yaml"},
-                   {"name", "npz_256k"},
-                   {"loader", "pytorch"},
-                   {"format", "npz"},
-                   {"accelerators", 1},
-                   {"steps_per_epoch", 40},
-                   {"dlio",
-                    {{"train_au_percentage", {au}},
-                     {"train_au_mean_percentage", au},
-                     {"train_au_meet_expectation", au >= 90 ? "success" : "fail"},
-                     {"train_throughput_samples_per_second", {150.0}},
-                     {"train_throughput_mean_samples_per_second", 150.0},
-                     {"train_io_mean_MB_per_second", 37.5}}},
-                   {"per_accelerator", nlohmann::json::array()},
-                   {"wait_ms", {{"mean", 0.1}, {"p50", 0.05}, {"p99", 1.25}}},
-                   {"max_accelerators",
-                    {{"max_accelerators", max_accelerators}, {"bound_accelerators", 33.5}}}};
-  if (!peer.empty()) w["peer"] = peer;
-  return {{"id", id}, {"ideal_ms", 2000}, {"repetitions", {{{"wall_ms", 2010}}}}, {"workload", w}};
+// A workload's record as pipeprof writes it (records.h), with its DLIO figures and a search.
+WorkloadRecord workload(double au, int64_t max_accelerators) {
+  WorkloadRecord w{.file = "w.yaml", .name = "npz_256k", .format = "npz", .loader = "pytorch",
+                   .batch_size = 4, .read_threads = 4, .computation_time = 0.05,
+                   .accelerators = 1, .steps_per_epoch = 40};
+  w.dlio = DlioFigures{.au_percentage = {au}, .throughput = {150.0}, .au_mean_percentage = au,
+                       .throughput_mean = 150.0, .io_mean_mb_per_s = 37.5, .meets_au = au >= 90};
+  w.wait = WaitFigures{.mean_ms = 0.1, .p50_ms = 0.05, .p99_ms = 1.25};
+  w.max_accelerators = AcceleratorSearch{.max_accelerators = max_accelerators, .limit = 64};
+  w.max_accelerators->storage = StorageBound{.samples_mib_per_s = {1250, 1262}, .mib_per_s = 1256,
+                                             .demand_mib_per_s = 37.5, .bound_accelerators = 33.5};
+  return w;
+}
+
+// An entry of `kind` holding the record, as to_json(ExperimentResult) writes it.
+nlohmann::json entry(const std::string& id, const WorkloadRecord& w,
+                     EntryKind kind = EntryKind::kWorkload) {
+  return {{"id", id},
+          {"kind", entry_kind_name(kind)},
+          {"ideal_ms", 2000},
+          {"repetitions", {{{"wall_ms", 2010}}}},
+          {"workload", to_json(w)}};
+}
+
+nlohmann::json document(const std::vector<nlohmann::json>& experiments) {
+  return {{"schema_version", kSchemaVersion}, {"experiments", experiments}};
 }
 
 // The report holds this table row (or this start of one).
@@ -40,23 +48,25 @@ void expect_row(const std::string& md, const std::string& row) {
 
 TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
   // The same search on cold files: its own row, not set beside the peer (which ran warm).
-  nlohmann::json cold = workload_entry("workload:npz_256k (cold)", "", 90.2, 30);
-  cold["workload"]["max_accelerators"]["storage_cold"] = true;
-  cold["workload"]["max_accelerators"]["limit"] = 64;
+  WorkloadRecord cold = workload(90.2, 30);
+  cold.max_accelerators->storage->cold = true;
   // A search that stopped at its limit: the most is at least that.
-  nlohmann::json capped = workload_entry("workload:npz_256k (quick)", "", 99.6, 16);
-  capped["workload"]["max_accelerators"]["limit"] = 16;
-  capped["workload"]["name"] = "npz_quick";
-  nlohmann::json capped_peer =
-      workload_entry("workload:npz_quick (pytorch)", "pytorch_dataloader", 91.0, 3);
-  capped_peer["workload"]["name"] = "npz_quick";
-  const nlohmann::json doc{
-      {"schema_version", 3},
-      {"experiments",
-       {{{"id", "naive"}, {"repetitions", {{{"wall_ms", 5}}}}},
-        workload_entry("workload:npz_256k", "", 99.5, 39),
-        workload_entry("workload:npz_256k (pytorch)", "pytorch_dataloader", 92.2, 3),
-        cold, capped, capped_peer}}};
+  WorkloadRecord capped = workload(99.6, 16);
+  capped.max_accelerators->limit = 16;
+  capped.name = "npz_quick";
+  auto peer_of = [](WorkloadRecord w) {  // a peer's search measures no storage
+    w.peer = "pytorch_dataloader";
+    w.max_accelerators->storage.reset();
+    return w;
+  };
+  WorkloadRecord capped_peer = peer_of(workload(91.0, 3));
+  capped_peer.name = "npz_quick";
+  const nlohmann::json doc = document(
+      {{{"id", "naive"}, {"kind", "experiment"}, {"repetitions", {{{"wall_ms", 5}}}}},
+       entry("workload:npz_256k", workload(99.5, 39)),
+       entry("workload:npz_256k (pytorch)", peer_of(workload(92.2, 3)), EntryKind::kPeer),
+       entry("workload:npz_256k (cold)", cold), entry("workload:npz_256k (quick)", capped),
+       entry("workload:npz_quick (pytorch)", capped_peer, EntryKind::kPeer)});
   const Report r = render_report(doc, ".", "doc.json");
   const std::string& md = r.markdown;
   expect_row(md, "## Storage workloads");
@@ -66,7 +76,8 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
                  "1.25 | 30 | 33.5 | 0.90 |");
   expect_row(md, "| workload:npz_256k (quick) | pipeprof | 1 | 99.60 | yes | 150.0 | 37.5 | 1.25 | "
                  ">=16 | 33.5 | >=0.48 |");
-  expect_row(md, "| workload:npz_256k (pytorch) | pytorch_dataloader | 1 | 92.20 | yes |");
+  expect_row(md, "| workload:npz_256k (pytorch) | pytorch_dataloader | 1 | 92.20 | yes | 150.0 | 37.5 "
+                 "| 1.25 | 3 | - | - |");
   expect_row(md, "| npz_256k | pytorch_dataloader | 39 | 3 | 13.0x | 99.50 | 92.20 |");
   EXPECT_EQ(md.find("| npz_256k | pipeprof (cold) |"), std::string::npos) << md;  // not a peer
   expect_row(md, "| npz_quick | pytorch_dataloader | >=16 | 3 | >=5.3x | 99.60 | 91.00 |");
@@ -75,27 +86,29 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
     chart = chart || (f.name == "storage.svg" && f.content.find("pipeprof") != std::string::npos);
   EXPECT_TRUE(chart);
   // No workload, no section.
-  const nlohmann::json plain{{"schema_version", 3},
-                             {"experiments", {{{"id", "naive"}, {"repetitions", {{{"wall_ms", 5}}}}}}}};
+  const nlohmann::json plain = document(
+      {{{"id", "naive"}, {"kind", "experiment"}, {"repetitions", {{{"wall_ms", 5}}}}}});
   EXPECT_EQ(render_report(plain, ".", "doc.json").markdown.find("## Storage workloads"),
             std::string::npos);
 }
 
 TEST(StorageSection, RemoteReadsPerEpochWithTheirChart) {
-  nlohmann::json x = workload_entry("workload:remote_cached", "", 88.7, 0);
-  x["workload"]["name"] = "remote_cached";
-  x["workload"].erase("max_accelerators");
-  x["workload"]["remote"] = {
-      {"mode", "cached"},
-      {"preload", true},
-      {"time_to_first_step_seconds", 0.082},
-      {"time_to_first_step_ideal_seconds", 0.073},
-      {"epochs",
-       {{{"epoch", 1}, {"seconds", 4.89}, {"ideal_seconds", 4.65}, {"au_percentage", 66.2},
-         {"remote_bytes", 134217728}, {"cache_hit_ratio", 0.111}},
-        {{"epoch", 2}, {"seconds", 3.21}, {"ideal_seconds", 3.2}, {"au_percentage", 99.9},
-         {"remote_bytes", 0}, {"cache_hit_ratio", 1.0}}}}};
-  const nlohmann::json doc{{"schema_version", 3}, {"experiments", {x}}};
+  WorkloadRecord w = workload(88.7, 0);
+  w.name = "remote_cached";
+  w.max_accelerators.reset();
+  w.remote = RemoteRecord{.mode = "cached", .preload = true, .latency_ms = 5,
+                          .rate_mib_s_per_request = 200, .requests_in_flight = 4, .files = 64,
+                          .dataset_bytes = 134217728, .cache_budget_bytes = 268435456,
+                          .cache = CacheCounters{.hits = 72, .misses = 64},
+                          .time_to_first_step_seconds = 0.082,
+                          .time_to_first_step_ideal_seconds = 0.073};
+  w.remote->epochs = {
+      {.epoch = 1, .seconds = 4.89, .ideal_seconds = 4.65, .au_percentage = 66.2,
+       .remote_bytes = 134217728, .requests = 64, .cache_hits = 8, .cache_misses = 64,
+       .cache_hit_ratio = 0.111},
+      {.epoch = 2, .seconds = 3.21, .ideal_seconds = 3.2, .au_percentage = 99.9, .remote_bytes = 0,
+       .cache_hits = 64, .cache_misses = 0, .cache_hit_ratio = 1.0}};
+  const nlohmann::json doc = document({entry("workload:remote_cached", w)});
   const Report r = render_report(doc, ".", "doc.json");
   const std::string& md = r.markdown;
   expect_row(md, "### Remote object storage");
@@ -113,20 +126,20 @@ TEST(StorageSection, RemoteReadsPerEpochWithTheirChart) {
 }
 
 TEST(StorageSection, GrowingCacheEpochs) {
-  const nlohmann::json x{
-      {"id", "workload:growing_cache"},
-      {"repetitions", {{{"wall_ms", 410}}}},
-      {"workload",
-       {{"name", "growing_cache"},
-        {"growing_cache",
-         {{"samplers", 4},
-          {"epochs",
-           {{{"epoch", 1}, {"shards", 1}, {"samples", 64}, {"evicted_shards", 0}, {"seconds", 0.41},
-             {"au_percentage", 100.0}, {"wait_p99_ms", 5.06}, {"deserialize_mb_per_s_per_thread", 802.4}},
-            {{"epoch", 2}, {"shards", 5}, {"samples", 320}, {"evicted_shards", 3}, {"seconds", 2.01},
-             {"au_percentage", 99.8}, {"wait_p99_ms", 1.46},
-             {"deserialize_mb_per_s_per_thread", 2723.0}}}}}}}}};
-  const nlohmann::json doc{{"schema_version", 3}, {"experiments", {x}}};
+  WorkloadRecord w{.file = "g.yaml", .name = "growing_cache", .format = "tfrecord", .batch_size = 8,
+                   .read_threads = 2, .computation_time = 0.01};
+  w.growing_cache = GrowingCacheRecord{.samplers = 4, .shard_samples = 64, .latency_ms = 5,
+                                       .rate_mib_s_per_request = 100, .budget_mib = 64,
+                                       .time_to_first_step_seconds = 0.3};
+  w.growing_cache->epochs = {
+      {.epoch = 1, .shards = 1, .samples = 64, .steps = 8, .evicted_shards = 0, .bytes = 65536,
+       .seconds = 0.41, .au_percentage = 100.0, .wait_mean_ms = 1, .wait_p99_ms = 5.06,
+       .deserialize_mb_per_s_per_thread = 802.4},
+      {.epoch = 2, .shards = 5, .samples = 320, .steps = 40, .evicted_shards = 3, .bytes = 327680,
+       .seconds = 2.01, .au_percentage = 99.8, .wait_mean_ms = 0.5, .wait_p99_ms = 1.46,
+       .deserialize_mb_per_s_per_thread = 2723.0}};
+  const nlohmann::json doc =
+      document({entry("workload:growing_cache", w, EntryKind::kGrowingCache)});
   const std::string md = render_report(doc, ".", "doc.json").markdown;
   expect_row(md, "### A sample cache that grows every epoch");
   expect_row(md, "| workload:growing_cache | 1 | 1 | 64 | 0 | 0.41 | 100.0 | 5.06 | 802 |");

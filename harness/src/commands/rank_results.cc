@@ -74,6 +74,7 @@ RankedRun run_experiment_on_ranks(cluster::Cluster& ranks, const Experiment& x, 
                                        .interrupted = r.interrupted});
   }
   sum_up(out.summary);
+  out.result.ranks = out.summary;  // results.json's "ranks" object
   out.merged = std::move(ran.merged);
   return out;
 }

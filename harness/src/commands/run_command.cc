@@ -97,9 +97,7 @@ Outcome run_ranks(cluster::Cluster& ranks, const Experiment& x, const RunOptions
     std::cerr << fmt::format("wrote {} (every rank's traced run, one process per rank)\n", o.trace);
   }
   if (!o.json.empty()) {
-    nlohmann::json j = to_json(run.result);
-    j["ranks"] = to_json(run.summary);
-    results::write_text_file(o.json, j.dump(2) + "\n");
+    results::write_text_file(o.json, to_json(run.result).dump(2) + "\n");
     std::cerr << "wrote " << o.json << "\n";
   }
   return run.interrupted ? Outcome::kInterrupted : Outcome::kOk;

@@ -42,17 +42,6 @@ struct SuiteOptions {
   std::string manifest = workload::suite_manifest_path().string();
 };
 
-nlohmann::json overshoot_json(const SleepOvershoot& o) {
-  return {{"sleep_ms", o.sleep_ms},
-          {"count", o.count},
-          {"plain_p50_ms", o.plain_p50_ms},
-          {"plain_p99_ms", o.plain_p99_ms},
-          {"plain_max_ms", o.plain_max_ms},
-          {"precise_p50_ms", o.precise_p50_ms},
-          {"precise_p99_ms", o.precise_p99_ms},
-          {"precise_max_ms", o.precise_max_ms}};
-}
-
 // results.json (schema results/schema/results.schema.json) and the report, through the same code
 // as `pipeprof report`.
 void write_outputs(const std::filesystem::path& dir, const std::vector<ExperimentResult>& runs,
@@ -68,7 +57,7 @@ void write_outputs(const std::filesystem::path& dir, const std::vector<Experimen
       results::make_document(results::capture_environment(kVersion), std::move(experiments),
                              {.repetitions = repetitions,
                               .interrupted = interrupted,
-                              .machine = {{"sleep_overshoot", overshoot_json(overshoot)}},
+                              .machine = {{"sleep_overshoot", to_json(overshoot)}},
                               .created_utc = started_utc});
   results::write_text_file(dir / "results.json", doc.dump(2) + "\n");
   results::write_report(results::render_report(doc, dir, (dir / "results.json").string()), dir);
@@ -165,9 +154,7 @@ Outcome suite_on_ranks(const SuiteOptions& o, cluster::Cluster& ranks,
               << fmt::format("; all ranks {:.1f} samples/s",
                              run.summary.samples_per_second)
               << "\n";
-    nlohmann::json entry = to_json(r);
-    entry["ranks"] = to_json(run.summary);
-    entries.push_back(std::move(entry));
+    entries.push_back(to_json(r));  // with its ranks
     results.push_back(std::move(r));
   }
   if (!root) return InterruptGuard::flag() ? Outcome::kInterrupted : Outcome::kOk;

@@ -15,6 +15,7 @@
 #include "commands/commands.h"
 #include "commands/interrupt.h"
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof/harness/machine.h"
 #include "pipeprof/harness/version.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
@@ -82,7 +83,16 @@ class Progress {
 
 // Ctrl-C during --stall-analysis or --find-max-accelerators: what they measured, in
 // OUT/analysis.json (the measured run did not happen).
-Outcome write_interrupted(const fs::path& out, const nlohmann::json& extra) {
+// What --stall-analysis and --find-max-accelerators found, before the measured run.
+struct Analyses {
+  std::optional<results::StallRecord> stall;
+  std::optional<results::AcceleratorSearch> search;
+};
+
+Outcome write_interrupted(const fs::path& out, const Analyses& found) {
+  nlohmann::json extra = nlohmann::json::object();
+  if (found.stall) extra["stall_analysis"] = results::to_json(*found.stall);
+  if (found.search) extra["max_accelerators"] = results::to_json(*found.search);
   fs::create_directories(out);
   results::write_text_file(out / "analysis.json",
                            nlohmann::json{{"interrupted", true}, {"workload", extra}}.dump(2) + "\n");
@@ -131,7 +141,7 @@ void print_summary(std::ostream& out, const DlioWorkload& w, const workload::Wor
         s.samples_per_second, s.slowest_rank, s.slowest_behind_mean_percent,
         static_cast<double>(s.clock_error_ns.value_or(0)) / 1e3);
   }
-  if (!r.remote.is_null()) out << workload::RemoteEnvironment::table(r.remote);
+  if (r.remote) out << workload::RemoteEnvironment::table(*r.remote);
   for (const std::string& note : r.run.notes)
     out << "note: " << note << "\n";
 }
@@ -195,6 +205,10 @@ Outcome workload_command(const Options& o) {
               << ": workflow.evaluation: evaluation steps are not emulated (training only)\n";
   }
 
+  // How late this machine's sleeps wake up: the emulated computation time is slept (results.json's
+  // machine object; about a tenth of a second).
+  const nlohmann::json machine{{"sleep_overshoot", to_json(measure_sleep_overshoot(10, 10))}};
+
   if (w.remote.mode == workload::RemoteMode::kGrowingCache) {
     // C3: its own loop (the epochs grow); results.json and the report, no DLIO summary.
     if (o.accelerators != 1 || o.find_max || o.stall_analysis) {
@@ -214,7 +228,8 @@ Outcome workload_command(const Options& o) {
     const nlohmann::json doc = results::make_document(
         results::capture_environment(kVersion),
         nlohmann::json::array({workload::growing_entry(w, g)}),
-        {.repetitions = 1, .interrupted = g.interrupted, .created_utc = results::utc_now()});
+        {.repetitions = 1, .interrupted = g.interrupted, .machine = machine,
+         .created_utc = results::utc_now()});
     results::write_text_file(out / "results.json", doc.dump(2) + "\n");
     results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
     std::cerr << fmt::format("wrote {}/results.json and report.md\n", out.string());
@@ -234,7 +249,7 @@ Outcome workload_command(const Options& o) {
                     workload::steps_per_epoch(w, o.accelerators * ranks.size()));
   options.on_step = [&](int64_t e, int64_t s) { progress(e, s); };
 
-  nlohmann::json extra = nlohmann::json::object();
+  Analyses found;
   if (o.stall_analysis) {
     std::cerr << "stall analysis (DS-Analyzer): synthetic, warm and cold passes of " << w.epochs
               << " epoch(s)\n";
@@ -244,27 +259,17 @@ Outcome workload_command(const Options& o) {
       if (!o.quiet) std::cerr << "  " << p << "\n";
     });
     progress.done();
-    nlohmann::json epochs = nlohmann::json::array();
     std::cout << "epoch  synthetic s  warm s  cold s  fetch stall s  prep stall s\n";
     for (size_t i = 0; i < a.epochs.size(); ++i) {
       const auto& e = a.epochs[i];
       std::cout << fmt::format("{:>5}  {:>11.3f}  {:>6.3f}  {:>6.3f}  {:>13.3f}  {:>12.3f}\n",
                                i + 1, e.synthetic_s, e.warm_s, e.cold_s, e.fetch_stall_s,
                                e.prep_stall_s);
-      epochs.push_back({{"epoch", i + 1},
-                        {"synthetic_s", e.synthetic_s},
-                        {"warm_s", e.warm_s},
-                        {"cold_s", e.cold_s},
-                        {"fetch_stall_s", e.fetch_stall_s},
-                        {"prep_stall_s", e.prep_stall_s}});
     }
     std::cout << fmt::format("AU: synthetic {:.2f}%, warm {:.2f}%, cold {:.2f}%\n", a.synthetic_au,
                              a.warm_au, a.cold_au);
-    extra["stall_analysis"] = {{"epochs", epochs},
-                               {"synthetic_au_percentage", a.synthetic_au},
-                               {"warm_au_percentage", a.warm_au},
-                               {"cold_au_percentage", a.cold_au}};
-    if (a.interrupted) return write_interrupted(out, extra);
+    found.stall = workload::stall_record(a);
+    if (a.interrupted) return write_interrupted(out, found);
   }
   if (o.find_max) {
     std::cerr << fmt::format("searching the most accelerators at AU >= {:.0f}% (up to {})\n",
@@ -276,18 +281,18 @@ Outcome workload_command(const Options& o) {
                                    p.accelerators, p.au_percentage, p.throughput,
                                    p.interrupted ? "interrupted" : p.meets ? "ok" : "below");
         });
-    extra["max_accelerators"] = workload::search_json(s, o.drop_caches, o.max_accelerators);
-    const nlohmann::json& found = extra["max_accelerators"];
+    found.search = workload::search_record(s, o.drop_caches, o.max_accelerators);
+    const auto [lowest, highest] = std::minmax_element(s.storage_samples.begin(), s.storage_samples.end());
     std::cout << fmt::format(
         "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}; the mean of {} "
         "measures, before the search and after every probe: {:.1f} to {:.1f}), an accelerator "
         "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
         w.au * 100, s.max_accelerators, s.storage_mib_per_s,
         o.drop_caches ? "cold, from the device" : "warm, page cache", s.storage_samples.size(),
-        found["storage_mib_per_s_min"].get<double>(), found["storage_mib_per_s_max"].get<double>(),
+        s.storage_samples.empty() ? 0.0 : *lowest, s.storage_samples.empty() ? 0.0 : *highest,
         s.demand_mib_per_s, s.bound,
         s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0);
-    if (s.interrupted) return write_interrupted(out, extra);
+    if (s.interrupted) return write_interrupted(out, found);
   }
 
   // The measured run: N accelerators, the workload's epochs.
@@ -315,13 +320,12 @@ Outcome workload_command(const Options& o) {
                              o.trace, r.run.trace->span_count());
     x.trace_file = fs::absolute(o.trace).string();
   }
-  nlohmann::json entry = to_json(x);
-  entry["workload"] = workload::workload_json(w, r);
-  for (const auto& [k, v] : extra.items())
-    entry["workload"][k] = v;
+  x.workload->stall_analysis = found.stall;
+  x.workload->max_accelerators = found.search;
   const nlohmann::json doc = results::make_document(
-      results::capture_environment(kVersion), nlohmann::json::array({entry}),
-      {.repetitions = 1, .interrupted = r.run.interrupted, .created_utc = results::utc_now()});
+      results::capture_environment(kVersion), nlohmann::json::array({to_json(x)}),
+      {.repetitions = 1, .interrupted = r.run.interrupted, .machine = machine,
+       .created_utc = results::utc_now()});
   results::write_text_file(out / "results.json", doc.dump(2) + "\n");
   results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
   std::cerr << fmt::format("wrote {}/summary.json, per_epoch_stats.json, {}, results.json and report.md\n",

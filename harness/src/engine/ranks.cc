@@ -97,17 +97,6 @@ ConsumerRecord consumer_from_json(const nlohmann::json& j, const std::vector<tra
   return a;
 }
 
-template <typename T>
-void put_optional(nlohmann::json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-}
-
-template <typename T>
-std::optional<T> get_optional(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<T>();
-}
-
 }  // namespace
 
 nlohmann::json rank_report_json(const RankReport& r) {
@@ -271,65 +260,6 @@ void sum_up(RanksSummary& s) {
   }
   const double mean = counted == 0 ? 0 : s.samples_per_second / static_cast<double>(counted);
   s.slowest_behind_mean_percent = mean > 0 ? 100.0 * (mean - slowest_rate) / mean : 0.0;
-}
-
-nlohmann::json to_json(const RanksSummary& s) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const RankRow& r : s.rows) {
-    nlohmann::json row{{"rank", r.rank},
-                       {"host", r.host},
-                       {"samples_per_second", r.samples_per_second},
-                       {"au_percentage", r.au_percentage},
-                       {"interrupted", r.interrupted}};
-    put_optional(row, "error", r.error);
-    put_optional(row, "median_wall_ms", r.median_wall_ms);
-    put_optional(row, "wait_mean_ms", r.wait_mean_ms);
-    put_optional(row, "elements", r.elements);
-    put_optional(row, "accelerators", r.accelerators);
-    put_optional(row, "cpu_ms", r.cpu_ms);
-    rows.push_back(std::move(row));
-  }
-  nlohmann::json out{{"ranks", std::move(rows)},
-                     {"size", s.size},
-                     {"cluster", s.cluster},
-                     {"samples_per_second", s.samples_per_second},
-                     {"samples_per_element", s.samples_per_element},
-                     {"slowest_rank", s.slowest_rank},
-                     {"slowest_behind_mean_percent", s.slowest_behind_mean_percent}};
-  put_optional(out, "clock_error_ns", s.clock_error_ns);
-  return out;
-}
-
-RanksSummary ranks_summary_from_json(const nlohmann::json& j) {
-  // Workload results before the one rank path named the rate "throughput_samples_per_second".
-  auto rate = [](const nlohmann::json& o) {
-    return o.contains("samples_per_second") ? o.at("samples_per_second").get<double>()
-                                            : o.at("throughput_samples_per_second").get<double>();
-  };
-  RanksSummary s;
-  for (const nlohmann::json& r : j.at("ranks")) {
-    RankRow row;
-    row.rank = r.at("rank").get<int>();
-    row.host = r.at("host").get<std::string>();
-    row.samples_per_second = rate(r);
-    row.au_percentage = r.at("au_percentage").get<double>();
-    row.interrupted = r.value("interrupted", false);
-    row.error = get_optional<std::string>(r, "error");
-    row.median_wall_ms = get_optional<double>(r, "median_wall_ms");
-    row.wait_mean_ms = get_optional<double>(r, "wait_mean_ms");
-    row.elements = get_optional<int64_t>(r, "elements");
-    row.accelerators = get_optional<int64_t>(r, "accelerators");
-    row.cpu_ms = get_optional<double>(r, "cpu_ms");
-    s.rows.push_back(std::move(row));
-  }
-  s.size = j.value("size", static_cast<int>(s.rows.size()));
-  s.cluster = j.value("cluster", "");
-  s.samples_per_second = rate(j);
-  s.samples_per_element = j.value("samples_per_element", int64_t{1});
-  s.slowest_rank = j.at("slowest_rank").get<int>();
-  s.slowest_behind_mean_percent = j.at("slowest_behind_mean_percent").get<double>();
-  s.clock_error_ns = get_optional<int64_t>(j, "clock_error_ns");
-  return s;
 }
 
 std::string rank_table(const RanksSummary& s) {

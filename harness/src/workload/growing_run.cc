@@ -142,7 +142,12 @@ nlohmann::json growing_entry(const DlioWorkload& w, const GrowingRun& run) {
   x.epochs = w.epochs;
   x.spec = run.spec;
   x.interrupted = run.interrupted;
-  nlohmann::json epochs = nlohmann::json::array();
+  results::GrowingCacheRecord growing{.samplers = run.samplers,
+                                      .shard_samples = run.shard_samples,
+                                      .latency_ms = w.remote.latency_ms,
+                                      .rate_mib_s_per_request = w.remote.rate_mib_s,
+                                      .budget_mib = static_cast<double>(w.remote.cache_budget_mib),
+                                      .time_to_first_step_seconds = run.time_to_first_step_s};
   double ideal_sum = 0;
   for (const GrowingEpoch& e : run.epochs) {
     Repetition rep;
@@ -154,17 +159,17 @@ nlohmann::json growing_entry(const DlioWorkload& w, const GrowingRun& run) {
     rep.samples = e.samples;
     x.repetitions.push_back(rep);
     ideal_sum += static_cast<double>(e.steps) * w.computation_time.mean() * 1e3;
-    epochs.push_back({{"epoch", e.epoch},
-                      {"shards", e.shards},
-                      {"samples", e.samples},
-                      {"steps", e.steps},
-                      {"evicted_shards", e.evicted_shards},
-                      {"seconds", e.seconds},
-                      {"au_percentage", e.au_percentage},
-                      {"wait_mean_ms", e.wait_mean_ms},
-                      {"wait_p99_ms", e.wait_p99_ms},
-                      {"bytes", e.bytes},
-                      {"deserialize_mb_per_s_per_thread", e.deserialize_mb_s_per_thread}});
+    growing.epochs.push_back({.epoch = e.epoch,
+                              .shards = e.shards,
+                              .samples = e.samples,
+                              .steps = e.steps,
+                              .evicted_shards = e.evicted_shards,
+                              .bytes = e.bytes,
+                              .seconds = e.seconds,
+                              .au_percentage = e.au_percentage,
+                              .wait_mean_ms = e.wait_mean_ms,
+                              .wait_p99_ms = e.wait_p99_ms,
+                              .deserialize_mb_per_s_per_thread = e.deserialize_mb_s_per_thread});
   }
   summarize_repetitions(x);
   // The epochs differ in length: the ideal is the mean epoch's compute time.
@@ -173,22 +178,15 @@ nlohmann::json growing_entry(const DlioWorkload& w, const GrowingRun& run) {
     x.ideal_basis = "an epoch's steps x computation_time (the mean over the growing epochs)";
     x.simulation_note = "a growing cache: its ideal is its computation time";
   }
-  nlohmann::json out = to_json(x);
-  out["workload"] = {{"file", w.file},
-                     {"name", w.name},
-                     {"format", "tfrecord"},
-                     {"batch_size", w.batch_size},
-                     {"read_threads", w.read_threads},
-                     {"computation_time", w.computation_time.to_json()},
-                     {"growing_cache",
-                      {{"samplers", run.samplers},
-                       {"shard_samples", run.shard_samples},
-                       {"latency_ms", w.remote.latency_ms},
-                       {"rate_mib_s_per_request", w.remote.rate_mib_s},
-                       {"budget_mib", w.remote.cache_budget_mib},
-                       {"time_to_first_step_seconds", run.time_to_first_step_s},
-                       {"epochs", epochs}}}};
-  return out;
+  x.kind = results::EntryKind::kGrowingCache;
+  x.workload = results::WorkloadRecord{.file = w.file,
+                                       .name = w.name,
+                                       .format = "tfrecord",
+                                       .batch_size = w.batch_size,
+                                       .read_threads = w.read_threads,
+                                       .computation_time = w.computation_time.to_json(),
+                                       .growing_cache = std::move(growing)};
+  return to_json(x);
 }
 
 std::string growing_table(const GrowingRun& run) {

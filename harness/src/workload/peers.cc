@@ -23,25 +23,27 @@ class PyTorchDataLoader final : public Peer {
     if (why != nullptr) *why = "/usr/bin/python3 lacks torch (Debian: python3-torch)";
     return false;
   }
-  nlohmann::json find_max_accelerators(const PeerSearch& s) const override {
+  std::optional<PeerRun> find_max_accelerators(const PeerSearch& s) const override {
     std::vector<std::string> argv{kPython, pytorch_peer().string(), s.workload_file.string()};
     argv.insert(argv.end(), s.overrides.begin(), s.overrides.end());
     for (const std::string& a : {std::string("--find-max-accelerators"), std::string("--max-accelerators"),
                                  std::to_string(s.limit), std::string("-q"), std::string("--out"),
-                                 s.out.string()})
+                                 s.out.string(), std::string("--id"), s.id})
       argv.push_back(a);
     const ProcessResult r = run_process(argv);
-    if (r.exit_code == 130) return nullptr;  // interrupted
+    if (r.exit_code == 130) return std::nullopt;  // interrupted
     if (!r.ok()) {
       throw RunFailure(fmt::format("the PyTorch peer failed (exit {}): {}", r.exit_code, r.output));
     }
-    std::ifstream in(s.out);
     try {
-      nlohmann::json peer = nlohmann::json::parse(in).at("experiments").at(0);
-      peer["id"] = peer.at("id").get<std::string>() + id_suffix();
-      return peer;
-    } catch (const nlohmann::json::exception& e) {
-      throw RunFailure(fmt::format("the PyTorch peer's results {}: {}", s.out.string(), e.what()));
+      results::ResultsFile file = results::load_results(s.out);  // every record checked
+      if (file.entries.size() != 1 || file.entries[0].kind != results::EntryKind::kPeer ||
+          !file.entries[0].workload->max_accelerators) {
+        throw results::ResultsError(s.out.string() + ": expected one entry of kind peer with its search");
+      }
+      return PeerRun{.entry = std::move(file.doc["experiments"][0]), .read = std::move(file.entries[0])};
+    } catch (const results::ResultsError& e) {
+      throw RunFailure(fmt::format("the PyTorch peer's results: {}", e.what()));
     }
   }
 };

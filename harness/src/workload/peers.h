@@ -10,8 +10,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "pipeprof/results/results_file.h"
 
 namespace pipeprof::harness::workload {
 
@@ -20,20 +23,28 @@ struct PeerSearch {
   std::vector<std::string> overrides;   // ++workload.... as `pipeprof workload` takes them
   int64_t limit = 8;                    // the most accelerators tried
   std::filesystem::path out;            // where the peer writes its results file
+  std::string id;                       // the entry's id in it
+};
+
+// A peer's run: its results entry as it wrote it, and the same entry read back (typed, checked).
+struct PeerRun {
+  nlohmann::json entry;
+  results::Entry read;
 };
 
 class Peer {
  public:
   virtual ~Peer() = default;
   virtual std::string name() const = 0;
-  // What the peer's id gets in results.json, e.g. " (pytorch)".
+  // What the peer's entries add to the workload's id in results.json, e.g. " (pytorch)".
   virtual std::string id_suffix() const = 0;
   // Whether it can run here; `why` says what is missing.
   virtual bool available(std::string* why) const = 0;
   // The most simulated accelerators the peer's loader sustains on the workload: its results
-  // entry. Throws RunFailure naming the peer and its output when it fails; returns null when it
-  // was interrupted (Ctrl-C).
-  virtual nlohmann::json find_max_accelerators(const PeerSearch& search) const = 0;
+  // entry, of kind peer with the search. Throws RunFailure naming the peer and its output when it
+  // fails or writes a results file that cannot be read; returns nothing when it was interrupted
+  // (Ctrl-C).
+  virtual std::optional<PeerRun> find_max_accelerators(const PeerSearch& search) const = 0;
 };
 
 // The peer of that name, or nullptr.

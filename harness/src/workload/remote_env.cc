@@ -157,7 +157,7 @@ void RemoteEnvironment::epoch_end(int64_t epoch) {
   if (static_cast<int64_t>(samples_.size()) == epoch) samples_.push_back(sample());
 }
 
-nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& run,
+results::RemoteRecord RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& run,
                                          const RunMetrics& m, int64_t steps) const {
   const double latency_s = settings_.latency_ms / 1e3;
   const double rate = settings_.rate_mib_s * 1048576.0;
@@ -186,46 +186,46 @@ nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& 
                 static_cast<double>(std::max<int64_t>(1, w.read_threads))) *
       mean_request_s;
 
-  nlohmann::json out{{"mode", std::string(remote_mode_name(settings_.mode))},
-                     {"preload", settings_.preload},
-                     {"latency_ms", settings_.latency_ms},
-                     {"rate_mib_s_per_request", settings_.rate_mib_s},
-                     {"requests_in_flight", in_flight},
-                     {"files", file_bytes_.size()},
-                     {"dataset_bytes", total_bytes}};
+  results::RemoteRecord out;
+  out.mode = std::string(remote_mode_name(settings_.mode));
+  out.preload = settings_.preload;
+  out.latency_ms = settings_.latency_ms;
+  out.rate_mib_s_per_request = settings_.rate_mib_s;
+  out.requests_in_flight = in_flight;
+  out.files = static_cast<int64_t>(file_bytes_.size());
+  out.dataset_bytes = static_cast<int64_t>(total_bytes);
   double ideal_first_step_s = first_batch_s;
   if (settings_.mode == RemoteMode::kCopyFirst) {
     const double ideal_copy_s = request_s / static_cast<double>(copy_threads);
-    out["copy_seconds"] = copy_s_;
-    out["copy_bytes"] = copy_bytes_;
-    out["copy_ideal_seconds"] = ideal_copy_s;
-    out["copy_threads"] = copy_threads;
+    out.copy_seconds = copy_s_;
+    out.copy_bytes = static_cast<int64_t>(copy_bytes_);
+    out.copy_ideal_seconds = ideal_copy_s;
+    out.copy_threads = copy_threads;
     ideal_first_step_s = ideal_copy_s;
   }
   if (cache_) {
-    out["cache_budget_bytes"] = cache_->options().budget_bytes;
+    out.cache_budget_bytes = static_cast<int64_t>(cache_->options().budget_bytes);
     const auto c = cache_->counters();
-    out["cache"] = {{"hits", c.hits},
-                    {"misses", c.misses},
-                    {"bytes_fetched", c.bytes_fetched},
-                    {"evictions", c.evictions},
-                    {"damaged", c.damaged},
-                    {"write_failures", c.write_failures},
-                    {"too_large", c.too_large},
-                    {"preloaded", c.preloaded},
-                    {"preload_failures", c.preload_failures}};
+    out.cache = results::CacheCounters{.hits = static_cast<int64_t>(c.hits),
+                                       .misses = static_cast<int64_t>(c.misses),
+                                       .bytes_fetched = static_cast<int64_t>(c.bytes_fetched),
+                                       .evictions = static_cast<int64_t>(c.evictions),
+                                       .damaged = static_cast<int64_t>(c.damaged),
+                                       .write_failures = static_cast<int64_t>(c.write_failures),
+                                       .too_large = static_cast<int64_t>(c.too_large),
+                                       .preloaded = static_cast<int64_t>(c.preloaded),
+                                       .preload_failures = static_cast<int64_t>(c.preload_failures)};
   }
   // The time to the first step: from the start (before a copy) to rank 0's first batch in hand.
   if (!run.accelerators.empty() && !run.accelerators[0].epochs.empty() &&
       !run.accelerators[0].epochs[0].steps.empty()) {
     const EpochRecord& e = run.accelerators[0].epochs[0];
-    out["time_to_first_step_seconds"] = seconds(e.start_ns + e.steps[0].load_ns - start_ns_);
+    out.time_to_first_step_seconds = seconds(e.start_ns + e.steps[0].load_ns - start_ns_);
   }
-  out["time_to_first_step_ideal_seconds"] = ideal_first_step_s;
+  out.time_to_first_step_ideal_seconds = ideal_first_step_s;
 
   const bool cache_holds_all =
       cache_ && cache_->options().budget_bytes >= total_bytes;
-  nlohmann::json epochs = nlohmann::json::array();
   for (size_t k = 1; k < samples_.size(); ++k) {
     const Sample& a = samples_[k - 1];
     const Sample& b = samples_[k];
@@ -237,54 +237,50 @@ nlohmann::json RemoteEnvironment::report(const DlioWorkload& w, const TrainRun& 
     if (settings_.mode == RemoteMode::kCached && k == 1 && settings_.preload) {
       ideal = std::max(compute_s, request_s / static_cast<double>(in_flight + copy_threads));
     }
-    nlohmann::json e{{"epoch", k},
-                     {"seconds", k - 1 < m.epoch_seconds.size() ? m.epoch_seconds[k - 1] : 0.0},
-                     {"ideal_seconds", ideal},
-                     {"au_percentage", k - 1 < m.au_percentage.size() ? m.au_percentage[k - 1] : 0.0},
-                     {"remote_bytes", b.remote.bytes - a.remote.bytes},
-                     {"requests", b.remote.requests - a.remote.requests},
-                     {"retries", b.remote.retries - a.remote.retries}};
+    results::RemoteEpoch e{
+        .epoch = static_cast<int64_t>(k),
+        .seconds = k - 1 < m.epoch_seconds.size() ? m.epoch_seconds[k - 1] : 0.0,
+        .ideal_seconds = ideal,
+        .au_percentage = k - 1 < m.au_percentage.size() ? m.au_percentage[k - 1] : 0.0,
+        .remote_bytes = static_cast<int64_t>(b.remote.bytes - a.remote.bytes),
+        .requests = static_cast<int64_t>(b.remote.requests - a.remote.requests),
+        .retries = static_cast<int64_t>(b.remote.retries - a.remote.retries)};
     if (cache_) {
-      e["cache_hits"] = hits;
-      e["cache_misses"] = misses;
-      e["cache_hit_ratio"] = hits + misses > 0 ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+      e.cache_hits = hits;
+      e.cache_misses = misses;
+      e.cache_hit_ratio =
+          hits + misses > 0 ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
     }
-    epochs.push_back(std::move(e));
+    out.epochs.push_back(e);
   }
-  out["epochs"] = std::move(epochs);
   return out;
 }
 
-std::string RemoteEnvironment::table(const nlohmann::json& remote) {
+std::string RemoteEnvironment::table(const results::RemoteRecord& remote) {
   std::string out = fmt::format(
       "remote ({}{}): {} files, {:.1f} MiB, {:g} ms to first byte, {} per request, {} requests in "
       "flight\n",
-      remote.value("mode", ""), remote.value("preload", false) ? ", preloaded" : "",
-      remote.value("files", 0), remote.value("dataset_bytes", 0.0) / 1048576.0,
-      remote.value("latency_ms", 0.0),
-      remote.value("rate_mib_s_per_request", 0.0) > 0
-          ? fmt::format("{:g} MiB/s", remote.value("rate_mib_s_per_request", 0.0))
-          : std::string("no bandwidth limit"),
-      remote.value("requests_in_flight", 0));
-  if (remote.contains("copy_seconds")) {
-    out += fmt::format("  copy first: {:.2f} s (ideal {:.2f} s, {} threads)\n",
-                       remote.value("copy_seconds", 0.0), remote.value("copy_ideal_seconds", 0.0),
-                       remote.value("copy_threads", 0));
+      remote.mode, remote.preload ? ", preloaded" : "", remote.files,
+      static_cast<double>(remote.dataset_bytes) / 1048576.0, remote.latency_ms,
+      remote.rate_mib_s_per_request > 0 ? fmt::format("{:g} MiB/s", remote.rate_mib_s_per_request)
+                                        : std::string("no bandwidth limit"),
+      remote.requests_in_flight);
+  if (remote.copy_seconds) {
+    out += fmt::format("  copy first: {:.2f} s (ideal {:.2f} s, {} threads)\n", *remote.copy_seconds,
+                       remote.copy_ideal_seconds.value_or(0), remote.copy_threads.value_or(0));
   }
-  if (remote.contains("time_to_first_step_seconds")) {
+  if (remote.time_to_first_step_seconds) {
     out += fmt::format("  time to first step: {:.3f} s (ideal {:.3f} s)\n",
-                       remote.value("time_to_first_step_seconds", 0.0),
-                       remote.value("time_to_first_step_ideal_seconds", 0.0));
+                       *remote.time_to_first_step_seconds, remote.time_to_first_step_ideal_seconds);
   }
-  const bool cached = remote.contains("cache");
+  const bool cached = remote.cache.has_value();
   out += fmt::format("  {:>5} {:>9} {:>9} {:>7} {:>12} {:>9}{}\n", "epoch", "seconds", "ideal",
                      "AU %", "remote MiB", "requests", cached ? "  hit ratio" : "");
-  for (const auto& e : remote.value("epochs", nlohmann::json::array())) {
-    out += fmt::format("  {:>5} {:>9.2f} {:>9.2f} {:>7.1f} {:>12.1f} {:>9}{}\n", e.value("epoch", 0),
-                       e.value("seconds", 0.0), e.value("ideal_seconds", 0.0),
-                       e.value("au_percentage", 0.0), e.value("remote_bytes", 0.0) / 1048576.0,
-                       e.value("requests", 0),
-                       cached ? fmt::format("  {:>9.1f}%", 100.0 * e.value("cache_hit_ratio", 0.0))
+  for (const results::RemoteEpoch& e : remote.epochs) {
+    out += fmt::format("  {:>5} {:>9.2f} {:>9.2f} {:>7.1f} {:>12.1f} {:>9}{}\n", e.epoch, e.seconds,
+                       e.ideal_seconds, e.au_percentage,
+                       static_cast<double>(e.remote_bytes) / 1048576.0, e.requests,
+                       cached ? fmt::format("  {:>9.1f}%", 100.0 * e.cache_hit_ratio.value_or(0))
                               : std::string());
   }
   return out;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "pipeprof/pipelines/remote.h"
+#include "pipeprof/results/records.h"
 #include "pipeprof/testbed/object_server.h"
 #include "workload/dlio_metrics.h"
 #include "workload/dlio_workload.h"
@@ -66,10 +67,10 @@ class RemoteEnvironment {
   void epoch_end(int64_t epoch);
   // The "remote" object of results.json: settings, copy, time to first step, per-epoch figures
   // beside their ideals, the cache's counters.
-  nlohmann::json report(const DlioWorkload& w, const TrainRun& run, const RunMetrics& m,
-                        int64_t steps) const;
+  results::RemoteRecord report(const DlioWorkload& w, const TrainRun& run, const RunMetrics& m,
+                               int64_t steps) const;
   // A table of the per-epoch figures for the terminal and the report.
-  static std::string table(const nlohmann::json& remote);
+  static std::string table(const results::RemoteRecord& remote);
 
  private:
   struct Sample {

@@ -95,7 +95,7 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o,
       spec.replace(at, 6, data.string());
     const fs::path spec_file = runs / (spec_entry->spec + ".json");
     results::write_text_file(spec_file, spec);
-    nlohmann::json points = nlohmann::json::array();
+    results::ScaleoutRecord scaleout{.spec = spec_file.filename().string()};
     nlohmann::json entry;
     double one_rank = 0;
     for (const int n : spec_entry->ranks) {
@@ -122,15 +122,17 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o,
         ++failed;
         continue;
       }
-      // What rank 0 wrote: its experiment result with the typed ranks summary (ranks.h).
+      // What rank 0 wrote: its experiment result with the typed ranks summary (records.h).
       nlohmann::json r;
       RanksSummary ranks;
       try {
         std::ifstream jin(json);
         r = nlohmann::json::parse(jin);
-        ranks = ranks_summary_from_json(r.at("ranks"));
+        if (!r.is_object() || !r.contains("ranks"))
+          throw results::ResultsError(json.string() + ": missing required key \"ranks\"");
+        ranks = results::ranks_from_json(r["ranks"], {json.string(), "ranks"});
       } catch (const std::exception& e) {
-        log(fmt::format("failed: {} on {} rank(s): {}: {}", id, n, json.string(), e.what()));
+        log(fmt::format("failed: {} on {} rank(s): {}", id, n, e.what()));
         ++failed;
         continue;
       }
@@ -139,25 +141,27 @@ std::vector<nlohmann::json> run_scaleout_suite(const ScaleoutOptions& o,
       for (const RankRow& row : ranks.rows)
         au.push_back(row.au_percentage);
       if (n == 1) one_rank = total;
-      nlohmann::json point{{"ranks", n},
-                           {"images_per_second", total},
-                           {"images_per_second_per_rank", total / n},
-                           {"au_per_rank", au},
-                           {"slowest_rank", ranks.slowest_rank},
-                           {"trace", trace.filename().string()}};
-      if (one_rank > 0) point["scaling_efficiency"] = total / (n * one_rank);
+      results::ScaleoutPoint point{.ranks = n,
+                                   .images_per_second = total,
+                                   .images_per_second_per_rank = total / n,
+                                   .au_per_rank = au,
+                                   .slowest_rank = ranks.slowest_rank,
+                                   .trace = trace.filename().string()};
+      if (one_rank > 0) point.scaling_efficiency = total / (n * one_rank);
       log(fmt::format("{} on {} rank(s): {:.1f} images/s ({:.1f} per rank){}", id, n, total,
                       total / n,
                       one_rank > 0 ? fmt::format(", scaling efficiency {:.2f}", total / (n * one_rank))
                                    : std::string()));
-      points.push_back(std::move(point));
-      r.erase("ranks");
-      entry = std::move(r);
+      scaleout.points.push_back(std::move(point));
+      entry = std::move(r);  // the entry's experiment figures: the last rank count's rank 0
     }
-    if (points.empty()) continue;
+    if (scaleout.points.empty()) continue;
+    // The scale-out record stands for the runs' ranks objects.
+    entry.erase("ranks");
     entry["id"] = id;
+    entry["kind"] = results::entry_kind_name(results::EntryKind::kScaleout);
     entry["part"] = "C";
-    entry["scaleout"] = {{"points", points}, {"spec", spec_file.filename().string()}};
+    entry["scaleout"] = to_json(scaleout);
     out.push_back(std::move(entry));
   }
   return out;

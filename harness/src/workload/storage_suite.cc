@@ -41,12 +41,6 @@ void generate(const DlioWorkload& w, const StorageSuiteOptions& o) {
   if (r.interrupted) throw RunFailure("interrupted while generating the dataset");
 }
 
-nlohmann::json entry_of(const DlioWorkload& w, const WorkloadResult& r) {
-  nlohmann::json x = to_json(to_experiment(w, r));
-  x["workload"] = workload_json(w, r);
-  return x;
-}
-
 // MemAvailable from /proc/meminfo, in bytes (0 when it cannot be read).
 int64_t available_memory_bytes() {
   std::ifstream in("/proc/meminfo");
@@ -101,13 +95,12 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
             const WorkloadResult r =
                 run_workload(w, {.accelerators = 1, .stop = o.stop, .scratch_dir = o.out / "scratch"});
             std::string times;
-            for (const auto& epoch : r.remote.value("epochs", nlohmann::json::array())) {
-              times += fmt::format("{}{:.2f} s", times.empty() ? "" : ", ", epoch.value("seconds", 0.0));
-            }
+            for (const results::RemoteEpoch& epoch : r.remote->epochs)
+              times += fmt::format("{}{:.2f} s", times.empty() ? "" : ", ", epoch.seconds);
             log(fmt::format("{}: AU {:.2f}%, epochs {}; first step after {:.2f} s", w.name,
                             r.metrics.au_mean_percentage, times,
-                            r.remote.value("time_to_first_step_seconds", 0.0)));
-            out.push_back(entry_of(w, r));
+                            r.remote->time_to_first_step_seconds.value_or(0)));
+            out.push_back(to_json(to_experiment(w, r)));
             break;
           }
           // On files read once first when they fit in half the available memory (with
@@ -125,9 +118,9 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
                                : e.warm_page_cache
                                      ? "files larger than half the available memory, not cached first"
                                      : "files as found in the page cache"));
-          nlohmann::json x = entry_of(w, r);
-          x["workload"]["page_cache"] = warm ? "warm" : "as found";
-          out.push_back(std::move(x));
+          ExperimentResult x = to_experiment(w, r);
+          x.workload->page_cache = warm ? "warm" : "as found";
+          out.push_back(to_json(x));
           break;
         }
         case EntryKind::kSearch: {
@@ -142,15 +135,15 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
           const WorkloadResult r = run_workload(
               w, {.accelerators = std::max<int64_t>(1, s.max_accelerators), .drop_caches = e.cold,
                   .stop = o.stop});
-          nlohmann::json x = entry_of(w, r);
-          if (e.cold) x["id"] = x["id"].get<std::string>() + " (cold)";
-          x["workload"]["max_accelerators"] = search_json(s, e.cold, limit);
+          ExperimentResult x = to_experiment(w, r);
+          if (e.cold) x.id += " (cold)";
+          x.workload->max_accelerators = search_record(s, e.cold, limit);
           log(fmt::format("{}{}: pipeprof sustains {} accelerators at AU >= {:.0f}%, {:.0f}% of the "
                           "storage bound ({:.1f}: {:.0f} MiB/s{})",
                           w.name, e.cold ? ", cold" : "", s.max_accelerators, w.au * 100,
                           s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0,
                           s.bound, s.storage_mib_per_s, e.cold ? " read from the device" : ""));
-          out.push_back(std::move(x));
+          out.push_back(to_json(x));
           break;
         }
         case EntryKind::kPeer: {
@@ -162,17 +155,17 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
           }
           const DlioWorkload w = prepared(e, data, epochs);
           generate(w, o);
-          nlohmann::json x = peer->find_max_accelerators(
+          std::optional<PeerRun> x = peer->find_max_accelerators(
               {.workload_file = workloads_dir() / (e.workload + ".yaml"),
                .overrides = {"++workload.dataset.data_folder=" + w.dataset.data_folder,
                              fmt::format("++workload.train.epochs={}", epochs)},
                .limit = limit,
-               .out = o.out / fmt::format("{}.json", e.id)});
-          if (x.is_null() || stopped()) break;  // interrupted
-          log(fmt::format(
-              "{}: {} sustains {} accelerators", w.name, peer->name(),
-              x.value(nlohmann::json::json_pointer("/workload/max_accelerators/max_accelerators"), 0)));
-          out.push_back(std::move(x));
+               .out = o.out / fmt::format("{}.json", e.id),
+               .id = "workload:" + w.name + peer->id_suffix()});
+          if (!x || stopped()) break;  // interrupted
+          log(fmt::format("{}: {} sustains {} accelerators", w.name, peer->name(),
+                          x->read.workload->max_accelerators->max_accelerators));
+          out.push_back(std::move(x->entry));
           break;
         }
         case EntryKind::kGrowingCache: {

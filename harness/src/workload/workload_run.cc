@@ -381,53 +381,45 @@ StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& optio
   return a;
 }
 
-nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r) {
+results::WorkloadRecord workload_record(const DlioWorkload& w, const WorkloadResult& r) {
   const RunMetrics& m = r.metrics;
-  nlohmann::json per_accelerator = nlohmann::json::array();
+  results::WorkloadRecord out;
+  out.file = w.file;
+  out.name = w.name;
+  out.loader = loader_name(w.loader);
+  out.format = pipelines::formats::data_format_name(w.dataset.format);
+  out.accelerators = r.accelerators;
+  out.steps_per_epoch = r.steps;
+  out.batch_size = w.batch_size;
+  if (!w.read_threads_autotune) out.read_threads = w.read_threads;
+  out.computation_time = w.computation_time.to_json();
+  out.au_threshold = w.au;
+  out.scale = w.scale;
+  out.dlio = results::DlioFigures{.au_percentage = m.au_percentage,
+                                  .throughput = m.throughput_samples_per_s,
+                                  .au_mean_percentage = m.au_mean_percentage,
+                                  .au_stdev_percentage = m.au_stdev_percentage,
+                                  .throughput_mean = m.throughput_mean,
+                                  .throughput_stdev = m.throughput_stdev,
+                                  .io_mean_mb_per_s = m.io_mean_mb_per_s,
+                                  .io_stdev_mb_per_s = m.io_stdev_mb_per_s,
+                                  .meets_au = m.meets_au};
   for (size_t i = 0; i < m.accelerator_au_percentage.size(); ++i) {
-    per_accelerator.push_back({{"rank", i},
-                               {"au_percentage", m.accelerator_au_percentage[i]},
-                               {"throughput_samples_per_second", m.accelerator_throughput[i]}});
+    out.per_accelerator.push_back({.rank = static_cast<int64_t>(i),
+                                   .au_percentage = m.accelerator_au_percentage[i],
+                                   .samples_per_second = m.accelerator_throughput[i]});
   }
+  out.wait = results::WaitFigures{.mean_ms = m.wait_mean_ms, .p50_ms = m.wait_p50_ms, .p99_ms = m.wait_p99_ms};
+  out.barrier_mean_ms = m.barrier_mean_ms;
   int64_t bytes_read = 0;
   for (int64_t b : m.bytes_read_per_epoch)
     bytes_read += b;
-  nlohmann::json out{
-      {"file", w.file},
-      {"name", w.name},
-      {"loader", loader_name(w.loader)},
-      {"format", pipelines::formats::data_format_name(w.dataset.format)},
-      {"accelerators", r.accelerators},
-      {"steps_per_epoch", r.steps},
-      {"batch_size", w.batch_size},
-      {"read_threads", w.read_threads_autotune ? nlohmann::json("autotune")
-                                               : nlohmann::json(w.read_threads)},
-      {"computation_time", w.computation_time.to_json()},
-      {"au_threshold", w.au},
-      {"scale", w.scale},
-      {"dlio",
-       {{"train_au_percentage", m.au_percentage},
-        {"train_au_mean_percentage", m.au_mean_percentage},
-        {"train_au_meet_expectation", m.meets_au ? "success" : "fail"},
-        {"train_au_stdev_percentage", m.au_stdev_percentage},
-        {"train_throughput_samples_per_second", m.throughput_samples_per_s},
-        {"train_throughput_mean_samples_per_second", m.throughput_mean},
-        {"train_throughput_stdev_samples_per_second", m.throughput_stdev},
-        {"train_io_mean_MB_per_second", m.io_mean_mb_per_s},
-        {"train_io_stdev_MB_per_second", m.io_stdev_mb_per_s}}},
-      {"per_accelerator", per_accelerator},
-      {"wait_ms", {{"mean", m.wait_mean_ms}, {"p50", m.wait_p50_ms}, {"p99", m.wait_p99_ms}}},
-      {"barrier_mean_ms", m.barrier_mean_ms},
-      {"bytes_read", bytes_read},
-      {"bytes_read_per_epoch", m.bytes_read_per_epoch},
-      {"accelerator_priority", r.run.realtime ? "SCHED_FIFO" : "normal"},
-  };
-  if (!r.run.notes.empty()) out["notes"] = r.run.notes;
-  if (!r.remote.is_null()) out["remote"] = r.remote;
-  if (r.ranks) {
-    out["ranks"] = to_json(*r.ranks);
-    out["cluster"] = r.ranks->cluster;
-  }
+  out.bytes_read = bytes_read;
+  out.bytes_read_per_epoch = m.bytes_read_per_epoch;
+  out.accelerator_priority = r.run.realtime ? "SCHED_FIFO" : "normal";
+  out.notes = r.run.notes;
+  out.remote = r.remote;
+  out.ranks = r.ranks;
   return out;
 }
 
@@ -468,10 +460,10 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
   // A remote dataset names its own ideal: an epoch as fast as the store can serve it with the
   // requests in flight, or its computation time where that is longer (the median over the epochs,
   // as the wall time is).
-  if (r.remote.is_object() && r.remote.contains("epochs") && !r.remote["epochs"].empty()) {
+  if (r.remote && !r.remote->epochs.empty()) {
     std::vector<double> ideals;
-    for (const auto& e : r.remote["epochs"])
-      ideals.push_back(e.value("ideal_seconds", 0.0) * 1e3);
+    for (const results::RemoteEpoch& e : r.remote->epochs)
+      ideals.push_back(e.ideal_seconds * 1e3);
     x.ideal_ms = results::median(ideals);
     x.ideal_basis =
         "the remote store's epoch: the longer of an epoch's steps x computation_time and its "
@@ -483,31 +475,41 @@ ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r) {
     x.stages = r.run.accelerators.front().stages;
     x.autotune = r.run.accelerators.front().autotune;
   }
+  x.kind = results::EntryKind::kWorkload;
+  x.workload = workload_record(w, r);
   return x;
 }
 
-nlohmann::json search_json(const MaxAcceleratorSearch& s, bool cold, int64_t limit) {
-  nlohmann::json probes = nlohmann::json::array();
+results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool cold, int64_t limit) {
+  results::AcceleratorSearch out{.max_accelerators = s.max_accelerators, .limit = limit};
   for (const Probe& p : s.probes) {
-    probes.push_back({{"accelerators", p.accelerators},
-                      {"au_percentage", p.au_percentage},
-                      {"throughput_samples_per_second", p.throughput},
-                      {"meets", p.meets}});
+    out.probes.push_back({.accelerators = p.accelerators,
+                          .au_percentage = p.au_percentage,
+                          .samples_per_second = p.throughput,
+                          .meets = p.meets});
   }
-  const std::vector<double>& v = s.storage_samples;
-  const auto [lowest, highest] = std::minmax_element(v.begin(), v.end());
-  return {{"max_accelerators", s.max_accelerators},
-          {"limit", limit},
-          {"probes", probes},
-          {"storage_mib_per_s", s.storage_mib_per_s},
-          {"storage_samples_mib_per_s", v},
-          {"storage_mib_per_s_min", v.empty() ? 0.0 : *lowest},
-          {"storage_mib_per_s_max", v.empty() ? 0.0 : *highest},
-          {"storage_mib_per_s_before", v.empty() ? 0.0 : v.front()},
-          {"storage_mib_per_s_after", v.empty() ? 0.0 : v.back()},
-          {"storage_cold", cold},
-          {"demand_mib_per_s", s.demand_mib_per_s},
-          {"bound_accelerators", s.bound}};
+  out.storage = results::StorageBound{.samples_mib_per_s = s.storage_samples,
+                                      .mib_per_s = s.storage_mib_per_s,
+                                      .cold = cold,
+                                      .demand_mib_per_s = s.demand_mib_per_s,
+                                      .bound_accelerators = s.bound};
+  return out;
+}
+
+results::StallRecord stall_record(const StallAnalysis& a) {
+  results::StallRecord out{.synthetic_au_percentage = a.synthetic_au,
+                           .warm_au_percentage = a.warm_au,
+                           .cold_au_percentage = a.cold_au};
+  for (size_t i = 0; i < a.epochs.size(); ++i) {
+    const StallEpoch& e = a.epochs[i];
+    out.epochs.push_back({.epoch = static_cast<int64_t>(i + 1),
+                          .synthetic_s = e.synthetic_s,
+                          .warm_s = e.warm_s,
+                          .cold_s = e.cold_s,
+                          .fetch_stall_s = e.fetch_stall_s,
+                          .prep_stall_s = e.prep_stall_s});
+  }
+  return out;
 }
 
 }  // namespace pipeprof::harness::workload

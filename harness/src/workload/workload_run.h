@@ -46,8 +46,8 @@ struct WorkloadResult {
   RunMetrics metrics;
   std::string start, end;  // DLIO's timestamps
   double cpu_ms = 0;       // process CPU time during the run
-  // pipeprof.remote: RemoteEnvironment::report (null for local files).
-  nlohmann::json remote;
+  // pipeprof.remote: RemoteEnvironment::report (none for local files).
+  std::optional<results::RemoteRecord> remote;
   // Ranks: every rank's row on rank 0 (none alone).
   std::optional<RanksSummary> ranks;
 };
@@ -121,14 +121,18 @@ struct StallAnalysis {
 StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& options,
                              const std::function<void(const std::string&)>& on_pass);
 
-// The run as an experiment result (results.json): a repetition per epoch, whose ideal is the
-// epoch's computation time (AU 100%), and a "workload" object with DLIO's metrics and the rest.
+// The run as an experiment result of kind workload (results.json): a repetition per epoch, whose
+// ideal is the epoch's computation time (AU 100%) or, on a remote dataset, what the store can
+// serve; its workload record holds DLIO's metrics and the rest (workload_record).
 ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r);
-nlohmann::json workload_json(const DlioWorkload& w, const WorkloadResult& r);
+results::WorkloadRecord workload_record(const DlioWorkload& w, const WorkloadResult& r);
 
 // A max-accelerator search as results.json holds it (`workload.max_accelerators`): the probes,
-// the storage's measures (with their mean, range, first and last), the demand and the bound.
-// `cold`: the files were dropped before every epoch and measure; `limit`: the most it tried.
-nlohmann::json search_json(const MaxAcceleratorSearch& s, bool cold, int64_t limit);
+// the storage's measures, the demand and the bound. `cold`: the files were dropped before every
+// epoch and measure; `limit`: the most it tried.
+results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool cold, int64_t limit);
+
+// A stall analysis as results.json holds it (`workload.stall_analysis`).
+results::StallRecord stall_record(const StallAnalysis& a);
 
 }  // namespace pipeprof::harness::workload

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 
 namespace pipeprof::harness {
 
@@ -14,5 +15,7 @@ struct SleepOvershoot {
   double precise_p50_ms = 0, precise_p99_ms = 0, precise_max_ms = 0;
 };
 SleepOvershoot measure_sleep_overshoot(double sleep_ms = 10, int count = 20);
+// results.json's machine.sleep_overshoot.
+nlohmann::json to_json(const SleepOvershoot& o);
 
 }  // namespace pipeprof::harness

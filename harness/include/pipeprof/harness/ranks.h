@@ -3,7 +3,7 @@
 // Each rank runs its part and ends with a typed RankReport; run_on_ranks measures the clocks
 // before and after, sends the reports to rank 0, puts their records and traces on rank 0's clock,
 // names the first rank that failed and merges the traces. Rank 0 then sums the ranks up in a
-// RanksSummary, the typed `ranks` object of results.json (to_json / ranks_summary_from_json), which
+// RanksSummary, the typed `ranks` object of results.json (pipeprof/results/records.h), which
 // is also what the scale-out suite reads back from its runs.
 #pragma once
 
@@ -19,6 +19,7 @@
 
 #include "pipeprof/harness/cluster.h"
 #include "pipeprof/harness/training_loop.h"
+#include "pipeprof/results/records.h"
 #include "pipeprof/trace/merge.h"
 #include "pipeprof/trace/trace.h"
 
@@ -95,38 +96,12 @@ struct RankRun {
 RankRun run_on_ranks(cluster::Cluster& ranks, const std::function<RankReport()>& body,
                      const RankRunOptions& options);
 
-// One rank's row in the summary.
-struct RankRow {
-  int rank = 0;
-  std::string host;
-  double samples_per_second = 0;
-  double au_percentage = 0;
-  std::optional<std::string> error;
-  // Experiments: the rank's medians. Workloads: its accelerators and CPU time.
-  std::optional<double> median_wall_ms, wait_mean_ms;
-  std::optional<int64_t> elements, accelerators;
-  std::optional<double> cpu_ms;
-  bool interrupted = false;
-};
-
-// The `ranks` object of results.json.
-struct RanksSummary {
-  std::vector<RankRow> rows;
-  int size = 0;
-  std::string cluster;             // "Open MPI 4.1.4, 4 ranks"
-  double samples_per_second = 0;   // all ranks
-  int64_t samples_per_element = 1; // experiments: the spec's batch size
-  int slowest_rank = -1;
-  double slowest_behind_mean_percent = 0;
-  std::optional<int64_t> clock_error_ns;
-};
+// The `ranks` object of results.json is a typed record of the results layer.
+using results::RankRow;
+using results::RanksSummary;
 
 // Fills the total and the slowest rank from the rows.
 void sum_up(RanksSummary& s);
-nlohmann::json to_json(const RanksSummary& s);
-// Throws nlohmann::json::exception naming the missing key. Reads the workload's older name
-// "throughput_samples_per_second" too.
-RanksSummary ranks_summary_from_json(const nlohmann::json& j);
 
 // The per-rank table rank 0 prints.
 std::string rank_table(const RanksSummary& s);

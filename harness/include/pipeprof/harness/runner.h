@@ -16,6 +16,7 @@
 #include "pipeprof/harness/experiment.h"
 #include "pipeprof/harness/metrics.h"
 #include "pipeprof/pipelines/model.h"
+#include "pipeprof/results/records.h"
 #include "pipeprof/trace/trace.h"
 
 namespace pipeprof::harness {
@@ -109,6 +110,11 @@ struct ExperimentResult {
   std::string part;
   std::optional<double> seed_wait_ms;
   int64_t producers = 0;  // producer processes of a process source (0: none)
+  // What the entry is in results.json, and the typed records its kind carries
+  // (pipeprof/results/records.h): a DLIO workload's run, the ranks of a run under mpirun.
+  results::EntryKind kind = results::EntryKind::kExperiment;
+  std::optional<results::WorkloadRecord> workload;
+  std::optional<results::RanksSummary> ranks;
 };
 
 // Throws StepError for an unusable step.

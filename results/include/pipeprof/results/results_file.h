@@ -12,23 +12,22 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "pipeprof/results/records.h"
+#include "pipeprof/results/results_error.h"
+
 namespace pipeprof::results {
 
-// The schema version this pipeprof writes; versions 1 to 3 are read. Version 3 added an
-// experiment's optional "workload" object (a DLIO workload's metrics: `pipeprof workload`).
-inline constexpr int kSchemaVersion = 3;
-
-// A file that cannot be used: missing, not JSON, or not the expected shape. The message names the
-// file, the JSON path when there is one, and what was expected.
-class ResultsError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// The schema version this pipeprof writes; versions 1 to 4 are read. Version 3 added an
+// experiment's optional "workload" object (a DLIO workload's metrics: `pipeprof workload`);
+// version 4 each entry's "kind" and the typed records of records.h, every field in the schema.
+// Entries of files before 4 get their kind from what they hold (experiment_kind_before_4).
+inline constexpr int kSchemaVersion = 4;
 
 enum class Format { kPipeprof, kGoogleBenchmark };
 
@@ -38,7 +37,14 @@ struct Entry {
   std::vector<double> efficiency;  // per repetition: ideal / wall; empty without an ideal
   // Per repetition, where every repetition has them: accelerator utilization in % and samples/s.
   std::vector<double> au, throughput;
-  bool workload = false;  // a workload's entry: judged on AU and samples/s
+  // pipeprof files: what the entry is, its part of the catalog ("A", "B", "C" or ""), and its
+  // typed records (records.h).
+  EntryKind kind = EntryKind::kExperiment;
+  std::string part;
+  std::optional<WorkloadRecord> workload;
+  std::optional<RanksSummary> ranks;
+  std::optional<ScaleoutRecord> scaleout;
+  bool judged_on_au() const { return is_workload_kind(kind); }
 };
 
 struct ResultsFile {
@@ -53,9 +59,11 @@ struct ResultsFile {
 ResultsFile parse_results(std::string_view text, const std::string& source = "<memory>");
 ResultsFile load_results(const std::filesystem::path& path);
 
-// Validates a parsed pipeprof document (schema version 1 or 2) and returns its entries; throws
+// Validates a parsed pipeprof document (schema version 1 to 4) and returns its entries; throws
 // ResultsError naming `source` and the JSON path of the first problem.
 std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string& source);
+// The kind of an entry of a file before schema 4, from what it holds.
+EntryKind experiment_kind_before_4(const nlohmann::json& experiment);
 std::vector<Entry> google_benchmark_entries(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace pipeprof::results
