@@ -325,6 +325,22 @@ TEST(Run, MalformedSpecIsBadInput) {
   EXPECT_NE(r.out.find("missing.json: no such file"), std::string::npos) << r.out;
 }
 
+// 200 000 arrays under a function's args crashed inspect, run and tune (SIGSEGV) before the
+// nesting limit: now each says where the document got too deep, with exit 2.
+TEST(Run, ASpecNestedTooDeepIsBadInputEverywhere) {
+  const TempDir tmp;
+  const int levels = 200000;
+  const auto deep = tmp.write(
+      "deep.json", R"({"stages": [{"op": "range", "stop": 3}, {"op": "map", "fn": {"name": "add", "args": [)" +
+                       std::string(levels, '[') + std::string(levels, ']') + "]}}]}");
+  for (const std::string command : {"inspect", "run", "tune"}) {
+    const CliResult r = run(command + " " + deep.string());
+    EXPECT_EQ(r.code, 2) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("deep.json: invalid JSON at byte"), std::string::npos) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("nested deeper than 256 levels"), std::string::npos) << command << ": " << r.out;
+  }
+}
+
 TEST(Run, DamagedDataFilesAreBadInputNamingFileAndOffset) {
   const TempDir tmp;
   const auto npy = tmp.write("bad.npy", std::string("\x93NUMPY\x01\x00\x40\x00{'descr': '<f4'", 24));

@@ -10,6 +10,7 @@
 #include "pipeprof/pipelines/functions.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/registry.h"
+#include "pipeprof/trace/json_depth.h"
 #include "spec_fields.h"
 
 namespace pipeprof::pipelines {
@@ -167,7 +168,7 @@ Spec load_spec(const std::filesystem::path& file, const ParseOptions& options) {
   text << in.rdbuf();
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(text.str());
+    document = trace::parse_json(text.str());  // at most trace::kMaxJsonDepth levels
   } catch (const nlohmann::json::parse_error& e) {
     throw SpecError(fmt::format("{}: invalid JSON at byte {}: {}", source, e.byte, e.what()));
   }

@@ -2,6 +2,7 @@
 // loading files, and the round trip parse -> to_spec -> parse.
 #include "pipeprof/pipelines/spec.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 namespace pipeprof::pipelines {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -259,6 +261,26 @@ TEST_F(LoadSpec, InvalidJsonNamesTheFileAndTheByteOffset) {
     EXPECT_THAT(e.what(), StartsWith(path.string() + ": invalid JSON at byte 44: "));
     EXPECT_THAT(e.what(), HasSubstr("line 3, column 1"));
   }
+}
+
+// A document nested far deeper than any spec (200 000 arrays under a function's args, 850 KB of
+// interleaves within interleaves) is refused before anything recursive sees it.
+TEST_F(LoadSpec, NestingDeeperThanTheLimitIsRefusedNamingTheByte) {
+  const std::string prefix = R"({"stages": [{"op": "range", "stop": 3}, {"op": "map", "fn": )"
+                             R"({"name": "add", "args": [)";
+  const int levels = 200000;
+  const auto deep = write("deep.json", prefix + std::string(levels, '[') + std::string(levels, ']') + "]}}]}");
+  EXPECT_THAT(error_message([&] { load_spec(deep); }),
+              AllOf(StartsWith(deep.string() + ": invalid JSON at byte "),
+                    HasSubstr("nested deeper than 256 levels")));
+  // The byte named is the bracket that opens level 257: the prefix holds 5 levels.
+  EXPECT_THAT(error_message([&] { load_spec(deep); }),
+              StartsWith(fmt::format("{}: invalid JSON at byte {}:", deep.string(),
+                                     prefix.size() + (257 - 5))));
+  // Brackets inside strings do not count; a spec within the limit still loads.
+  const auto fine = write("fine.json", R"({"name": ")" + std::string(1000, '[') +
+                                           R"(", "stages": [{"op": "range", "stop": 3}]})");
+  EXPECT_EQ(load_spec(fine).dataset.collect().size(), 3U);
 }
 
 TEST_F(LoadSpec, EmptyFileAndDirectory) {

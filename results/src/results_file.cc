@@ -7,6 +7,8 @@
 #include <optional>
 #include <sstream>
 
+#include "pipeprof/trace/json_depth.h"
+
 namespace pipeprof::results {
 namespace {
 
@@ -212,7 +214,7 @@ ResultsFile parse_results(std::string_view text, const std::string& source) {
   ResultsFile file;
   file.path = source;
   try {
-    file.doc = nlohmann::json::parse(non_finite_as_null(text));
+    file.doc = trace::parse_json(non_finite_as_null(text));  // at most trace::kMaxJsonDepth levels
   } catch (const nlohmann::json::parse_error& e) {
     throw ResultsError(fmt::format("{}: not valid JSON (byte {}): {}", source, e.byte, e.what()));
   }

@@ -104,6 +104,13 @@ TEST(ResultsFile, ErrorsNameTheFileThePathAndWhatWasExpected) {
   EXPECT_NE(error_of("{\"other\": 1}").find("neither a pipeprof results file"), std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
   EXPECT_NE(error_of("{\"schema_version\": ").find("in.json: not valid JSON"), std::string::npos);
+  // Nested deeper than any results file (a spec of 100 000 arrays): refused before the report's
+  // recursive code sees it, naming the byte.
+  const std::string deep = R"({"schema_version": 4, "experiments": [{"spec": )" +
+                           std::string(100000, '[') + std::string(100000, ']') + "}]}";
+  EXPECT_NE(error_of(deep).find("in.json: not valid JSON (byte 301): "), std::string::npos)
+      << error_of(deep);
+  EXPECT_NE(error_of(deep).find("nested deeper than 256 levels"), std::string::npos);
 }
 
 TEST(ResultsFile, MissingFileIsAnError) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/trace/json_depth.h"
 #include "workload/peers.h"
 
 namespace pipeprof::harness::workload {
@@ -111,7 +112,7 @@ SuiteManifest load_suite_manifest(const fs::path& file) {
   text << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
+    doc = trace::parse_json(text.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: invalid JSON at byte {}", file.string(), e.byte));
   }

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "pipeprof/trace/json_depth.h"
+
 namespace pipeprof::pipelines::io {
 namespace {
 
@@ -389,9 +391,12 @@ std::vector<std::string> match_http(const std::string& pattern, const HttpAccess
   const Response index = get(access, folder, 0, 0, sink, client_error);
   bool listed = false;
   if (index.status == 200) {
-    const auto json = nlohmann::json::parse(reinterpret_cast<const char*>(body.data()),
-                                            reinterpret_cast<const char*>(body.data() + body.size()),
-                                            nullptr, /*allow_exceptions=*/false);
+    const std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
+    if (trace::json_too_deep_at(text) != std::string_view::npos) {
+      throw IoError(fmt::format("{}: the JSON index is nested deeper than {} levels", folder,
+                                trace::kMaxJsonDepth));
+    }
+    const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (json.is_array()) {
       for (const auto& entry : json) {
         if (!entry.is_object() || !entry.contains("name") || !entry.at("name").is_string()) {
