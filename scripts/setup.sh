@@ -36,6 +36,8 @@ PACKAGES=(
   # Storage: zlib (gzip, npz), ISA-L (CRC-32C), libzip, libhdf5, libturbojpeg; fio for the storage
   # benchmark; numpy, h5py and PIL check the formats in the tests
   zlib1g-dev libisal-dev fio libzip-dev libhdf5-dev libturbojpeg0-dev
+  # Compressed traces (gzip through zlib, zstd)
+  libzstd-dev
   python3-numpy python3-h5py python3-pil
   # Remote object storage: libcurl for HTTP reads; nginx (with its echo module for a time to first
   # byte) as the object server of the remote experiments and tests

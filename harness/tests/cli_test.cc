@@ -296,6 +296,29 @@ TEST(Analyze, FolderOfRankTracesNamesTheSlowestRank) {
   EXPECT_NE(r.out.find("rank-3.json: byte "), std::string::npos) << r.out;
 }
 
+// PyTorch's tensorboard_trace_handler(use_gzip=True) writes *.pt.trace.json.gz: analyze reads it
+// (and a zstd one) as it reads the plain file, alone or as a rank's trace in a folder.
+TEST(Analyze, CompressedTracesAreReadByTheirContent) {
+  const TempDir tmp;
+  const auto plain = tmp.write("w.pt.trace.json", torch_trace(40));
+  ASSERT_EQ(pipeprof::testing::run_command("gzip -k " + plain.string()).code, 0);
+  CliResult r = run("analyze " + plain.string() + ".gz");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("input-bound 40.0%: highly input-bound"), std::string::npos) << r.out;
+  const TempDir ranks;
+  ranks.write("rank-0.json", torch_trace(10));
+  const auto one = ranks.write("rank-1.json", torch_trace(60, 150));
+  ASSERT_EQ(pipeprof::testing::run_command("gzip " + one.string()).code, 0);  // rank-1.json.gz
+  r = run("analyze " + ranks.path().string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("slowest rank: 1"), std::string::npos) << r.out;
+  // Cut short: the file and the byte where the compressed data ends.
+  const auto cut = tmp.write("cut.json.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8));
+  r = run("analyze " + cut.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cut.json.gz: byte 8: truncated gzip data"), std::string::npos) << r.out;
+}
+
 TEST(Run, UnknownExperimentIsBadInput) {
   CliResult r = run("run no_such_thing");
   EXPECT_EQ(r.code, 2);

@@ -17,7 +17,11 @@ class PaddedBuffer {
 
   // A copy of `text`.
   static PaddedBuffer copy_of(std::string_view text);
-  // The contents of a file; throws std::runtime_error naming the file when it cannot be read.
+  // The contents of a file, decompressed when they are gzip (first bytes 1f 8b: PyTorch's
+  // tensorboard_trace_handler with use_gzip, HTA's examples) or zstd (28 b5 2f fd), whatever the
+  // file's name. Throws std::runtime_error naming the file when it cannot be read, and
+  // TraceFormatError (file and byte of the compressed data) when the compressed data is corrupt or
+  // truncated or would decompress to more than half this machine's memory.
   static PaddedBuffer load(const std::filesystem::path& path);
 
   const char* data() const { return data_.get(); }
@@ -25,6 +29,7 @@ class PaddedBuffer {
   size_t capacity() const { return capacity_; }  // size() + padding, at least
 
  private:
+  static PaddedBuffer read_file(const std::filesystem::path& path);  // the bytes as they are
   struct Free {
     void operator()(char* p) const noexcept;
   };

@@ -51,8 +51,12 @@ std::vector<std::pair<int, std::filesystem::path>> find_rank_traces(
   std::vector<std::pair<int, std::filesystem::path>> out;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!name.starts_with("rank-") || !name.ends_with(".json")) continue;
-    const std::string_view digits(name.data() + 5, name.size() - 5 - 5);
+    // rank-<N>.json, compressed or not (the reader recognises gzip and zstd by their bytes).
+    size_t suffix = 0;
+    for (const std::string_view s : {".json", ".json.gz", ".json.zst"})
+      if (name.ends_with(s)) suffix = s.size();
+    if (!name.starts_with("rank-") || suffix == 0 || name.size() < 5 + suffix) continue;
+    const std::string_view digits(name.data() + 5, name.size() - 5 - suffix);
     int rank = 0;
     const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
     if (err != std::errc() || end != digits.data() + digits.size() || digits.empty()) continue;

@@ -1,5 +1,6 @@
 // Per-rank comparison for distributed PyTorch jobs, which write one profiler trace per rank
-// ("rank-0.json", "rank-1.json", ... in one folder):
+// ("rank-0.json", "rank-1.json", ... in one folder; gzip or zstd ones as rank-0.json.gz or
+// rank-0.json.zst):
 //
 //   const auto files = trace::find_rank_traces("traces/");
 //   std::vector<trace::RankAnalysis> ranks;
