@@ -1,6 +1,10 @@
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/harness/cluster.h"
 
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <new>
@@ -66,6 +70,42 @@ int exit_code_of(Outcome outcome) {
   return kExitFailed;
 }
 
+CLI::Validator positive_count() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+        if (ec != std::errc() || end != in.data() + in.size() || v < 1)
+          return fmt::format("expected a whole number of at least 1, got \"{}\"", in);
+        return {};
+      },
+      "INT>=1", "positive count");
+}
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+        if (ec != std::errc() || end != in.data() + in.size() || !std::isfinite(v) || v <= 0)
+          return fmt::format("expected a number above 0, got \"{}\"", in);
+        return {};
+      },
+      "NUMBER>0", "positive number");
+}
+
+CLI::Validator unit_fraction() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
+        if (ec != std::errc() || end != in.data() + in.size() || !std::isfinite(v) || v <= 0 || v > 1)
+          return fmt::format("expected a fraction in (0, 1], got \"{}\"", in);
+        return {};
+      },
+      "FRACTION", "fraction in (0, 1]");
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{
       "pipeprof: profile, reconstruct and tune deep-learning input pipelines.\n"
@@ -97,6 +137,19 @@ int run_cli(int argc, char** argv) {
   add(add_workload_command(app));
   add(add_serve_command(app));
 
+  // An unknown word where the command goes: name it (CLI11 would only say one is required).
+  std::string names;
+  bool known = false;
+  for (const CLI::App* cmd : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + cmd->get_name();
+    known = known || (argc > 1 && cmd->check_name(argv[1]));
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::cerr << fmt::format("pipeprof: unknown command \"{}\" (the commands: {}; pipeprof --help "
+                             "says what each does)\n",
+                             argv[1], names);
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -42,6 +42,13 @@ double parse_ms(const std::string& name, const std::string& value) {
     throw StepError(fmt::format("step '{}': expected a non-negative time in ms after ':', got '{}'",
                                 name, value));
   }
+  // An hour: longer than any training step, and far from where the nanosecond clock overflows.
+  constexpr double kMaxMs = 3.6e6;
+  if (ms > kMaxMs) {
+    throw StepError(fmt::format("step '{}': {} ms is longer than the longest step allowed, {:g} ms "
+                                "(an hour)",
+                                name, value, kMaxMs));
+  }
   return ms;
 }
 

@@ -81,6 +81,41 @@ TEST(Cli, HelpListsCommandsAndExitsZero) {
 TEST(Cli, NoCommandIsBadUsage) {
   CliResult r = run("");
   EXPECT_EQ(r.code, 2) << r.out;
+  // An unknown word is named, with the commands there are.
+  r = run("frobnicate --epochs 3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown command \"frobnicate\" (the commands: suite, list, run,"),
+            std::string::npos)
+      << r.out;
+}
+
+// Values out of range are refused before anything runs, saying what was expected.
+TEST(Cli, OutOfRangeValuesSayWhatWasExpected) {
+  CliResult r = run("run naive --epochs 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--epochs: expected a whole number of at least 1, got \"0\""), std::string::npos)
+      << r.out;
+  EXPECT_LT(r.out.size(), 200u) << r.out;  // no 300-digit bound
+  for (const char* scale : {"0", "-1", "nan", "1.5"}) {
+    r = run(std::string("workload ") + PIPEPROF_WORKLOADS_DIR + "/unet3d_h100.yaml --scale " + scale);
+    EXPECT_EQ(r.code, 2) << scale << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("--scale: expected a fraction in (0, 1], got \"") + scale + "\""),
+              std::string::npos)
+        << r.out;
+  }
+  // A step of 1e15 ms once ran and reported an efficiency of 4e13.
+  r = run("run naive --step sleep:1e15 --repetitions 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("1e15 ms is longer than the longest step allowed"), std::string::npos) << r.out;
+  // An artificial source told to wait 1e13 ms did not wait at all (the clock overflowed).
+  const TempDir tmp;
+  const auto spec = tmp.write(
+      "long.json", R"({"stages": [{"op": "artificial", "open_ms": 1e13, "read_ms": 1, "num_samples": 1}]})");
+  r = run("inspect " + spec.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("long.json: stages[0]: artificial: open_ms and read_ms must be at most"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, OpsListsEveryOperationFromTheRegistry) {
@@ -245,6 +280,12 @@ TEST(Analyze, MissingOrMalformedTraceIsBadInput) {
   EXPECT_NE(r.out.find("bad.json: byte "), std::string::npos) << r.out;
   r = run("analyze " + tmp.path().string());  // a folder
   EXPECT_EQ(r.code, 2) << r.out;
+  // Cut short: the byte where the text ends, not byte 0.
+  const auto cut = tmp.write("cut.json", R"({"traceEvents": [)");
+  r = run("analyze " + cut.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cut.json: byte 17: the JSON ends inside an object or array"), std::string::npos)
+      << r.out;
 }
 
 // A PyTorch profiler trace with two steps of `step_us`, each waiting `wait_us` for the DataLoader.

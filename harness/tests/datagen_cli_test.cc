@@ -133,6 +133,9 @@ TEST(DatagenCli, BadInputExitsTwoNamingTheFlagOrKey) {
       {folder + " --num-files-train abc", "--num-files-train"},
       {folder + " --format png", "--format: expected one of tfrecord, npz, npy, hdf5, jpeg, raw"},
       {folder + " --num-files-train -1", "--num-files-train: expected an integer >= 0, got -1"},
+      // Once "out of memory" with exit 1: a billion file names planned.
+      {folder + " --num-files-train 1000000000",
+       "--num-files-train: expected at most 10000000 files, got 1000000000"},
       {folder + " --num-samples-per-file 0", "--num-samples-per-file: expected an integer >= 1"},
       {folder + " --format raw --record-length-stdev 5", "--record-length-stdev: raw records"},
       {folder + " --record-length 0", "--record-length: expected a number of bytes"},

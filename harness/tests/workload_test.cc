@@ -201,11 +201,24 @@ TEST(WorkloadOverrides, HydrasGrammar) {
       {"++workload.train.epochs=[1", "the value is not YAML"},
       {"++workload.train.epochs.x=1", "`train.epochs` is not a section"},
       {"++workload.train.epochs=none", "train.epochs: expected a whole number"},
+      // Empty: once read as "no value" and the default (batch 1) used.
+      {"++workload.reader.batch_size=", "no value after '=' (to remove the key: ~workload.reader.batch_size)"},
+      {"workload.train.epochs= ", "no value after '='"},
   };
   for (const auto& [o, part] : bad) {
     const std::string msg = error_of(f, {o});
     EXPECT_NE(msg.find(part), std::string::npos) << o << " -> " << msg;
   }
+}
+
+// yaml-cpp reads the first of two equal keys; DLIO's loader refuses such a file, and so does this.
+TEST(WorkloadFile, AKeyTwiceInASectionIsRefusedWithItsLine) {
+  const TempDir tmp;
+  const std::string f =
+      tmp.write("dup.yaml", "model:\n  name: a\ntrain:\n  epochs: 2\n  seed: 1\n  epochs: 3\n").string();
+  EXPECT_EQ(error_of(f, {}), f + ": line 6: `train.epochs` appears twice in its section (DLIO refuses this too)");
+  const std::string top = tmp.write("top.yaml", "train:\n  epochs: 2\ntrain:\n  epochs: 3\n").string();
+  EXPECT_NE(error_of(top, {}).find("line 3: `train` appears twice"), std::string::npos) << error_of(top, {});
 }
 
 TEST(WorkloadScale, ScalesTheFilesAndKeepsOne) {

@@ -107,6 +107,8 @@ class Reader {
       if (doc.current_location().get(rest) == simdjson::SUCCESS)
         fail(offset_of(rest), "unexpected content after the end of the trace");
     } catch (const simdjson::simdjson_error& e) {
+      if (e.error() == simdjson::INCOMPLETE_ARRAY_OR_OBJECT)  // where it ends: there is no other place
+        fail(json_.size(), "the JSON ends inside an object or array (truncated input?)");
       std::string what = std::string("malformed JSON: ") + simdjson::error_message(e.error());
       if (in_event_) what += " (in traceEvents[" + std::to_string(event_index_) + "])";
       throw TraceFormatError(source_, location(), what);
@@ -132,6 +134,8 @@ class Reader {
     if (err == simdjson::UNCLOSED_STRING)
       fail(json_.size(), "unterminated string (truncated input?)");
     if (err == simdjson::EMPTY) fail(0, "empty input: expected a JSON trace");
+    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT)
+      fail(json_.size(), "the JSON ends inside an object or array (truncated input?)");
     fail(0, std::string("malformed JSON: ") + simdjson::error_message(err));
   }
 

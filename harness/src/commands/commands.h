@@ -14,6 +14,12 @@ namespace pipeprof::harness {
 
 using CommandRunner = std::function<Outcome()>;
 
+// Option checks whose messages say what was expected (CLI11's PositiveNumber names a range with a
+// 300-digit bound): a whole number >= 1; a number > 0; a fraction in (0, 1].
+CLI::Validator positive_count();
+CLI::Validator positive_number();
+CLI::Validator unit_fraction();
+
 CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_compare_command(CLI::App& app);
 CommandRunner add_datagen_command(CLI::App& app);

@@ -78,7 +78,7 @@ CommandRunner add_inspect_command(CLI::App& app) {
       "inspect", "Run a pipeline spec and print its elements as JSON lines (one per element)");
   cmd->add_option("spec", options->spec, "Pipeline spec (JSON) to run")->required();
   cmd->add_option("--epochs", options->epochs, "Number of epochs (a fresh iterator each)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--limit", options->limit, "Print at most K elements per epoch (-1: all)")
       ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--format", options->format,

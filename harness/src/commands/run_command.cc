@@ -170,7 +170,7 @@ CommandRunner add_run_command(CLI::App& app) {
       "--step", o->step,
       "Training step: sleep:<ms>, cpu:<ms>, cuda:<ms>, none, auto (default: the experiment's)");
   cmd->add_option("--epochs", o->epochs, "Epochs (default: the experiment's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--repetitions", o->repetitions, "Repetitions; the median is reported")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--producers", o->producers,
@@ -184,7 +184,7 @@ CommandRunner add_run_command(CLI::App& app) {
                   "Read http:// URLs through a read-through disk cache in this folder (kept: a "
                   "later run starts warm; docs/remote.md)");
   cmd->add_option("--cache-mib", o->cache_mib, "The disk cache's budget in MiB (least recently used evicted)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--json", o->json, "Write the result (every repetition) as JSON to this file");
   cmd->add_option("--trace", o->trace,
                   "Record one extra, unmeasured run's timeline and write it as Chrome-trace JSON");

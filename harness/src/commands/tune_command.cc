@@ -162,7 +162,7 @@ CommandRunner add_tune_command(CLI::App& app) {
       "--step", o->step,
       "Training step: sleep:<ms>, cpu:<ms>, cuda:<ms>, none, auto (default: the experiment's)");
   cmd->add_option("--epochs", o->epochs, "Epochs per trial (default: the experiment's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count());
   cmd->add_option("--repeats", o->repeats, "Hill climbing: trials per point before comparing")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--seed", o->seed, "Seed of the random choices");

@@ -371,7 +371,8 @@ CommandRunner add_workload_command(CLI::App& app) {
                 "fetch and preparation stall per epoch");
   cmd->add_option("--scale", o->scale,
                   "Fraction of the dataset's files to use, in (0, 1] (default: the workload's "
-                  "pipeprof.scale, else 1: full size)");
+                  "pipeprof.scale, else 1: full size)")
+      ->check(unit_fraction());
   cmd->add_option("--out", o->out,
                   "Output folder (default: the workload's output.folder, else out/workload/<name>)");
   cmd->add_option("--spec-out", o->spec_out,

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "pipeprof/harness/errors.h"
 
@@ -64,6 +66,28 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+// A key twice in one mapping: yaml-cpp keeps both and reads the first, DLIO's loader refuses the
+// file; so does this one, naming the key and its second line.
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& at) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      refuse_duplicate_keys(node[i], path, fmt::format("{}[{}]", at, i));
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    const std::string here = at.empty() ? key : at + "." + key;
+    if (!seen.insert(key).second) {
+      throw InputError(fmt::format("{}: line {}: `{}` appears twice in its section (DLIO refuses "
+                                   "this too)",
+                                   path, kv.first.Mark().line + 1, here));
+    }
+    refuse_duplicate_keys(kv.second, path, here);
+  }
+}
+
 }  // namespace
 
 std::optional<bool> yaml_boolean(const std::string& text) {
@@ -89,6 +113,7 @@ YAML::Node load_yaml_mapping(const std::string& path) {
                     "...)",
                     path));
   }
+  refuse_duplicate_keys(root, path, "");
   return root;
 }
 
@@ -121,6 +146,10 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
     }
     YAML::Node value;
     if (mode != Mode::kRemove) {
+      if (o.find_first_not_of(" \t", eq + 1) == std::string::npos) {
+        throw InputError(fmt::format(
+            "override \"{}\": no value after '=' (to remove the key: ~workload.{})", text, path));
+      }
       try {
         value = YAML::Load(o.substr(eq + 1));
       } catch (const YAML::Exception& e) {

@@ -63,9 +63,15 @@ std::string folder_of(const DlioDataset& d, bool eval, int64_t i) {
   return (fs::path(split) / padded(i % subfolders, digits_of(subfolders).size())).string();
 }
 
-void check_count(const std::string& key, int64_t v, int64_t min) {
+// The most files of one split: the layout is planned in memory (a name per file), and the largest
+// MLPerf Storage datasets hold a few hundred thousand files.
+constexpr int64_t kMaxFiles = 10'000'000;
+
+void check_count(const std::string& key, int64_t v, int64_t min, int64_t max = INT64_MAX) {
   if (v < min)
     throw DatasetConfigError(key, fmt::format("expected an integer >= {}, got {}", min, v));
+  if (v > max)
+    throw DatasetConfigError(key, fmt::format("expected at most {} files, got {}", max, v));
 }
 
 }  // namespace
@@ -93,8 +99,8 @@ std::string data_format_names() {
 
 void validate(const DlioDataset& d) {
   if (d.data_folder.empty()) throw DatasetConfigError("data_folder", "expected a folder, got \"\"");
-  check_count("num_files_train", d.num_files_train, 0);
-  check_count("num_files_eval", d.num_files_eval, 0);
+  check_count("num_files_train", d.num_files_train, 0, kMaxFiles);
+  check_count("num_files_eval", d.num_files_eval, 0, kMaxFiles);
   if (d.num_files_train + d.num_files_eval == 0) {
     throw DatasetConfigError("num_files_train",
                              "no file to write: num_files_train and "

@@ -46,6 +46,11 @@ class ArtificialIterator final : public Iterator {
 }  // namespace
 
 ArtificialNode::ArtificialNode(ArtificialOptions options_) : options(options_) {
+  // A day at most: nothing real waits longer, and the nanosecond clock overflows far beyond it.
+  constexpr double kMaxMs = 8.64e7;
+  if (!(options.open_ms <= kMaxMs) || !(options.read_ms <= kMaxMs)) {
+    throw std::invalid_argument("artificial: open_ms and read_ms must be at most 86400000 (a day)");
+  }
   if (options.open_ms < 0 || options.read_ms < 0 || options.num_samples < 0) {
     throw std::invalid_argument(
         "artificial: open_ms, read_ms and num_samples must not be negative");
