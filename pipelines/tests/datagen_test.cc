@@ -412,6 +412,40 @@ TEST(Datagen, SecondRunKeepsCompleteFilesAndReplacesALeftover) {
   EXPECT_EQ(contents(files[3].path), before[3]);
 }
 
+// A file under its final name is kept only when it is what the layout writes: cut, emptied or
+// written with another record length, it is written again (once "kept 4 complete", exit 0, and a
+// workload with generate_data never repaired them).
+TEST(Datagen, FilesThatDoNotMatchTheLayoutAreWrittenAgain) {
+  for (const DataFormat format : {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kTFRecord,
+                                  DataFormat::kRaw, DataFormat::kHdf5, DataFormat::kJpeg}) {
+    const std::string name(data_format_name(format));
+    const TempDir tmp(name);
+    DlioDataset d = small(tmp, format);
+    generate_dataset(d);
+    const auto files = dataset_files(d);
+    const std::string whole = contents(files[1].path);
+    std::ofstream(files[0].path, std::ios::trunc);  // 0 bytes
+    std::ofstream(files[1].path, std::ios::trunc | std::ios::binary) << whole.substr(0, whole.size() / 2);
+    GenerateResult r = generate_dataset(d);
+    EXPECT_EQ(r.files_rewritten, 2) << name;
+    EXPECT_EQ(r.files_written, 2) << name;
+    EXPECT_EQ(r.files_kept, static_cast<int64_t>(files.size()) - 2) << name;
+    EXPECT_NE(r.first_rewritten.find(files[0].path + ": "), std::string::npos) << name << ": " << r.first_rewritten;
+    EXPECT_EQ(contents(files[1].path), whole) << name;
+    // A second run finds every file as the layout writes it.
+    r = generate_dataset(d);
+    EXPECT_EQ(r.files_rewritten, 0) << name << ": " << r.first_rewritten;
+    EXPECT_EQ(r.files_kept, static_cast<int64_t>(files.size())) << name;
+    if (format == DataFormat::kJpeg) continue;  // the encoder's size: another length may fit
+    // Another record length: every file's size differs.
+    d.record_length *= 2;
+    r = generate_dataset(d);
+    EXPECT_EQ(r.files_rewritten, static_cast<int64_t>(files.size())) << name;
+    EXPECT_NE(r.first_rewritten.find(" where this layout writes "), std::string::npos)
+        << name << ": " << r.first_rewritten;
+  }
+}
+
 TEST(Datagen, OtherFilesAreListed) {
   const TempDir tmp;
   const DlioDataset d = small(tmp, DataFormat::kRaw);

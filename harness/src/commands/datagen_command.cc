@@ -136,6 +136,11 @@ Outcome run_datagen(const formats::DlioDataset& d, const DatagenRunOptions& o) {
   const formats::GenerateResult r = formats::generate_dataset(d, options);
   if (bar) std::fputc('\n', stderr);
   const int64_t total = d.num_files_train + d.num_files_eval;
+  if (r.files_rewritten > 0) {  // said even with -q: files were replaced
+    std::cerr << fmt::format(
+        "{}: wrote {} file(s) again that did not match this layout (first: {})\n", d.data_folder,
+        r.files_rewritten, r.first_rewritten);
+  }
   if (r.interrupted) {
     std::cerr << fmt::format(
         "interrupted: {} of {} files complete, no partial file left; run "
@@ -167,8 +172,10 @@ CommandRunner add_datagen_command(CLI::App& app) {
       "d2, samples], y: zeros), npy (uint8 [d1, d2, samples]), hdf5 (records: uint8 [samples, d1, "
       "d2], labels), jpeg (one grayscale image per file), raw (records of exactly record-length "
       "bytes, fixed_length_records' layout).\n"
-      "Files are written in parallel under hidden temporary names and renamed when complete: "
-      "complete files are kept on a second run (idempotent), and Ctrl-C leaves no partial file. "
+      "Files are written in parallel under hidden temporary names, synced to the disk and renamed "
+      "when complete, so Ctrl-C or a crash leaves no partial file. A second run keeps the files "
+      "that are what this layout writes (their size; for hdf5 and jpeg the signature too) and "
+      "writes again the others (cut, empty, another record length), saying so. "
       "Flags override the workload file's dataset section. Writing into a folder that holds other "
       "files needs --allow-other-files. Prints progress on stderr when it is a terminal.");
   cmd->add_option("--workload", o->workload,

@@ -9,7 +9,10 @@
 // for libturbojpeg.
 #include "pipeprof/pipelines/datagen.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
+#include <zip.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -222,6 +226,80 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
   return 0;
 }
 
+// Why a file under its final name is not what this layout writes ("" when it is): its size, or the
+// format's own signature where the size depends on a library (hdf5) or an encoder (jpeg).
+std::string mismatch(const DlioDataset& d, const DatasetFile& file) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(file.path, ec);
+  if (ec) return "cannot be read: " + ec.message();
+  const int64_t samples = d.num_samples_per_file;
+  auto expect = [&](uint64_t want) {
+    return size == want ? std::string()
+                        : fmt::format("{} bytes where this layout writes {}", size, want);
+  };
+  auto first_and_last = [&](size_t n) {
+    std::string head(n, '\0'), tail(n, '\0');
+    std::ifstream in(file.path, std::ios::binary);
+    in.read(head.data(), static_cast<std::streamsize>(n));
+    in.seekg(-static_cast<std::streamoff>(n), std::ios::end);
+    in.read(tail.data(), static_cast<std::streamsize>(n));
+    return std::pair{in ? head : std::string(), in ? tail : std::string()};
+  };
+  switch (d.format) {
+    case DataFormat::kRaw:
+      return expect(file.bytes);
+    case DataFormat::kNpy:
+      return expect(encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes);
+    case DataFormat::kTFRecord: {
+      const ExampleFrame frame = tfrecord_frame_of(d, file);
+      const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+      return expect(static_cast<uint64_t>(samples) * (kTFRecordHeaderBytes + frame.head.size() + sample +
+                                                      frame.tail.size() + kTFRecordFooterBytes));
+    }
+    case DataFormat::kNpz: {
+      int error = 0;
+      zip_t* za = zip_open(file.path.c_str(), ZIP_RDONLY, &error);
+      if (za == nullptr) return "not a complete zip archive";
+      zip_stat_t st;
+      zip_stat_init(&st);
+      const bool found = zip_stat(za, "x.npy", 0, &st) == 0 && (st.valid & ZIP_STAT_SIZE) != 0;
+      zip_discard(za);
+      const uint64_t want =
+          encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes;
+      if (!found) return "no x.npy member";
+      return st.size == want ? std::string()
+                             : fmt::format("an x.npy of {} bytes where this layout writes {}", st.size, want);
+    }
+    case DataFormat::kHdf5: {
+      // The records' bytes and libhdf5's layout around them (a few KiB).
+      if (size < file.bytes || size > file.bytes + (uint64_t{1} << 20))
+        return fmt::format("{} bytes where this layout writes {} bytes of records (and libhdf5's "
+                           "few KiB around them)",
+                           size, file.bytes);
+      const auto [head, tail] = first_and_last(8);
+      return head == std::string("\x89HDF\r\n\x1a\n", 8) ? std::string() : std::string("no HDF5 signature");
+    }
+    case DataFormat::kJpeg: {
+      if (size < 4) return fmt::format("{} bytes", size);
+      const auto [head, tail] = first_and_last(2);
+      return head == "\xFF\xD8" && tail == "\xFF\xD9" ? std::string()
+                                                       : std::string("not a complete JPEG image");
+    }
+  }
+  return {};
+}
+
+// The file's data on the disk before its name is: a crash then leaves a temporary file, never a
+// short file under the final name.
+void sync_data(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw FormatError(fmt::format("{}: cannot be opened to sync: {}", path, std::strerror(errno)));
+  const int rc = ::fdatasync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw FormatError(fmt::format("{}: cannot be synced to the disk: {}", path, std::strerror(err)));
+}
+
 // The payload seed of file `k` of the run (train files first): a function of the seed and k only.
 uint64_t file_seed(uint64_t seed, uint64_t k) {
   return (seed * 0x9E3779B97F4A7C15ULL) ^ (k + 1) * 0xD1B54A32D192ED03ULL;
@@ -245,6 +323,11 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
     std::error_code ec;
     if (!options.overwrite && fs::is_regular_file(files[k].path, ec)) {
       fs::remove(temporary_name(files[k].path), ec);  // a stale leftover beside a complete file
+      if (const std::string why = mismatch(d, files[k]); !why.empty()) {
+        if (result.files_rewritten++ == 0) result.first_rewritten = files[k].path + ": " + why;
+        todo.push_back(k);
+        continue;
+      }
       ++result.files_kept;
       // A complete file whose index is missing (a run stopped between the two): the index alone.
       if (const std::string index = index_file_of(d, files[k]);
@@ -272,6 +355,7 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
         shared.check();
         const uint64_t extra = write_file_as(d, file, tmp, file_seed(d.seed, todo[t]), shared);
         shared.bytes.fetch_add(extra, std::memory_order_relaxed);
+        sync_data(tmp);
         std::error_code ec;
         fs::rename(tmp, file.path, ec);
         if (ec) {

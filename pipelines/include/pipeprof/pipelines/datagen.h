@@ -125,12 +125,20 @@ struct GenerateOptions {
 struct GenerateResult {
   int64_t files_written = 0;
   int64_t files_kept = 0;  // already complete
+  // Files under their final names that were not what this layout writes (a size that does not
+  // match, a cut or empty file, another record length): written again. The first one, with why.
+  int64_t files_rewritten = 0;
+  std::string first_rewritten;
   uint64_t bytes_written = 0;
   double seconds = 0;
   bool interrupted = false;
 };
 
-// Creates the folders and writes every missing file (or every file, with overwrite). Does not check
+// Creates the folders and writes every missing file (or every file, with overwrite); a file already
+// under its final name is kept only when it is what this layout writes: its exact size (raw, npy,
+// tfrecord; npz: its x member's), or for hdf5 and jpeg the format's signature and a size that fits;
+// others are written again (files_rewritten). Each file's data reaches the disk (fdatasync) before
+// it is renamed into place, so a crash never leaves a short file under a final name. Does not check
 // for other files (the caller decides, with other_files). Throws DatasetConfigError for a bad
 // configuration and FormatError naming the file when one cannot be written (a full disk); no
 // temporary file is left behind either way.
