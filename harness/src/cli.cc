@@ -70,40 +70,37 @@ int exit_code_of(Outcome outcome) {
   return kExitFailed;
 }
 
-CLI::Validator positive_count() {
+namespace {
+
+// A validator that parses the whole text as a T and accepts it when `ok` does; otherwise says
+// "expected <what>, got "<text>"".
+template <typename T, typename Ok>
+CLI::Validator number_check(const char* what, const char* name, Ok ok) {
   return CLI::Validator(
-      [](std::string& in) -> std::string {
-        int64_t v = 0;
+      [what, ok](std::string& in) -> std::string {
+        T v{};
         const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
-        if (ec != std::errc() || end != in.data() + in.size() || v < 1)
-          return fmt::format("expected a whole number of at least 1, got \"{}\"", in);
+        if (ec != std::errc() || end != in.data() + in.size() || !ok(v))
+          return fmt::format("expected {}, got \"{}\"", what, in);
         return {};
       },
-      "INT>=1", "positive count");
+      name, name);
+}
+
+}  // namespace
+
+CLI::Validator positive_count() {
+  return number_check<int64_t>("a whole number of at least 1", "INT>=1", [](int64_t v) { return v >= 1; });
 }
 
 CLI::Validator positive_number() {
-  return CLI::Validator(
-      [](std::string& in) -> std::string {
-        double v = 0;
-        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
-        if (ec != std::errc() || end != in.data() + in.size() || !std::isfinite(v) || v <= 0)
-          return fmt::format("expected a number above 0, got \"{}\"", in);
-        return {};
-      },
-      "NUMBER>0", "positive number");
+  return number_check<double>("a number above 0", "NUMBER>0",
+                              [](double v) { return std::isfinite(v) && v > 0; });
 }
 
 CLI::Validator unit_fraction() {
-  return CLI::Validator(
-      [](std::string& in) -> std::string {
-        double v = 0;
-        const auto [end, ec] = std::from_chars(in.data(), in.data() + in.size(), v);
-        if (ec != std::errc() || end != in.data() + in.size() || !std::isfinite(v) || v <= 0 || v > 1)
-          return fmt::format("expected a fraction in (0, 1], got \"{}\"", in);
-        return {};
-      },
-      "FRACTION", "fraction in (0, 1]");
+  return number_check<double>("a fraction in (0, 1]", "FRACTION",
+                              [](double v) { return std::isfinite(v) && v > 0 && v <= 1; });
 }
 
 int run_cli(int argc, char** argv) {

@@ -354,12 +354,11 @@ nlohmann::json to_json(const AcceleratorSearch& s) {
   if (s.storage) {
     const StorageBound& b = *s.storage;
     const std::vector<double>& v = b.samples_mib_per_s;
-    const auto [lowest, highest] = std::minmax_element(v.begin(), v.end());
     out["storage_mib_per_s"] = b.mib_per_s;
     out["storage_samples_mib_per_s"] = v;
     // Derived from the samples, for readers of the file.
-    out["storage_mib_per_s_min"] = v.empty() ? 0.0 : *lowest;
-    out["storage_mib_per_s_max"] = v.empty() ? 0.0 : *highest;
+    out["storage_mib_per_s_min"] = b.lowest();
+    out["storage_mib_per_s_max"] = b.highest();
     out["storage_mib_per_s_before"] = v.empty() ? 0.0 : v.front();
     out["storage_mib_per_s_after"] = v.empty() ? 0.0 : v.back();
     out["storage_cold"] = b.cold;
@@ -404,6 +403,14 @@ nlohmann::json to_json(const GrowingCacheRecord& g) {
                      {"bytes", e.bytes},
                      {"deserialize_mb_per_s_per_thread", e.deserialize_mb_per_s_per_thread}};
            })}};
+}
+
+double StorageBound::lowest() const {
+  return samples_mib_per_s.empty() ? 0.0 : *std::min_element(samples_mib_per_s.begin(), samples_mib_per_s.end());
+}
+
+double StorageBound::highest() const {
+  return samples_mib_per_s.empty() ? 0.0 : *std::max_element(samples_mib_per_s.begin(), samples_mib_per_s.end());
 }
 
 const char* entry_kind_name(EntryKind kind) {

@@ -117,7 +117,6 @@ std::string unzstd(const PaddedBuffer& in, const std::string& source) {
       throw TraceFormatError(source, input.pos,
                              std::string("corrupt zstd data: ") + ZSTD_getErrorName(hint));
     }
-    if (output.pos == 0 && input.pos == input.size) break;
   }
   // Flush what the decoder still holds.
   while (hint != 0) {

@@ -282,14 +282,14 @@ Outcome workload_command(const Options& o) {
                                    p.interrupted ? "interrupted" : p.meets ? "ok" : "below");
         });
     found.search = workload::search_record(s, o.drop_caches, o.max_accelerators);
-    const auto [lowest, highest] = std::minmax_element(s.storage_samples.begin(), s.storage_samples.end());
+    const results::StorageBound& bound = *found.search->storage;
     std::cout << fmt::format(
         "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}; the mean of {} "
         "measures, before the search and after every probe: {:.1f} to {:.1f}), an accelerator "
         "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
         w.au * 100, s.max_accelerators, s.storage_mib_per_s,
         o.drop_caches ? "cold, from the device" : "warm, page cache", s.storage_samples.size(),
-        s.storage_samples.empty() ? 0.0 : *lowest, s.storage_samples.empty() ? 0.0 : *highest,
+        bound.lowest(), bound.highest(),
         s.demand_mib_per_s, s.bound,
         s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0);
     if (s.interrupted) return write_interrupted(out, found);

@@ -143,6 +143,9 @@ struct StorageBound {
   bool cold = false;                      // the files dropped from the page cache first
   double demand_mib_per_s = 0;            // one accelerator's at AU 100%
   double bound_accelerators = 0;          // mib_per_s / demand_mib_per_s
+  // The range of the measures (0 without any).
+  double lowest() const;
+  double highest() const;
 };
 struct AcceleratorSearch {
   int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
