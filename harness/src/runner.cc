@@ -20,10 +20,6 @@
 namespace pipeprof::harness {
 namespace {
 
-double ms(int64_t ns) {
-  return static_cast<double>(ns) / 1e6;
-}
-
 using autotune::SimOptions;
 using autotune::SimResult;
 using autotune::simulate;
@@ -60,8 +56,8 @@ Repetition run_once(const Experiment& x, Step& step, int64_t epochs, const RunOp
   const int64_t t0 = trace::now_ns();
   LoopRun run = run_loop(loop);
   Repetition rep = repetition_of(loop_figures(run.consumers));
-  rep.wall_ms = ms(trace::now_ns() - t0);
-  rep.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
+  rep.wall_ms = trace::ns_to_ms(trace::now_ns() - t0);
+  rep.cpu_ms = trace::ns_to_ms(trace::process_cpu_ns() - cpu0);
   rep.peak_rss_kb = peak_rss_kb();
   rep.interrupted = run.interrupted;
   ConsumerRecord& consumer = run.consumers.front();

@@ -9,6 +9,7 @@
 #include "gpu_usage.h"
 #include "intervals.h"
 #include "torch_steps.h"
+#include "pipeprof/trace/clock.h"
 
 namespace pipeprof::trace {
 namespace {
@@ -17,14 +18,6 @@ constexpr std::string_view kTrainLoop = "train loop";
 constexpr double kModeratePct = 5.0;    // TensorBoard: below this, not input-bound
 constexpr double kHighPct = 20.0;       // TensorBoard: from this, highly input-bound
 constexpr double kSaturatedPct = 50.0;  // a bottleneck busier than this is worth more workers
-
-double pct(int64_t part, int64_t whole) {
-  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
-std::string_view category_of(const Trace& t, const Span& s) {
-  return s.category == kNoStr ? std::string_view() : std::string_view(t.strings.str(s.category));
-}
 
 struct TrainLoop {
   std::vector<const Lane*> lanes;
@@ -67,7 +60,7 @@ TrainLoop find_train_loop(const Trace& t, StepBreakdown& b) {
         b.steps > 0 ? static_cast<double>(b.step_ns) / 1e6 / static_cast<double>(b.steps) : 0;
     b.mean_wait_ms =
         b.waits > 0 ? static_cast<double>(b.wait_ns) / 1e6 / static_cast<double>(b.waits) : 0;
-    b.input_bound_pct = pct(b.wait_ns, b.wait_ns + b.step_ns);
+    b.input_bound_pct = percent_of(b.wait_ns, b.wait_ns + b.step_ns);
     b.verdict = std::string(input_bound_verdict(b.input_bound_pct));
   }
   return loop;
@@ -109,7 +102,7 @@ class StageAccounting {
     for (const Span& s : lane.spans) {
       advance(s.start_ns);
       int stage = -1;
-      if (category_of(t_, s) == "pipeline") {
+      if (t_.category(s) == "pipeline") {
         stage = stage_index(stage_of(t_.name(s)));
         if (seen_here.size() < stages_.size()) seen_here.resize(stages_.size(), false);
         StageUsage& u = stages_[static_cast<size_t>(stage)];
@@ -199,7 +192,7 @@ std::string suggest(Analysis& a, bool has_prefetch, int64_t work_ns, int64_t wor
         b.input_bound_pct);
   const StageUsage& s = a.stages.front();
   a.bottleneck = s.stage;
-  if (!has_prefetch && work_ns > 0 && pct(work_in_steps_ns, work_ns) < 1.0)
+  if (!has_prefetch && work_ns > 0 && percent_of(work_in_steps_ns, work_ns) < 1.0)
     return "add prefetch: reads and steps never overlap";
   if (s.busy_pct < kSaturatedPct)
     return fmt::format(
@@ -268,7 +261,7 @@ Analysis analyze(const Trace& t) {
     const int parallelism = parallelism_of(t, s.stage, s.has_parallelism);
     s.peak_concurrency = peak[i];
     s.workers = std::max({1, peak[i], parallelism});
-    s.busy_pct = s.workers > 0 ? pct(s.busy_ns, window) / s.workers : 0.0;
+    s.busy_pct = s.workers > 0 ? percent_of(s.busy_ns, window) / s.workers : 0.0;
     has_prefetch = has_prefetch || s.stage.starts_with("prefetch");
   }
   std::stable_sort(a.stages.begin(), a.stages.end(), [](const StageUsage& x, const StageUsage& y) {

@@ -4,13 +4,10 @@
 #include <functional>
 
 #include "pipeprof/trace/analysis.h"
+#include "pipeprof/trace/clock.h"
 
 namespace pipeprof::trace {
 namespace {
-
-double ms(int64_t ns) {
-  return static_cast<double>(ns) / 1e6;
-}
 
 // Keeps long kernel names readable in the text report.
 std::string shorten(const std::string& s, size_t max) {
@@ -20,7 +17,7 @@ std::string shorten(const std::string& s, size_t max) {
 nlohmann::json breakdown_json(const std::array<int64_t, kStepCategories>& b) {
   nlohmann::json j = nlohmann::json::object();
   for (size_t c = 0; c < kStepCategories; ++c)
-    j[std::string(step_category_name(static_cast<StepCategory>(c)))] = ms(b[c]);
+    j[std::string(step_category_name(static_cast<StepCategory>(c)))] = ns_to_ms(b[c]);
   return j;
 }
 
@@ -28,20 +25,20 @@ nlohmann::json torch_json(const TorchAnalysis& t) {
   nlohmann::json j;
   j["iterator"] = t.iterator.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.iterator);
   j["steps"] = static_cast<int64_t>(t.steps.size());
-  j["step_ms"] = ms(t.step_ns);
+  j["step_ms"] = ns_to_ms(t.step_ns);
   j["mean_step_ms"] = t.mean_step_ms;
-  j["dataloader_ms"] = ms(t.dataloader_ns);
+  j["dataloader_ms"] = ns_to_ms(t.dataloader_ns);
   j["mean_dataloader_ms"] = t.mean_dataloader_ms;
-  j["optimizer_ms"] = ms(t.optimizer_ns);
+  j["optimizer_ms"] = ns_to_ms(t.optimizer_ns);
   j["input_bound_pct"] = t.input_bound_pct;
   j["verdict"] = t.verdict;
   j["breakdown_ms"] = breakdown_json(t.breakdown_ns);
   if (t.has_gpu) {
-    j["gpu_idle"] = {{"idle_ms", ms(t.gpu_idle.idle_ns)},
-                     {"host_wait_ms", ms(t.gpu_idle.host_wait_ns)},
-                     {"kernel_wait_ms", ms(t.gpu_idle.kernel_wait_ns)},
-                     {"other_ms", ms(t.gpu_idle.other_ns)}};
-    j["pageable_memcpy_ms"] = ms(t.pageable_memcpy_ns);
+    j["gpu_idle"] = {{"idle_ms", ns_to_ms(t.gpu_idle.idle_ns)},
+                     {"host_wait_ms", ns_to_ms(t.gpu_idle.host_wait_ns)},
+                     {"kernel_wait_ms", ns_to_ms(t.gpu_idle.kernel_wait_ns)},
+                     {"other_ms", ns_to_ms(t.gpu_idle.other_ns)}};
+    j["pageable_memcpy_ms"] = ns_to_ms(t.pageable_memcpy_ns);
   } else {
     j["gpu_idle"] = nullptr;
   }
@@ -50,9 +47,9 @@ nlohmann::json torch_json(const TorchAnalysis& t) {
     j["per_step"].push_back({{"name", s.name},
                              {"start_ns", s.start_ns},
                              {"end_ns", s.end_ns},
-                             {"duration_ms", ms(s.duration_ns())},
-                             {"dataloader_ms", ms(s.dataloader_ns)},
-                             {"optimizer_ms", ms(s.optimizer_ns)},
+                             {"duration_ms", ns_to_ms(s.duration_ns())},
+                             {"dataloader_ms", ns_to_ms(s.dataloader_ns)},
+                             {"optimizer_ms", ns_to_ms(s.optimizer_ns)},
                              {"breakdown_ms", breakdown_json(s.breakdown_ns)}});
   j["suggestions"] = nlohmann::json::array();
   for (const Suggestion& s : t.suggestions)
@@ -70,7 +67,7 @@ void torch_text(const TorchAnalysis& t, const std::function<void(const std::stri
   line(fmt::format("PyTorch steps: {} ProfilerStep spans, mean {:.3f} ms, DataLoader {}", t.steps.size(),
                    t.mean_step_ms, t.iterator.empty() ? "not seen" : t.iterator));
   line(fmt::format("  DataLoader wait {:.3f} ms per step (raw), optimizer step {:.3f} ms per step",
-                   t.mean_dataloader_ms, ms(t.optimizer_ns) / n));
+                   t.mean_dataloader_ms, ns_to_ms(t.optimizer_ns) / n));
   line(fmt::format("  input-bound {:.1f}%: {} (DataLoader wait / step time; < 5% not, 5-20% "
                    "moderately, >= 20% highly: TensorBoard's input-pipeline thresholds)",
                    t.input_bound_pct, t.verdict));
@@ -78,13 +75,13 @@ void torch_text(const TorchAnalysis& t, const std::function<void(const std::stri
        "Runtime > DataLoader > CPU Exec > Other)");
   for (size_t c = 0; c < kStepCategories; ++c)
     line(fmt::format("    {:<14} {:>10.3f} ms per step  {:>5.1f}%",
-                     step_category_name(static_cast<StepCategory>(c)), ms(t.breakdown_ns[c]) / n,
+                     step_category_name(static_cast<StepCategory>(c)), ns_to_ms(t.breakdown_ns[c]) / n,
                      pct_of(t.breakdown_ns[c], t.step_ns)));
   if (t.has_gpu) {
     const GpuIdle& g = t.gpu_idle;
     line(fmt::format("  GPU idle in the steps {:.3f} ms (summed over streams): host wait {:.1f}%, "
                      "kernel wait {:.1f}%, other {:.1f}%",
-                     ms(g.idle_ns), pct_of(g.host_wait_ns, g.idle_ns),
+                     ns_to_ms(g.idle_ns), pct_of(g.host_wait_ns, g.idle_ns),
                      pct_of(g.kernel_wait_ns, g.idle_ns), pct_of(g.other_ns, g.idle_ns)));
   }
   line("  per step (ms)");
@@ -99,10 +96,10 @@ void torch_text(const TorchAnalysis& t, const std::function<void(const std::stri
       break;
     }
     const StepTime& s = t.steps[i];
-    std::string row = fmt::format("    {:<18} {:>9.3f} {:>10.3f}", s.name, ms(s.duration_ns()),
-                                  ms(s.dataloader_ns));
+    std::string row = fmt::format("    {:<18} {:>9.3f} {:>10.3f}", s.name, ns_to_ms(s.duration_ns()),
+                                  ns_to_ms(s.dataloader_ns));
     for (size_t c = 0; c < kStepCategories; ++c)
-      row += fmt::format(" {:>9.3f}", ms(s.breakdown_ns[c]));
+      row += fmt::format(" {:>9.3f}", ns_to_ms(s.breakdown_ns[c]));
     line(row);
   }
   for (const Suggestion& s : t.suggestions)
@@ -117,13 +114,13 @@ nlohmann::json to_json(const Analysis& a) {
   if (!a.experiment.empty()) j["experiment"] = a.experiment;
   j["window"] = {{"start_ns", a.window_start_ns},
                  {"end_ns", a.window_end_ns},
-                 {"duration_ms", ms(a.window_end_ns - a.window_start_ns)}};
+                 {"duration_ms", ns_to_ms(a.window_end_ns - a.window_start_ns)}};
   j["spans"] = a.spans;
   if (a.steps.present) {
     j["steps"] = {{"steps", a.steps.steps},
                   {"waits", a.steps.waits},
-                  {"step_ms", ms(a.steps.step_ns)},
-                  {"wait_ms", ms(a.steps.wait_ns)},
+                  {"step_ms", ns_to_ms(a.steps.step_ns)},
+                  {"wait_ms", ns_to_ms(a.steps.wait_ns)},
                   {"mean_step_ms", a.steps.mean_step_ms},
                   {"mean_wait_ms", a.steps.mean_wait_ms},
                   {"input_bound_pct", a.steps.input_bound_pct},
@@ -135,7 +132,7 @@ nlohmann::json to_json(const Analysis& a) {
   for (const StageUsage& s : a.stages)
     j["stages"].push_back({{"stage", s.stage},
                            {"spans", s.spans},
-                           {"busy_ms", ms(s.busy_ns)},
+                           {"busy_ms", ns_to_ms(s.busy_ns)},
                            {"lanes", s.lanes},
                            {"peak_concurrency", s.peak_concurrency},
                            {"workers", s.workers},
@@ -144,17 +141,17 @@ nlohmann::json to_json(const Analysis& a) {
   j["suggestion"] = a.suggestion;
   if (a.gpu.present) {
     nlohmann::json g;
-    g["window_ms"] = ms(a.gpu.window_ns);
+    g["window_ms"] = ns_to_ms(a.gpu.window_ns);
     g["devices"] = nlohmann::json::array();
     for (const DeviceUsage& d : a.gpu.devices)
       g["devices"].push_back({{"device", d.device},
                               {"streams", d.streams},
-                              {"busy_ms", ms(d.busy_ns)},
+                              {"busy_ms", ns_to_ms(d.busy_ns)},
                               {"busy_pct", d.busy_pct},
                               {"idle_pct", d.idle_pct},
-                              {"kernel_ms", ms(d.kernel_ns)},
-                              {"memcpy_ms", ms(d.memcpy_ns)},
-                              {"memset_ms", ms(d.memset_ns)}});
+                              {"kernel_ms", ns_to_ms(d.kernel_ns)},
+                              {"memcpy_ms", ns_to_ms(d.memcpy_ns)},
+                              {"memset_ms", ns_to_ms(d.memset_ns)}});
     g["streams"] = nlohmann::json::array();
     for (const StreamUsage& s : a.gpu.streams)
       g["streams"].push_back({{"pid", s.pid},
@@ -162,14 +159,14 @@ nlohmann::json to_json(const Analysis& a) {
                               {"stream", s.stream},
                               {"lane", s.lane},
                               {"spans", s.spans},
-                              {"busy_ms", ms(s.busy_ns)},
+                              {"busy_ms", ns_to_ms(s.busy_ns)},
                               {"busy_pct", s.busy_pct},
                               {"idle_pct", s.idle_pct}});
     g["top_kernels"] = nlohmann::json::array();
     for (const KernelStat& k : a.gpu.top_kernels)
       g["top_kernels"].push_back({{"name", k.name},
                                   {"count", k.count},
-                                  {"total_ms", ms(k.total_ns)},
+                                  {"total_ms", ns_to_ms(k.total_ns)},
                                   {"mean_us", k.mean_ns / 1e3},
                                   {"share_pct", k.share_pct}});
     j["gpu"] = std::move(g);
@@ -190,15 +187,15 @@ std::string format_text(const Analysis& a) {
   line(fmt::format("trace: {}{}, {} spans, analysed window {:.3f} ms",
                    a.format.empty() ? "unknown format" : a.format,
                    a.experiment.empty() ? "" : " (" + a.experiment + ")", a.spans,
-                   ms(a.window_end_ns - a.window_start_ns)));
+                   ns_to_ms(a.window_end_ns - a.window_start_ns)));
   if (a.steps.present) {
     const StepBreakdown& b = a.steps;
     line("");
     line("step breakdown");
     line(fmt::format("  steps      {:>8}  total {:>10.3f} ms  mean {:>8.3f} ms", b.steps,
-                     ms(b.step_ns), b.mean_step_ms));
+                     ns_to_ms(b.step_ns), b.mean_step_ms));
     line(fmt::format("  get_next   {:>8}  total {:>10.3f} ms  mean {:>8.3f} ms", b.waits,
-                     ms(b.wait_ns), b.mean_wait_ms));
+                     ns_to_ms(b.wait_ns), b.mean_wait_ms));
     line(fmt::format("  input-bound {:.1f}%: {}", b.input_bound_pct, b.verdict));
   }
   if (!a.stages.empty()) {
@@ -211,7 +208,7 @@ std::string format_text(const Analysis& a) {
                      "spans", "busy ms"));
     for (const StageUsage& s : a.stages)
       line(fmt::format("  {:<{}}  {:>7}  {:>6.1f}%  {:>8}  {:>12.3f}", s.stage, width, s.workers,
-                       s.busy_pct, s.spans, ms(s.busy_ns)));
+                       s.busy_pct, s.spans, ns_to_ms(s.busy_ns)));
   }
   if (!a.bottleneck.empty()) line(fmt::format("\nbottleneck: {}", a.bottleneck));
   if (!a.suggestion.empty())
@@ -219,13 +216,13 @@ std::string format_text(const Analysis& a) {
   if (a.torch.present) torch_text(a.torch, line);
   if (a.gpu.present) {
     line("");
-    line(fmt::format("GPU (over the trace's {:.3f} ms)", ms(a.gpu.window_ns)));
+    line(fmt::format("GPU (over the trace's {:.3f} ms)", ns_to_ms(a.gpu.window_ns)));
     for (const DeviceUsage& d : a.gpu.devices)
       line(
           fmt::format("  device {}: busy {:.1f}%, idle {:.1f}% ({} streams; kernels {:.3f} ms, "
                       "memcpy {:.3f} ms, memset {:.3f} ms)",
-                      d.device, d.busy_pct, d.idle_pct, d.streams, ms(d.kernel_ns), ms(d.memcpy_ns),
-                      ms(d.memset_ns)));
+                      d.device, d.busy_pct, d.idle_pct, d.streams, ns_to_ms(d.kernel_ns), ns_to_ms(d.memcpy_ns),
+                      ns_to_ms(d.memset_ns)));
     for (const StreamUsage& s : a.gpu.streams)
       line(fmt::format("    stream {:>4} (device {}): busy {:5.1f}%, idle {:5.1f}%, {} spans",
                        s.stream, s.device, s.busy_pct, s.idle_pct, s.spans));
@@ -234,7 +231,7 @@ std::string format_text(const Analysis& a) {
       line(fmt::format("    {:>10}  {:>6}  {:>10}  {:>6}  {}", "total ms", "count", "mean us",
                        "share", "name"));
       for (const KernelStat& k : a.gpu.top_kernels)
-        line(fmt::format("    {:>10.3f}  {:>6}  {:>10.3f}  {:>5.1f}%  {}", ms(k.total_ns), k.count,
+        line(fmt::format("    {:>10.3f}  {:>6}  {:>10.3f}  {:>5.1f}%  {}", ns_to_ms(k.total_ns), k.count,
                          k.mean_ns / 1e3, k.share_pct, shorten(k.name, 100)));
     }
   }

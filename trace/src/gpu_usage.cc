@@ -6,15 +6,12 @@
 #include <unordered_map>
 
 #include "intervals.h"
+#include "pipeprof/trace/clock.h"
 
 namespace pipeprof::trace {
 namespace {
 
 using Activity = GpuActivity;
-
-double pct(int64_t part, int64_t whole) {
-  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
 
 }  // namespace
 
@@ -78,7 +75,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
     }
     const std::vector<Interval> merged = merge_intervals(busy);
     s.busy_ns = total_length(merged);
-    s.busy_pct = pct(s.busy_ns, g.window_ns);
+    s.busy_pct = percent_of(s.busy_ns, g.window_ns);
     s.idle_pct = g.window_ns > 0 ? 100.0 - s.busy_pct : 0.0;
     auto& all = device_intervals[lane.device];
     all.insert(all.end(), merged.begin(), merged.end());
@@ -86,7 +83,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
   }
   for (auto& [device, d] : devices) {
     d.busy_ns = total_length(merge_intervals(std::move(device_intervals[device])));
-    d.busy_pct = pct(d.busy_ns, g.window_ns);
+    d.busy_pct = percent_of(d.busy_ns, g.window_ns);
     d.idle_pct = g.window_ns > 0 ? 100.0 - d.busy_pct : 0.0;
     g.devices.push_back(d);
   }
@@ -102,7 +99,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
     st.count = k.count;
     st.total_ns = k.total;
     st.mean_ns = k.count > 0 ? static_cast<double>(k.total) / static_cast<double>(k.count) : 0;
-    st.share_pct = pct(k.total, kernel_total);
+    st.share_pct = percent_of(k.total, kernel_total);
     g.top_kernels.push_back(std::move(st));
   }
   std::sort(g.top_kernels.begin(), g.top_kernels.end(),

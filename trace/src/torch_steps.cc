@@ -11,6 +11,7 @@
 
 #include "gpu_usage.h"
 #include "intervals.h"
+#include "pipeprof/trace/clock.h"
 
 namespace pipeprof::trace {
 namespace {
@@ -30,18 +31,6 @@ constexpr double kBurstMinMs = 10.0;
 
 constexpr size_t idx(StepCategory c) {
   return static_cast<size_t>(c);
-}
-
-double ms(int64_t ns) {
-  return static_cast<double>(ns) / 1e6;
-}
-
-double pct(int64_t part, int64_t whole) {
-  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
-std::string_view category_of(const Trace& t, const Span& s) {
-  return s.category == kNoStr ? std::string_view() : std::string_view(t.strings.str(s.category));
 }
 
 bool is_dataloader(std::string_view name) {
@@ -109,7 +98,7 @@ void suggest(TorchAnalysis& a, int64_t sync_copy_ns) {
     if (a.steps[i].dataloader_ns > a.steps[worst].dataloader_ns) worst = i;
   }
   const double median_wait_ms = median(waits) / 1e6;
-  const double worst_ms = a.steps.empty() ? 0 : ms(a.steps[worst].dataloader_ns);
+  const double worst_ms = a.steps.empty() ? 0 : ns_to_ms(a.steps[worst].dataloader_ns);
   if (input_bound && a.iterator.empty()) {
     add("num_workers",
         fmt::format("input-bound by its wait for data ({:.1f}% of the step), but the trace has no "
@@ -147,20 +136,20 @@ void suggest(TorchAnalysis& a, int64_t sync_copy_ns) {
         fmt::format("set pin_memory=True in the DataLoader and copy batches with "
                     ".to(device, non_blocking=True): {:.3f} ms per step of host-to-device copies "
                     "come from pageable memory",
-                    ms(a.pageable_memcpy_ns) / n));
-  if (sync_copy_ns > 0 && pct(sync_copy_ns, a.step_ns) >= 1.0)
+                    ns_to_ms(a.pageable_memcpy_ns) / n));
+  if (sync_copy_ns > 0 && percent_of(sync_copy_ns, a.step_ns) >= 1.0)
     add("non_blocking",
         fmt::format("copy tensors with .to(device, non_blocking=True): synchronous copies and "
                     "stream synchronizations block the host {:.3f} ms per step ({:.1f}% of the "
                     "step)",
-                    ms(sync_copy_ns) / n, pct(sync_copy_ns, a.step_ns)));
-  if (a.has_gpu && a.gpu_idle.idle_ns > 0 && pct(a.gpu_idle.host_wait_ns, a.gpu_idle.idle_ns) >= 50 &&
+                    ns_to_ms(sync_copy_ns) / n, percent_of(sync_copy_ns, a.step_ns)));
+  if (a.has_gpu && a.gpu_idle.idle_ns > 0 && percent_of(a.gpu_idle.host_wait_ns, a.gpu_idle.idle_ns) >= 50 &&
       !input_bound)
     add("launch overhead",
         fmt::format("the GPU idles {:.1f}% of its idle time waiting for the host to launch work: "
                     "larger batches or fewer, larger operations (torch.compile, CUDA graphs) keep "
                     "it fed",
-                    pct(a.gpu_idle.host_wait_ns, a.gpu_idle.idle_ns)));
+                    percent_of(a.gpu_idle.host_wait_ns, a.gpu_idle.idle_ns)));
   if (!input_bound && a.suggestions.empty()) {
     size_t top = 0;
     for (size_t c = 0; c < kStepCategories; ++c)
@@ -169,7 +158,7 @@ void suggest(TorchAnalysis& a, int64_t sync_copy_ns) {
         fmt::format("not input-bound: the DataLoader wait is {:.1f}% of the step; the step's time "
                     "goes to {} ({:.1f}%)",
                     a.input_bound_pct, step_category_name(static_cast<StepCategory>(top)),
-                    pct(a.breakdown_ns[top], a.step_ns)));
+                    percent_of(a.breakdown_ns[top], a.step_ns)));
   }
 }
 
@@ -195,7 +184,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
       for (const Span& s : lane.spans) {
         const std::string_view name = t.name(s);
         const Interval i{s.start_ns, s.end_ns()};
-        switch (gpu_activity_of(name, category_of(t, s))) {
+        switch (gpu_activity_of(name, t.category(s))) {
           case GpuActivity::kKernel: {
             const bool nccl = name.find("nccl") != std::string_view::npos ||
                               name.find("NCCL") != std::string_view::npos;
@@ -219,7 +208,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
     }
     for (const Span& s : lane.spans) {
       const std::string_view name = t.name(s);
-      const std::string_view c = category_of(t, s);
+      const std::string_view c = t.category(s);
       const Interval i{s.start_ns, s.end_ns()};
       if (name.starts_with(kProfilerStep)) {
         steps_cpu.push_back(i);
@@ -326,9 +315,9 @@ TorchAnalysis analyze_torch(const Trace& t) {
     sync_copy_ns += total_length(clip(sync_copy, s.first, s.second));
   }
   const double n = static_cast<double>(a.steps.size());
-  a.mean_step_ms = ms(a.step_ns) / n;
-  a.mean_dataloader_ms = ms(a.dataloader_ns) / n;
-  a.input_bound_pct = pct(a.dataloader_ns, a.step_ns);
+  a.mean_step_ms = ns_to_ms(a.step_ns) / n;
+  a.mean_dataloader_ms = ns_to_ms(a.dataloader_ns) / n;
+  a.input_bound_pct = percent_of(a.dataloader_ns, a.step_ns);
   a.verdict = std::string(input_bound_verdict(a.input_bound_pct));
 
   // 4. GPU idle inside the steps, per stream with activity, split as HolisticTraceAnalysis does.
@@ -339,7 +328,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
     int64_t classified = 0;
     for (size_t si = 0; si < lane.spans.size(); ++si) {
       const Span& s = lane.spans[si];
-      if (gpu_activity_of(t.name(s), category_of(t, s)) == GpuActivity::kNone) continue;
+      if (gpu_activity_of(t.name(s), t.category(s)) == GpuActivity::kNone) continue;
       if (prev_end != std::numeric_limits<int64_t>::min() && s.start_ns > prev_end) {
         const int64_t in_steps = overlap_with(step_union, prev_end, s.start_ns);
         const int64_t launched =

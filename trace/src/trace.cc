@@ -160,4 +160,8 @@ std::string_view Trace::name(const Span& s) const {
   return s.name == kNoStr ? std::string_view() : std::string_view(strings.str(s.name));
 }
 
+std::string_view Trace::category(const Span& s) const {
+  return s.category == kNoStr ? std::string_view() : std::string_view(strings.str(s.category));
+}
+
 }  // namespace pipeprof::trace

@@ -20,7 +20,7 @@ namespace {
 
 namespace formats = pipelines::formats;
 
-struct Options {
+struct DatagenOptions {
   std::string workload;
   std::string data_folder;
   std::string format;
@@ -65,7 +65,7 @@ void draw_progress(const formats::GenerateProgress& p) {
 
 // The dataset: DLIO's defaults, then the workload file's section, then the flags. Remembers where
 // each value came from, so that a value out of range is reported as the user wrote it.
-formats::DlioDataset resolve(const Options& o, std::map<std::string, std::string>& file_keys) {
+formats::DlioDataset resolve(const DatagenOptions& o, std::map<std::string, std::string>& file_keys) {
   formats::DlioDataset d;
   if (!o.workload.empty()) {
     DlioDatasetSection section = read_input([&] { return read_dlio_dataset(o.workload); });
@@ -160,7 +160,7 @@ Outcome run_datagen(const formats::DlioDataset& d, const DatagenRunOptions& o) {
 }
 
 CommandRunner add_datagen_command(CLI::App& app) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<DatagenOptions>();
   auto* cmd = app.add_subcommand(
       "datagen",
       "Write a dataset in DLIO's layout: <data-folder>/train/<prefix>_<i>_of_<N>.<format> (i "

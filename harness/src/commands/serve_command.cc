@@ -18,7 +18,7 @@
 namespace pipeprof::harness {
 namespace {
 
-struct Options {
+struct ServeOptions {
   std::string folder;
   double latency_ms = 0;
   double rate_mib_s = 0;
@@ -26,7 +26,7 @@ struct Options {
   double seconds = 0;  // 0: until Ctrl-C
 };
 
-Outcome serve_command(const Options& o) {
+Outcome serve_command(const ServeOptions& o) {
   std::error_code ec;
   if (!std::filesystem::is_directory(o.folder, ec)) {
     throw InputError(fmt::format("{}: not a folder", o.folder));
@@ -62,7 +62,7 @@ Outcome serve_command(const Options& o) {
 }  // namespace
 
 CommandRunner add_serve_command(CLI::App& app) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<ServeOptions>();
   auto* cmd = app.add_subcommand(
       "serve",
       "Serve a folder over HTTP on 127.0.0.1 (nginx), as the remote experiments' object store: "

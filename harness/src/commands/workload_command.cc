@@ -32,7 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using workload::DlioWorkload;
 
-struct Options {
+struct WorkloadOptions {
   std::string file;
   std::vector<std::string> overrides;
   int64_t accelerators = 1;
@@ -100,7 +100,7 @@ Outcome write_interrupted(const fs::path& out, const Analyses& found) {
   return Outcome::kInterrupted;
 }
 
-fs::path output_folder(const Options& o, const DlioWorkload& w) {
+fs::path output_folder(const WorkloadOptions& o, const DlioWorkload& w) {
   if (!o.out.empty()) return o.out;
   if (!w.output_folder.empty()) return w.output_folder;
   return fs::path("out") / "workload" / w.name;
@@ -146,7 +146,7 @@ void print_summary(std::ostream& out, const DlioWorkload& w, const workload::Wor
     out << "note: " << note << "\n";
 }
 
-Outcome workload_command(const Options& o) {
+Outcome workload_command(const WorkloadOptions& o) {
   DlioWorkload w = read_input([&] { return workload::load_workload(o.file, o.overrides); });
   workload::apply_scale(w, o.scale > 0 ? o.scale : w.scale);
   for (const std::string& warning : w.warnings)
@@ -342,7 +342,7 @@ Outcome workload_command(const Options& o) {
 }  // namespace
 
 CommandRunner add_workload_command(CLI::App& app) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<WorkloadOptions>();
   auto* cmd = app.add_subcommand(
       "workload",
       "Run a DLIO / MLPerf Storage workload file: data generation when its workflow asks, then "

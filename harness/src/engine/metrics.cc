@@ -1,18 +1,11 @@
 #include "pipeprof/harness/metrics.h"
+#include "pipeprof/trace/clock.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace pipeprof::harness {
 namespace {
-
-double ms(int64_t ns) {
-  return static_cast<double>(ns) / 1e6;
-}
-
-double seconds(int64_t ns) {
-  return static_cast<double>(ns) / 1e9;
-}
 
 // The q-quantile of sorted values (nearest rank).
 int64_t quantile(const std::vector<int64_t>& sorted, double q) {
@@ -31,9 +24,9 @@ WaitStats wait_stats(std::vector<int64_t> waits_ns) {
   for (int64_t v : waits_ns)
     sum += static_cast<double>(v);
   w.mean_ms = sum / static_cast<double>(waits_ns.size()) / 1e6;
-  w.p50_ms = ms(quantile(waits_ns, 0.50));
-  w.p99_ms = ms(quantile(waits_ns, 0.99));
-  w.max_ms = ms(waits_ns.back());
+  w.p50_ms = trace::ns_to_ms(quantile(waits_ns, 0.50));
+  w.p99_ms = trace::ns_to_ms(quantile(waits_ns, 0.99));
+  w.max_ms = trace::ns_to_ms(waits_ns.back());
   return w;
 }
 
@@ -47,12 +40,12 @@ EpochMetrics epoch_metrics(const EpochRecord& epoch, const AuWindow& window, int
   double compute = 0, excluded_proc = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (i >= s && i <= e) {
-      compute += seconds(st[static_cast<size_t>(i)].compute_ns);
+      compute += trace::ns_to_seconds(st[static_cast<size_t>(i)].compute_ns);
     } else {
-      excluded_proc += seconds(st[static_cast<size_t>(i)].proc_ns);
+      excluded_proc += trace::ns_to_seconds(st[static_cast<size_t>(i)].proc_ns);
     }
   }
-  const double total = seconds(epoch.end_ns - epoch.start_ns) - excluded_proc;
+  const double total = trace::ns_to_seconds(epoch.end_ns - epoch.start_ns) - excluded_proc;
   if (n < 2 || total <= 0) return m;
   m.au = compute == 0 ? 0 : compute / total;
   m.throughput = static_cast<double>(n - 2) / total * static_cast<double>(batch_size);
@@ -90,13 +83,13 @@ LoopFigures loop_figures(const std::vector<ConsumerRecord>& consumers,
     }
   }
   if (slowest_wall > 0) {
-    f.wall_ms = ms(slowest_wall);
+    f.wall_ms = trace::ns_to_ms(slowest_wall);
     f.au_percentage = 100.0 * static_cast<double>(slowest_compute) / static_cast<double>(slowest_wall);
   }
   const double n = static_cast<double>(waits.size());
   if (!waits.empty()) {
-    f.step_mean_ms = ms(compute) / n;
-    f.barrier_mean_ms = ms(barrier) / n;
+    f.step_mean_ms = trace::ns_to_ms(compute) / n;
+    f.barrier_mean_ms = trace::ns_to_ms(barrier) / n;
   }
   f.wait = wait_stats(std::move(waits));
   f.steady_wait_mean_ms = wait_stats(std::move(steady)).mean_ms;

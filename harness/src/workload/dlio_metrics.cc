@@ -16,10 +16,6 @@
 namespace pipeprof::harness::workload {
 namespace {
 
-double seconds(int64_t ns) {
-  return static_cast<double>(ns) / 1e9;
-}
-
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
@@ -113,7 +109,7 @@ RunMetrics run_metrics(const DlioWorkload& w, const TrainRun& run, int64_t steps
     m.au_percentage.push_back(100 * au_sum / static_cast<double>(m.accelerators));
     m.throughput_samples_per_s.push_back(throughput_sum);
     m.bytes_read_per_epoch.push_back(bytes);
-    m.epoch_seconds.push_back(seconds(slowest));
+    m.epoch_seconds.push_back(trace::ns_to_seconds(slowest));
   }
   m.au_mean_percentage = mean(m.au_percentage);
   m.au_stdev_percentage = population_stdev(m.au_percentage);
@@ -221,9 +217,9 @@ nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run) {
     epoch["start"] = stamp(e.start_ns);
     epoch["block1"] = {{"start", stamp(e.start_ns)},
                        {"end", stamp(e.end_ns)},
-                       {"duration", fmt::format("{:.2f}", seconds(e.end_ns - e.start_ns))}};
+                       {"duration", fmt::format("{:.2f}", trace::ns_to_seconds(e.end_ns - e.start_ns))}};
     epoch["end"] = stamp(e.end_ns);
-    epoch["duration"] = fmt::format("{:.2f}", seconds(e.end_ns - e.start_ns));
+    epoch["duration"] = fmt::format("{:.2f}", trace::ns_to_seconds(e.end_ns - e.start_ns));
     out[std::to_string(e.epoch)] = epoch;
   }
   return out;

@@ -23,10 +23,6 @@
 namespace pipeprof::harness::workload {
 namespace {
 
-double ms(int64_t ns) {
-  return static_cast<double>(ns) / 1e6;
-}
-
 int64_t peak_rss_kb() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -99,7 +95,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
   }
   if (ranks == nullptr) {
     r.run = run_training(w, t);
-    r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
+    r.cpu_ms = trace::ns_to_ms(trace::process_cpu_ns() - cpu0);
     r.end = dlio_timestamp();
     r.metrics = run_metrics(w, r.run, r.steps);
     if (remote) r.remote = remote->report(w, r.run, r.metrics, r.steps);
@@ -115,7 +111,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
         TrainRun run = run_training(w, t);
         RankReport mine{.interrupted = run.interrupted,
                         .realtime = run.realtime,
-                        .cpu_ms = ms(trace::process_cpu_ns() - cpu0),
+                        .cpu_ms = trace::ns_to_ms(trace::process_cpu_ns() - cpu0),
                         .notes = run.notes,
                         .consumers = std::move(run.accelerators),
                         .trace = run.trace};
@@ -123,7 +119,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
         return mine;
       },
       rank_options);
-  r.cpu_ms = ms(trace::process_cpu_ns() - cpu0);
+  r.cpu_ms = trace::ns_to_ms(trace::process_cpu_ns() - cpu0);
   r.end = dlio_timestamp();
   if (ran.broken) {
     // A rank did not come (it died, and mpirun is ending the job): this rank's own part, marked

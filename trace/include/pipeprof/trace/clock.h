@@ -50,4 +50,17 @@ inline constexpr int64_t kNsPerUs = 1'000;
 inline constexpr int64_t kNsPerMs = 1'000'000;
 inline constexpr int64_t kNsPerSec = 1'000'000'000;
 
+// Nanoseconds as milliseconds and as seconds, for figures and reports.
+inline constexpr double ns_to_ms(int64_t ns) noexcept {
+  return static_cast<double>(ns) / 1e6;
+}
+inline constexpr double ns_to_seconds(int64_t ns) noexcept {
+  return static_cast<double>(ns) / 1e9;
+}
+
+// part as a percentage of whole (0 when whole is not positive).
+inline constexpr double percent_of(int64_t part, int64_t whole) noexcept {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 }  // namespace pipeprof::trace

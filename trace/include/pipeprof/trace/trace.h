@@ -135,6 +135,8 @@ class Trace {
 
   // Name of a span, or "" for kNoStr.
   std::string_view name(const Span& s) const;
+  // Category of a span, or "" for kNoStr.
+  std::string_view category(const Span& s) const;
 
  private:
   std::unordered_map<int64_t, uint32_t> process_index_;
