@@ -233,6 +233,34 @@ TEST(RemoteWorkload, BadSettingsAreExit2NamingTheKey) {
   EXPECT_NE(latency.out.find("pipeprof.remote.latency_ms"), std::string::npos) << latency.out;
 }
 
+// The server killed while the dataset is read: bad input data (exit 2) naming the object, whether
+// the loaders read it (direct) or the copy does (copy_first), and nothing of the server left.
+TEST(RemoteWorkload, ServerKilledMidRunIsExit2InEveryMode) {
+  REQUIRE_NGINX();
+  for (const std::string mode : {"copy_first", "direct"}) {
+    const TempDir tmp;
+    // 250 ms to first byte: copy_first copies for about 4 s with one copier; direct runs until
+    // it fails.
+    const auto w = workload(tmp, mode, "    copy_threads: 1\n");
+    const std::string server = (tmp / "tmp").string() + "/[p]ipeprof-nginx";
+    const std::string cmd = "TMPDIR=" + (tmp / "tmp").string() + " " + PIPEPROF_BINARY +
+                            " workload " + w.string() +
+                            " workload.train.epochs=100000 ++pipeprof.remote.latency_ms=250 -q --out " +
+                            (tmp / "out").string();
+    // The server (nginx's master and workers: its process group) is killed half a second after it
+    // starts (after the data generation).
+    const CliResult r = pipeprof::testing::run_command(
+        "sh -c '" + cmd + " & pid=$!; i=0; until pgrep -f \"" + server +
+        "\" >/dev/null || [ $i -ge 600 ]; do sleep 0.05; i=$((i+1)); done; sleep 0.5; pkill -KILL -g "
+        "$(pgrep -f \"" +
+        server + "\"); wait $pid; echo \"rc=$?\"'");
+    EXPECT_NE(r.out.find("rc=2"), std::string::npos) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("bad input data"), std::string::npos) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("http://127.0.0.1:"), std::string::npos) << mode << ": " << r.out;
+    expect_server_gone(tmp);
+  }
+}
+
 TEST(RemoteWorkload, CtrlCStopsTheServerAndWritesWhatWasMeasured) {
   REQUIRE_NGINX();
   const TempDir tmp;

@@ -55,6 +55,9 @@ Outcome inspect(const InspectOptions& options) {
           std::cout << pipelines::element_to_json(*element).dump() << "\n";
         }
       }
+    } catch (const pipelines::InputDataError& e) {  // bad input, as from `run` (exit 2)
+      throw pipelines::InputDataError(fmt::format("{}: epoch {}, element {}", options.spec, epoch, index),
+                                      e.what());
     } catch (const pipelines::PipelineError& e) {
       throw RunFailure(
           fmt::format("{}: epoch {}, element {}: {}", options.spec, epoch, index, e.what()));

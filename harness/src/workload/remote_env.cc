@@ -7,16 +7,13 @@
 #include <thread>
 
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/pipelines/errors.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::harness::workload {
 namespace fs = std::filesystem;
 
 namespace {
-
-double seconds(int64_t ns) {
-  return static_cast<double>(ns) / 1e9;
-}
 
 }  // namespace
 
@@ -74,7 +71,12 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
               for (size_t i = next++; i < urls.size(); i = next++) {
                 if (stop != nullptr && stop->load()) return;
                 try {
-                  pipelines::download(urls[i], files_[i], storage_.get());
+                  try {
+                    pipelines::download(urls[i], files_[i], storage_.get());
+                  } catch (const pipelines::RemoteError& e) {
+                    // As a read of the same object by a loader (direct, cached): bad input data.
+                    throw pipelines::InputDataError("copy_first", e.what());
+                  }
                 } catch (...) {
                   const std::lock_guard lock(error_mutex);
                   if (!error) error = std::current_exception();
@@ -88,7 +90,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
         // Interrupted midway: the run that follows stops at once; it is given the URLs, not a copy
         // with files missing.
         if (stop != nullptr && stop->load()) files_ = urls;
-        copy_s_ = seconds(trace::now_ns() - start_ns_);
+        copy_s_ = trace::ns_to_seconds(trace::now_ns() - start_ns_);
         copy_bytes_ = storage_->counters().bytes;
         break;
       }
@@ -220,7 +222,7 @@ results::RemoteRecord RemoteEnvironment::report(const DlioWorkload& w, const Tra
   if (!run.accelerators.empty() && !run.accelerators[0].epochs.empty() &&
       !run.accelerators[0].epochs[0].steps.empty()) {
     const EpochRecord& e = run.accelerators[0].epochs[0];
-    out.time_to_first_step_seconds = seconds(e.start_ns + e.steps[0].load_ns - start_ns_);
+    out.time_to_first_step_seconds = trace::ns_to_seconds(e.start_ns + e.steps[0].load_ns - start_ns_);
   }
   out.time_to_first_step_ideal_seconds = ideal_first_step_s;
 

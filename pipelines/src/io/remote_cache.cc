@@ -556,8 +556,8 @@ uint64_t download(const std::string& url, const std::filesystem::path& to, const
   if (const int err = write_all(tmp, bytes); err != 0 || ::rename(tmp.c_str(), to.c_str()) != 0) {
     const int why = err != 0 ? err : errno;
     std::filesystem::remove(tmp, ec);
-    throw RemoteError(fmt::format("{}: cannot write the copy of {}: {}", to.string(), url,
-                                  std::strerror(why)));
+    throw std::runtime_error(fmt::format("{}: cannot write the copy of {}: {}", to.string(), url,
+                                         std::strerror(why)));
   }
   return bytes.size();
 }

@@ -96,7 +96,7 @@ MessageHeader parse_header(const std::byte* bytes) {
     throw ChannelError(fmt::format("corrupt stream: bad message magic {:#x}", h.magic), false);
   }
   const auto kind = static_cast<uint32_t>(h.kind);
-  if (kind < 1 || kind > 7)
+  if (kind < 1 || kind > 8)
     throw ChannelError(fmt::format("corrupt stream: unknown message kind {}", kind), false);
   if (h.body_bytes > kMaxMessageBody) {
     throw ChannelError(fmt::format("corrupt stream: message body of {} bytes", h.body_bytes),

@@ -24,6 +24,8 @@ enum class MessageKind : uint32_t {
   kAllocate = 5,  // producer -> consumer: u64 bytes wanted in the object store
   kGrant = 6,     // consumer -> producer: u64 object id, u64 offset (kNoGrant: refused)
   kSealed = 7,    // producer -> consumer: u64 object id, u64 bytes copied, element layout
+  kInputError = 8,  // producer -> consumer: its pipeline failed on its input data (a corrupt or
+                    // missing file: InputDataError, bad input); body: the message
 };
 
 inline constexpr uint32_t kMessageMagic = 0x534D5050;  // "PPMS"

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "mp/channel.h"
+#include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/remote.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/recorder.h"
@@ -43,10 +44,13 @@ int run_producer(const ProducerTask& task) {
       throw;
     } catch (const std::exception& e) {
       const std::string text = e.what();
+      // Bad input data stays bad input on the consumer's side (the same exit code as in-process).
+      const MessageKind kind = dynamic_cast<const InputDataError*>(&e) != nullptr
+                                   ? MessageKind::kInputError
+                                   : MessageKind::kError;
       // The elements before the failure go first (the sender must not write concurrently).
       if (task.finish) task.finish();
-      send_message(task.socket_fd, MessageKind::kError,
-                   std::as_bytes(std::span(text.data(), text.size())));
+      send_message(task.socket_fd, kind, std::as_bytes(std::span(text.data(), text.size())));
       return 1;
     }
     if (task.trace) {

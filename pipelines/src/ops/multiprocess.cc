@@ -137,7 +137,7 @@ class MultiprocessIterator final : public Iterator {
  protected:
   std::optional<Element> next_impl() override {
     // A failure is sticky: the producers behind it are not trusted any more.
-    if (!error_.empty()) throw PipelineError(stage_name(), error_);
+    if (!error_.empty()) throw_failure();
     return pull();
   }
 
@@ -159,9 +159,15 @@ class MultiprocessIterator final : public Iterator {
     return mp::run_producer(task);
   }
 
-  [[noreturn]] void fail(const std::string& message) {
+  // `input`: a producer's pipeline failed on its input data (bad input, as in-process).
+  [[noreturn]] void fail(const std::string& message, bool input = false) {
     error_ = message;
-    throw PipelineError(stage_name(), message);
+    input_error_ = input;
+    throw_failure();
+  }
+  [[noreturn]] void throw_failure() const {
+    if (input_error_) throw InputDataError(stage_name(), error_);
+    throw PipelineError(stage_name(), error_);
   }
 
   bool keep_going() const { return !cancellation().cancelled(); }
@@ -216,14 +222,15 @@ class MultiprocessIterator final : public Iterator {
       const mp::MessageHeader h = mp::parse_header(raw);
       if (h.kind == mp::MessageKind::kElement) return read_element(i, h.body_bytes);
       if (h.kind != mp::MessageKind::kEnd && h.kind != mp::MessageKind::kError &&
-          h.kind != mp::MessageKind::kTrace) {
+          h.kind != mp::MessageKind::kInputError && h.kind != mp::MessageKind::kTrace) {
         fail(fmt::format("{}: unexpected message kind {}", group_->name(i),
                          static_cast<uint32_t>(h.kind)));
       }
       std::string text(h.body_bytes, '\0');
       if (!mp::recv_exact_polled(fd, reinterpret_cast<std::byte*>(text.data()), text.size(), go))
         return std::nullopt;
-      if (h.kind == mp::MessageKind::kError) fail(group_->name(i) + ": " + text);
+      if (h.kind == mp::MessageKind::kError || h.kind == mp::MessageKind::kInputError)
+        fail(group_->name(i) + ": " + text, h.kind == mp::MessageKind::kInputError);
       if (h.kind == mp::MessageKind::kTrace) {
         mp::merge_producer_trace(text, i);
       } else {
@@ -291,6 +298,7 @@ class MultiprocessIterator final : public Iterator {
   int first_ = 0;
   int turn_ = 0;
   std::string error_;
+  bool input_error_ = false;  // error_ is a producer's bad input data
 };
 
 }  // namespace

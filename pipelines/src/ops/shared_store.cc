@@ -34,6 +34,7 @@ struct Ready {
   uint64_t id = 0;
   ElementLayout layout;
   std::string error;  // set instead: the producer's pipeline failed after its earlier elements
+  bool input = false;  // ... on its input data (bad input, as in-process)
 };
 
 struct Request {
@@ -108,7 +109,7 @@ class SharedStoreIterator final : public Iterator {
     {
       BlockedScope blocked(*this);
       while (true) {
-        if (!error_.empty()) throw PipelineError(stage_name(), error_);
+        if (!error_.empty()) throw_failure();
         if (cancellation().cancelled()) return std::nullopt;
         const int who = pick();
         if (who >= 0) {
@@ -121,7 +122,8 @@ class SharedStoreIterator final : public Iterator {
           }
           if (!r.error.empty()) {
             error_ = r.error;
-            throw PipelineError(stage_name(), error_);
+            input_error_ = r.input;
+            throw_failure();
           }
           break;
         }
@@ -178,6 +180,11 @@ class SharedStoreIterator final : public Iterator {
       }
     }
     return kAllEnded;
+  }
+
+  [[noreturn]] void throw_failure() const {
+    if (input_error_) throw InputDataError(stage_name(), error_);
+    throw PipelineError(stage_name(), error_);
   }
 
   void set_error(const std::string& message) {
@@ -249,10 +256,12 @@ class SharedStoreIterator final : public Iterator {
           cv_.notify_all();
           return false;
         }
-        case mp::MessageKind::kError: {
+        case mp::MessageKind::kError:
+        case mp::MessageKind::kInputError: {
           // Delivered after the producer's earlier elements, in their order.
           std::lock_guard lock(mu_);
-          ready_[static_cast<size_t>(i)].push_back({0, {}, group_->name(i) + ": " + text});
+          ready_[static_cast<size_t>(i)].push_back({0, {}, group_->name(i) + ": " + text,
+                                                    h.kind == mp::MessageKind::kInputError});
           arrival_.push_back(i);
           ended_[static_cast<size_t>(i)] = true;
           cv_.notify_all();
@@ -367,6 +376,7 @@ class SharedStoreIterator final : public Iterator {
   std::deque<int> arrival_;
   std::vector<bool> ended_;
   std::string error_;
+  bool input_error_ = false;  // error_ is a producer's bad input data
   int turn_ = 0;
   int waiting_for_ = -2;
   bool tracing_;

@@ -55,7 +55,9 @@ class StorageContext;
 
 // Copies the object at `url` to the file `to` (written under a temporary name, then renamed);
 // returns its size. The read follows `storage`'s policy and is counted there (the default policy,
-// uncounted, without one). Throws RemoteError naming the URL or the file.
+// uncounted, without one). Throws RemoteError naming the URL when the object cannot be fetched (the
+// server is gone, the object missing), std::runtime_error naming the file when the copy cannot be
+// written.
 uint64_t download(const std::string& url, const std::filesystem::path& to,
                   const StorageContext* storage = nullptr);
 
