@@ -243,6 +243,9 @@ void Fields::only(std::initializer_list<const char*> known) const {
     bool ok = false;
     for (const char* k : known)
       ok = ok || key == k;
+    if (!ok && known.size() == 0) {
+      throw SpecError(fmt::format("{}: unknown key \"{}\" (this takes no arguments)", where_, key));
+    }
     if (!ok) {
       throw SpecError(fmt::format("{}: unknown key \"{}\" (expected one of: {})", where_, key,
                                   fmt::join(known, ", ")));

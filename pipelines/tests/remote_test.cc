@@ -2,6 +2,8 @@
 // listings, the file sources over http:// URLs, each pipeline's own storage context, and retries
 // and their limits (404, 500, a killed and a restarted server, a body cut short). Skips where
 // nginx (or its echo module) is not installed. The disk cache: remote_cache_test.cc.
+#include <sys/wait.h>
+
 #include "remote_fixture.h"
 
 namespace pipeprof::pipelines::remote_testing {
@@ -38,6 +40,35 @@ TEST_F(RemoteTest, ServerServesRangesAndStopsCleanly) {
   for (const auto& entry : fs::directory_iterator(root_ / "tmp")) {
     EXPECT_FALSE(entry.path().filename().string().starts_with("pipeprof-nginx-")) << entry.path();
   }
+}
+
+// A server whose process was killed (SIGKILL: nothing of it could clean up) leaves its folder;
+// the next server to start removes it, and leaves the folders of running processes alone.
+TEST_F(RemoteTest, FoldersOfKilledRunsAreRemovedAtTheNextStart) {
+  REQUIRE_NGINX(false);
+  make_objects("a", 1, 10);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  auto folder = [&](const std::string& name, const std::string& owner) {
+    const fs::path dir = root_ / "tmp" / name;
+    fs::create_directories(dir / "tmp");
+    if (!owner.empty()) std::ofstream(dir / "owner.pid") << owner << "\n";
+    std::ofstream(dir / "nginx.conf") << "x";
+    return dir;
+  };
+  const fs::path killed = folder("pipeprof-nginx-killed", std::to_string(dead));
+  const fs::path running = folder("pipeprof-nginx-running", std::to_string(::getpid()));
+  const fs::path starting = folder("pipeprof-nginx-starting", "");  // its owner file not yet written
+  const fs::path other = folder("other-killed", std::to_string(dead));
+  {
+    ObjectServer server({.root = root_ / "data"});
+  }
+  EXPECT_FALSE(fs::exists(killed));
+  EXPECT_TRUE(fs::exists(running));
+  EXPECT_TRUE(fs::exists(starting));
+  EXPECT_TRUE(fs::exists(other));
 }
 
 TEST_F(RemoteTest, BadServerSettingsAreClearErrors) {

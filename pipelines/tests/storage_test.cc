@@ -242,6 +242,14 @@ TEST(LocalFile, MatchFilesIsSortedBytewise) {
   EXPECT_TRUE(io::match_files((tmp / "*.none").string()).empty());
 }
 
+// A folder of the pattern that cannot be read is named, with the reason.
+TEST(LocalFile, MatchFilesNamesTheFolderItCannotRead) {
+  const TempDir tmp;
+  const std::string missing = (tmp / "missing").string();
+  expect_error<IoError>([&] { io::match_files(missing + "/*.rec"); },
+                        {missing + ": No such file or directory", "missing/*.rec"});
+}
+
 // ---- streams ----
 
 TEST(FileStream, ReadsAcrossBufferBoundariesAndReportsEveryRead) {

@@ -195,9 +195,27 @@ void drop_from_page_cache(const std::string& path) {
   }
 }
 
+namespace {
+
+// The folder glob could not read, and why (glob's error callback has no argument of its own).
+thread_local std::string t_glob_folder;
+thread_local int t_glob_errno = 0;
+
+int note_glob_error(const char* folder, int error) {
+  if (t_glob_folder.empty()) {
+    t_glob_folder = folder;
+    t_glob_errno = error;
+  }
+  return 1;  // stop (GLOB_ERR does too)
+}
+
+}  // namespace
+
 std::vector<std::string> match_local(const std::string& pattern) {
   glob_t g{};
-  const int rc = ::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ERR, nullptr, &g);
+  t_glob_folder.clear();
+  t_glob_errno = 0;
+  const int rc = ::glob(pattern.c_str(), GLOB_NOSORT | GLOB_ERR, note_glob_error, &g);
   std::vector<std::string> out;
   if (rc == 0) {
     out.reserve(g.gl_pathc);
@@ -205,7 +223,11 @@ std::vector<std::string> match_local(const std::string& pattern) {
       out.emplace_back(g.gl_pathv[i]);
   }
   ::globfree(&g);
-  if (rc == GLOB_ABORTED) throw IoError(fmt::format("{}: a folder could not be read", pattern));
+  if (rc == GLOB_ABORTED) {
+    if (t_glob_folder.empty()) throw IoError(fmt::format("{}: a folder could not be read", pattern));
+    throw IoError(fmt::format("{}: {} (a folder of the pattern {})", t_glob_folder,
+                              std::strerror(t_glob_errno), pattern));
+  }
   if (rc == GLOB_NOSPACE) throw IoError(fmt::format("{}: out of memory while matching", pattern));
   std::sort(out.begin(), out.end());  // bytewise, whatever the locale
   return out;

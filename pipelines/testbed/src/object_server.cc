@@ -84,6 +84,37 @@ bool pid_file_holds(const std::filesystem::path& file, pid_t pid) {
   return static_cast<bool>(in >> value) && value == pid;
 }
 
+// The process whose pid a file holds is still there (a pid of another user's counts as there).
+bool pid_alive(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  long value = 0;
+  if (!(in >> value) || value <= 0) return false;
+  return ::kill(static_cast<pid_t>(value), 0) == 0 || errno == EPERM;
+}
+
+// Folders of servers whose process is gone (a pipeprof killed with SIGKILL cannot remove its own):
+// owner.pid names the process that made it; a folder without it (being made this moment, or left
+// by an older pipeprof) goes when nginx's pid file names no process either and it is an hour old.
+void remove_stale_folders(const std::filesystem::path& tmp) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(tmp, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::path dir = it->path();
+    if (!dir.filename().string().starts_with("pipeprof-nginx-")) continue;
+    std::error_code e2;
+    if (!std::filesystem::is_directory(dir, e2)) continue;
+    bool stale = false;
+    if (std::filesystem::exists(dir / "owner.pid", e2)) {
+      stale = !pid_alive(dir / "owner.pid");
+    } else {
+      const auto age = std::filesystem::file_time_type::clock::now() -
+                       std::filesystem::last_write_time(dir, e2);
+      stale = !e2 && age > std::chrono::hours(1) && !pid_alive(dir / "nginx.pid");
+    }
+    if (stale) std::filesystem::remove_all(dir, e2);  // another user's: left alone (no permission)
+  }
+}
+
 std::string tail_of(const std::filesystem::path& file, size_t max_bytes = 2000) {
   std::ifstream in(file, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -184,13 +215,16 @@ ObjectServer::ObjectServer(ObjectServerOptions options)
   }
   std::string why;
   if (!available(options_.latency.count() > 0, &why)) throw RemoteError("object server: " + why);
-  std::string tmpl = (std::filesystem::temp_directory_path() / "pipeprof-nginx-XXXXXX").string();
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  remove_stale_folders(tmp);
+  std::string tmpl = (tmp / "pipeprof-nginx-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
     throw RemoteError(fmt::format("object server: cannot create a temporary folder: {}",
                                   std::strerror(errno)));
   }
   dir_ = tmpl;
   try {
+    std::ofstream(dir_ / "owner.pid") << ::getpid() << "\n";
     std::filesystem::create_directories(dir_ / "tmp");
     port_ = options_.port;
     launch();
