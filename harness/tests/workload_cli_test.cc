@@ -195,6 +195,40 @@ TEST(WorkloadCommand, BadInputIsExit2NamingTheFileAndTheKey) {
   EXPECT_EQ(pipeprof("workload " + none.string() + " --accelerators 0").code, 2);
 }
 
+// An output that cannot be written is found before anything runs (it was found after the whole
+// run): exit 1 naming the option and the path, no data generated, nothing measured.
+TEST(WorkloadCommand, AnOutputThatCannotBeWrittenIsFoundBeforeTheRun) {
+  const TempDir tmp;
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  const auto file = tmp.write("a_file", "x");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {" --out " + (file / "out").string(), "--out " + (file / "out").string() + ": cannot be written"},
+      {" --out " + (tmp / "out").string() + " --trace " + (tmp / "missing" / "t.json").string(),
+       "--trace " + (tmp / "missing" / "t.json").string() + ": cannot be written: its folder " +
+           (tmp / "missing").string() + " does not exist"},
+      {" --out " + (tmp / "out").string() + " --spec-out " + tmp.path().string(),
+       "--spec-out " + tmp.path().string() + ": cannot be written: it is a folder"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliResult r = pipeprof("workload " + w.string() + " -q" + args);
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("[METRIC]"), std::string::npos) << args << ": " << r.out;
+    EXPECT_FALSE(fs::exists(tmp / "data")) << args << ": the data was generated first";
+  }
+  // run and suite too.
+  const CliResult run = pipeprof("run naive --repetitions 1 --json " + (file / "x.json").string());
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("--json " + (file / "x.json").string() + ": cannot be written: its folder"),
+            std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("naive "), std::string::npos) << "it ran first: " << run.out;
+  const CliResult suite = pipeprof("suite --quick --only naive --out " + (file / "o").string());
+  EXPECT_EQ(suite.code, 1) << suite.out;
+  EXPECT_NE(suite.out.find("--out " + (file / "o").string() + ": cannot be written"), std::string::npos)
+      << suite.out;
+}
+
 TEST(WorkloadCommand, CtrlCWritesWhatWasMeasuredAndExits130) {
   const TempDir tmp;
   const auto w = tmp.write("tiny.yaml", workload_text(tmp));

@@ -211,6 +211,20 @@ TEST(WorkloadOverrides, HydrasGrammar) {
   }
 }
 
+// Text that is not UTF-8 failed only when results.json was written, after the whole run, with the
+// JSON library's message: refused as the file is read, naming the key, the line and the byte.
+TEST(WorkloadFile, TextThatIsNotUtf8IsRefusedNamingTheKey) {
+  const TempDir tmp;
+  const std::string f =
+      tmp.write("latin1.yaml", "model:\n  name: caf\xe9\ntrain:\n  epochs: 2\n").string();
+  EXPECT_EQ(error_of(f, {}), f + ": line 2: the value of `model.name` is not UTF-8 text (byte 3 of it)");
+  const std::string key = tmp.write("key.yaml", "model:\n  n\xffme: x\n").string();
+  EXPECT_EQ(error_of(key, {}), key + ": line 2: the key `model` is not UTF-8 text (byte 1 of it)");
+  const std::string ok = tmp.write("ok.yaml", "model:\n  name: caf\xc3\xa9\ntrain:\n  epochs: 2\n").string();
+  EXPECT_EQ(error_of(ok, {"++workload.model.name=b\xe9"}),
+            "override of `model.name`: not UTF-8 text (byte 23 of the override)");
+}
+
 // yaml-cpp reads the first of two equal keys; DLIO's loader refuses such a file, and so does this.
 TEST(WorkloadFile, AKeyTwiceInASectionIsRefusedWithItsLine) {
   const TempDir tmp;

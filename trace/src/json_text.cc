@@ -340,6 +340,10 @@ std::optional<int64_t> parse_integer(std::string_view text) {
   return negative ? -v : v;
 }
 
+}  // namespace pipeprof::trace::json_text
+
+namespace pipeprof::trace {
+
 std::optional<size_t> first_invalid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   size_t i = 0;
@@ -348,11 +352,11 @@ std::optional<size_t> first_invalid_utf8(std::string_view s) {
       ++i;
       continue;
     }
-    const size_t len = utf8_sequence_length(p + i, s.size() - i);
+    const size_t len = json_text::utf8_sequence_length(p + i, s.size() - i);
     if (len == 0) return i;
     i += len;
   }
   return std::nullopt;
 }
 
-}  // namespace pipeprof::trace::json_text
+}  // namespace pipeprof::trace

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "pipeprof/trace/utf8.h"
+
 namespace pipeprof::trace::json_text {
 
 // Appends `s` as a quoted JSON string. Quotes, backslashes and control characters are escaped;
@@ -37,8 +39,6 @@ bool unescape(std::string_view inner, std::string& out);
 // Parses an integer written in decimal ("-42") or hex ("0x2a"); nullopt otherwise.
 std::optional<int64_t> parse_integer(std::string_view text);
 
-// Byte offset of the first invalid UTF-8 sequence in `s` (overlong forms, surrogates and code
-// points above U+10FFFF are invalid), or nullopt when all of `s` is valid.
-std::optional<size_t> first_invalid_utf8(std::string_view s);
+using trace::first_invalid_utf8;  // pipeprof/trace/utf8.h
 
 }  // namespace pipeprof::trace::json_text

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands/commands.h"
+#include "commands/outputs.h"
 #include "commands/interrupt.h"
 #include "commands/rank_results.h"
 #include "commands/table.h"
@@ -109,6 +110,10 @@ Outcome run_command(const RunCommandOptions& o) {
   Experiment x = read_input(
       [&] { return find_experiment(o.target, cluster::spec_options(cluster::current())); });
   override_process_sources(x, o.producers, o.queue_capacity);
+  if (cluster::current().rank() == 0) {
+    check_output_file("--json", o.json);
+    check_output_file("--trace", o.trace);
+  }
   // What the pipeline reads http(s) URLs with: its counters, and with --cache-dir a read-through
   // disk cache (docs/remote.md), kept for later runs.
   std::shared_ptr<pipelines::RemoteCache> cache;

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "commands/commands.h"
+#include "commands/outputs.h"
 #include "commands/interrupt.h"
 #include "commands/rank_results.h"
 #include "pipeprof/harness/cluster.h"
@@ -191,6 +192,7 @@ Outcome suite(const SuiteOptions& o) {
   const int repetitions = o.quick ? 1 : o.repetitions;
   const std::string started_utc = results::utc_now();
   cluster::Cluster& ranks = cluster::current();
+  if (ranks.rank() == 0) check_output_folder("--out", o.out);
   if (ranks.mpi()) return suite_on_ranks(o, ranks, catalog, repetitions, started_utc);
   const SleepOvershoot overshoot = measure_sleep_overshoot(10, o.quick ? 10 : 30);
   print_overshoot(std::cerr, overshoot);

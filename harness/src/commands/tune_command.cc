@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "commands/commands.h"
+#include "commands/outputs.h"
 #include "commands/interrupt.h"
 #include "pipeprof/autotune/knob_space.h"
 #include "pipeprof/autotune/offline_tuner.h"
@@ -52,6 +53,8 @@ Outcome tune_command(const TuneCommandOptions& o) {
   options.strategy = autotune::parse_strategy(o.strategy);
   options.objective = autotune::parse_objective(o.objective);
   const Experiment x = read_input([&] { return find_experiment(o.target); });
+  check_output_file("--out", o.out);
+  check_output_file("--log", o.log);
   const auto knobs = read_input([&] {
     return autotune::discover_knobs(
         x.spec.document, {.max_parallelism = o.max_parallelism, .max_producers = o.max_producers});

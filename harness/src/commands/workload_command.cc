@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "commands/commands.h"
+#include "commands/outputs.h"
 #include "commands/interrupt.h"
 #include "pipeprof/harness/cluster.h"
 #include "pipeprof/harness/machine.h"
@@ -155,6 +156,11 @@ Outcome workload_command(const WorkloadOptions& o) {
   const fs::path out = output_folder(o, w);
   cluster::Cluster& ranks = cluster::current();
   const bool root = ranks.rank() == 0;
+  if (root) {
+    check_output_folder("--out", out);
+    check_output_file("--trace", o.trace);
+    check_output_file("--spec-out", o.spec_out);
+  }
   if (ranks.size() > 1) {
     if (o.find_max || o.stall_analysis || w.remote.mode == workload::RemoteMode::kGrowingCache) {
       throw InputError(fmt::format(

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/trace/utf8.h"
 
 namespace pipeprof::harness::workload {
 namespace {
@@ -66,25 +67,40 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+// Text that is not UTF-8 (a name, a folder) would fail only when the results are written, after
+// the whole run: refused here, naming the key (`at`), the line and the byte.
+void refuse_invalid_text(const YAML::Node& scalar, const std::string& what, const std::string& path,
+                         const std::string& at) {
+  if (!scalar.IsScalar()) return;
+  if (const auto bad = trace::first_invalid_utf8(scalar.Scalar())) {
+    throw InputError(fmt::format("{}: line {}: {} `{}` is not UTF-8 text (byte {} of it)", path,
+                                 scalar.Mark().line + 1, what, at.empty() ? "?" : at, *bad));
+  }
+}
+
 // A key twice in one mapping: yaml-cpp keeps both and reads the first, DLIO's loader refuses the
-// file; so does this one, naming the key and its second line.
-void refuse_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& at) {
+// file; so does this one, naming the key and its second line. Keys and values must be UTF-8.
+void check_document(const YAML::Node& node, const std::string& path, const std::string& at) {
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i)
-      refuse_duplicate_keys(node[i], path, fmt::format("{}[{}]", at, i));
+      check_document(node[i], path, fmt::format("{}[{}]", at, i));
     return;
   }
-  if (!node.IsMap()) return;
+  if (!node.IsMap()) {
+    refuse_invalid_text(node, "the value of", path, at);
+    return;
+  }
   std::set<std::string> seen;
   for (const auto& kv : node) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
     const std::string here = at.empty() ? key : at + "." + key;
+    refuse_invalid_text(kv.first, "the key", path, at.empty() ? "(top level)" : at);
     if (!seen.insert(key).second) {
       throw InputError(fmt::format("{}: line {}: `{}` appears twice in its section (DLIO refuses "
                                    "this too)",
                                    path, kv.first.Mark().line + 1, here));
     }
-    refuse_duplicate_keys(kv.second, path, here);
+    check_document(kv.second, path, here);
   }
 }
 
@@ -113,7 +129,7 @@ YAML::Node load_yaml_mapping(const std::string& path) {
                     "...)",
                     path));
   }
-  refuse_duplicate_keys(root, path, "");
+  check_document(root, path, "");
   return root;
 }
 
@@ -149,6 +165,10 @@ void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides
       if (o.find_first_not_of(" \t", eq + 1) == std::string::npos) {
         throw InputError(fmt::format(
             "override \"{}\": no value after '=' (to remove the key: ~workload.{})", text, path));
+      }
+      if (const auto bad = trace::first_invalid_utf8(text)) {
+        throw InputError(fmt::format("override of `{}`: not UTF-8 text (byte {} of the override)",
+                                     path, *bad));
       }
       try {
         value = YAML::Load(o.substr(eq + 1));
