@@ -261,6 +261,30 @@ TEST(RemoteWorkload, ServerKilledMidRunIsExit2InEveryMode) {
   }
 }
 
+// Ctrl-C while every read waits on a server that does not answer (30 s to first byte): the reads
+// in flight end (they waited out the stall timeout and every retry, about a minute, then exited
+// 2 writing nothing), the run exits 130 and writes what it measured.
+TEST(RemoteWorkload, CtrlCDuringAStalledReadEndsTheReadsAndExits130) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto w = workload(tmp, "direct");
+  const auto out = tmp / "out";
+  const std::string server = (tmp / "tmp").string() + "/[p]ipeprof-nginx";
+  const std::string cmd = "TMPDIR=" + (tmp / "tmp").string() + " " + PIPEPROF_BINARY + " workload " +
+                          w.string() + " ++pipeprof.remote.latency_ms=30000 -q --out " + out.string();
+  // SECONDS: whole seconds from the signal to the exit.
+  const CliResult r = pipeprof::testing::run_command(
+      "bash -c '" + cmd + " & pid=$!; i=0; until pgrep -f \"" + server +
+      "\" >/dev/null || [ $i -ge 600 ]; do sleep 0.05; i=$((i+1)); done; sleep 1; kill -INT $pid; "
+      "SECONDS=0; wait $pid; echo \"rc=$? after=$SECONDS\"'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  const size_t at = r.out.find("after=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LT(std::stoi(r.out.substr(at + 6)), 15) << "the reads waited out their retries: " << r.out;
+  EXPECT_EQ(read_json(out / "results.json")["interrupted"], true);
+  expect_server_gone(tmp);
+}
+
 TEST(RemoteWorkload, CtrlCStopsTheServerAndWritesWhatWasMeasured) {
   REQUIRE_NGINX();
   const TempDir tmp;

@@ -126,7 +126,8 @@ Outcome run_command(const RunCommandOptions& o) {
       throw InputError(e.what());
     }
   }
-  const auto storage = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{}, cache);
+  const auto storage = std::make_shared<pipelines::StorageContext>(
+      pipelines::RemoteReadOptions{.stop = &InterruptGuard::flag()}, cache);
   RunOptions options{.step = o.step,
                      .epochs = o.epochs,
                      .repetitions = o.repetitions,

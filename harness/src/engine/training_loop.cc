@@ -185,7 +185,13 @@ class Consumer {
     try {
       loop();
     } catch (...) {
-      shared_.fail(std::current_exception());
+      // A read cut off by the stop (Ctrl-C ends the HTTP requests in flight) is the stop, not a
+      // failure: what was measured is kept and the run ends as interrupted.
+      if (o_.stop != nullptr && o_.stop->load()) {
+        shared_.note("stopped while a batch was being loaded");
+      } else {
+        shared_.fail(std::current_exception());
+      }
     }
     leave();
   }

@@ -46,7 +46,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
   }
   server_ = start_object_server(w);
   const std::vector<std::string> urls = object_urls(*server_, w, local);
-  storage_ = std::make_shared<pipelines::StorageContext>();
+  storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop});
   start_ns_ = trace::now_ns();
   try {
     switch (settings_.mode) {
@@ -86,7 +86,8 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
             });
           }
         }
-        if (error) std::rethrow_exception(error);
+        // A copy cut off by Ctrl-C is the stop, not a failure.
+        if (error && !(stop != nullptr && stop->load())) std::rethrow_exception(error);
         // Interrupted midway: the run that follows stops at once; it is given the URLs, not a copy
         // with files missing.
         if (stop != nullptr && stop->load()) files_ = urls;
@@ -112,7 +113,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
             .key_by_path = true});  // the server's port changes from run to run
         // A folder of the user's: its cached objects go (a cold start), its other files stay.
         if (!settings_.keep_cache && !settings_.cache_dir.empty()) cache_->clear();
-        storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{}, cache_);
+        storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop}, cache_);
         if (settings_.preload) cache_->preload(urls);
         files_ = urls;
         break;

@@ -86,6 +86,17 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// libcurl's progress callback, about ten times a second and whenever data moves: a non-zero
+// return ends the transfer (CURLE_ABORTED_BY_CALLBACK).
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* stop = static_cast<const std::atomic<bool>*>(user);
+  return stop->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+bool stopped(const HttpOptions& options) {
+  return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
+}
+
 // The headers we read: Content-Range (the object's size). A new status line (a redirect or a 100
 // Continue before the real response) starts over.
 size_t on_header(char* data, size_t size, size_t count, void* user) {
@@ -181,12 +192,19 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
   const auto started = std::chrono::steady_clock::now();
   std::string last_error;
   const int attempts = std::max(1, options.max_attempts);
+  auto stopped_error = [&] {
+    return IoError(fmt::format("{}: {}: stopped (interrupted)", url, range_text(begin, length)));
+  };
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) {
       add_count(&HttpCounters::retries, counters);
       auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
-      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(wait, options.backoff_max));
+      const auto until =
+          std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(wait, options.backoff_max);
+      while (!stopped(options) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    if (stopped(options)) throw stopped_error();
     curl_easy_reset(curl);  // keeps the handle's live connections
     char error_buffer[CURL_ERROR_SIZE] = {};
     std::string content_range;
@@ -211,6 +229,11 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
     if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+    if (options.stop != nullptr) {
+      curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+      curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options.stop);
+      curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    }
     add_count(&HttpCounters::requests, counters);
     const CURLcode rc = curl_easy_perform(curl);
     long status = 0;
@@ -224,6 +247,7 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
                                       "object)")
                         : fmt::format("the server sent more than the {} bytes asked for", length)));
     }
+    if (rc == CURLE_ABORTED_BY_CALLBACK) throw stopped_error();
     if (rc != CURLE_OK) {
       const std::string why = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
       if (rc == CURLE_PARTIAL_FILE) {

@@ -32,6 +32,9 @@ struct HttpOptions {
   // The first request of an open file asks for this many bytes: it gives the object's size too
   // (Content-Range), so an object up to this size costs one request.
   size_t first_request_bytes = 1024 * 1024;
+  // Set (Ctrl-C): the transfer in progress and any wait before a retry end at once, and the request
+  // fails with "stopped". Not owned; null: never.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // What HTTP reads did: counted by whoever reads (a pipeline's StorageContext, a disk cache).

@@ -571,6 +571,7 @@ HttpOptions http_options_of(const RemoteReadOptions& read) {
   o.backoff_max = read.backoff_max;
   o.connect_timeout = read.connect_timeout;
   o.stall_timeout = read.stall_timeout;
+  o.stop = read.stop;
   return o;
 }
 

@@ -50,6 +50,10 @@ struct RemoteReadOptions {
   std::chrono::milliseconds backoff_max{2000};
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds stall_timeout{10000};  // no byte for this long: a failed attempt
+  // Once this flag is set (Ctrl-C), a request in progress ends within about a second (libcurl looks
+  // at it at least once a second while a server is silent) and no attempt follows: the read fails
+  // with "stopped". Not owned; null: never.
+  const std::atomic<bool>* stop = nullptr;
 };
 class StorageContext;
 
