@@ -19,6 +19,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -521,6 +522,65 @@ TEST(Run, CtrlCDuringProcessSourcesLeavesNoProcessOrSharedMemory) {
     EXPECT_TRUE(name.find("pipeprof") == std::string::npos && name.find(std::to_string(pid)) == std::string::npos)
         << "left in /dev/shm: " << name;
   }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// Waits up to `limit` for `pid` to exit; its exit status, or -1 when it did not (it is killed).
+int wait_exit(pid_t pid, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Ctrl-C while the loop waits for an element that no time brings: a source that opens for a day
+// (the sleep is on the loop's own thread), and producer processes that were stopped (SIGSTOP).
+// It was ignored; a second Ctrl-C aborted, writing nothing. Now: 130, with what was measured.
+TEST(Run, CtrlCWhileWaitingForAnElementThatNeverComesExits130) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const TempDir tmp;
+  const auto day = tmp.write("day.json", R"({
+    "stages": [{"op": "artificial", "open_ms": 86400000, "read_ms": 1, "num_samples": 10}],
+    "experiment": {"step": "sleep:1"}})");
+  const pid_t pid = spawn_quiet({"run", day.string(), "--repetitions", "1", "--json",
+                                 (tmp / "day_result.json").string()});
+  ASSERT_GE(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid, std::chrono::seconds(20)), 130);
+  EXPECT_TRUE(std::filesystem::exists(tmp / "day_result.json"));
+
+  const auto stopped = tmp.write("stopped.json", R"({
+    "stages": [{"op": "multiprocess", "producers": 2, "pipeline": {"stages": [
+      {"op": "artificial", "open_ms": 0, "read_ms": 20, "num_samples": 100000}]}}],
+    "experiment": {"step": "sleep:1"}})");
+  const pid_t mp = spawn_quiet({"run", stopped.string(), "--repetitions", "1"});
+  ASSERT_GE(mp, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the producers run
+  // Its children, the producers: stopped.
+  const CliResult children = pipeprof::testing::run_command("pgrep -P " + std::to_string(mp));
+  int stopped_count = 0;
+  std::istringstream ids(children.out);
+  for (pid_t child = 0; ids >> child;) stopped_count += kill(child, SIGSTOP) == 0 ? 1 : 0;
+  EXPECT_EQ(stopped_count, 2) << children.out;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(mp, SIGINT);
+  EXPECT_EQ(wait_exit(mp, std::chrono::seconds(20)), 130);
+  // No producer left (they would now be this process's children).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int status = 0;
+  int leftovers = 0;
+  while (waitpid(-1, &status, WNOHANG) > 0)
+    ++leftovers;
+  EXPECT_EQ(leftovers, 0) << "producers outlived pipeprof";
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD) << "a stopped producer is still there";
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 

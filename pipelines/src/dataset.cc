@@ -5,6 +5,7 @@
 
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/registry.h"
+#include "pipeprof/pipelines/sleep.h"
 
 namespace pipeprof::pipelines {
 namespace {
@@ -21,7 +22,12 @@ class RootIterator final : public Iterator {
   }
 
  protected:
-  std::optional<Element> next_impl() override { return child_->next(); }
+  // The caller's thread waits inside the tree too (a source's sleep, on the consumer's thread):
+  // cancelling the model (Model::cancellation, e.g. on Ctrl-C) wakes it as it wakes the workers.
+  std::optional<Element> next_impl() override {
+    const CancellationScope scope(&model().cancellation());
+    return child_->next();
+  }
 
  private:
   std::shared_ptr<const DatasetNode> root_;  // the graph outlives every iterator in the tree

@@ -5,8 +5,11 @@
 #include <sched.h>
 
 #include <barrier>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -15,6 +18,7 @@
 #include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/iterator.h"
+#include "pipeprof/pipelines/model.h"
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
 #include "pipeprof/trace/recorder.h"
@@ -124,6 +128,20 @@ class Shared {
   }
   bool realtime_denied() const { return realtime_denied_.load(); }
 
+  // The loaders open now (weakly: a loader's model goes with it), so that a stop can end a wait
+  // inside one that no element would end (a producer that never sends, an artificial open of a day).
+  void opened(const std::shared_ptr<pipelines::Model>& model) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(loaders_, [](const std::weak_ptr<pipelines::Model>& w) { return w.expired(); });
+    loaders_.push_back(model);
+  }
+  void cancel_loaders() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& w : loaders_) {
+      if (const auto model = w.lock()) model->cancellation().cancel();
+    }
+  }
+
  private:
   bool local_stop() const {
     return failed_.load(std::memory_order_relaxed) ||
@@ -140,6 +158,7 @@ class Shared {
   std::mutex mutex_;
   std::exception_ptr error_;
   std::vector<std::string> notes_;
+  std::vector<std::weak_ptr<pipelines::Model>> loaders_;
 };
 
 void PhaseDone::operator()() noexcept {
@@ -199,7 +218,9 @@ class Consumer {
  private:
   std::unique_ptr<pipelines::Iterator> open(int64_t epoch) {
     if (!o_.open) return nullptr;
-    return o_.open(rank_, epoch);
+    auto it = o_.open(rank_, epoch);
+    if (it) shared_.opened(it->shared_model());
+    return it;
   }
 
   // What the tuner moved since the last call, as changes of `epoch`.
@@ -276,6 +297,8 @@ class Consumer {
         std::optional<pipelines::Element> batch = next_batch(it.get(), names.get_next);
         const int64_t loaded = trace::now_ns();
         if (!batch) {
+          // A loader cancelled by the stop: the epoch was cut short, not at the loader's end.
+          if (o_.stop != nullptr && o_.stop->load()) break;
           ended = true;
           if (o_.steps > 0) {
             shared_.ran_out();
@@ -374,6 +397,20 @@ LoopRun run_loop(const LoopOptions& options) {
     throw InputError("a training loop over ranks needs a step count per epoch");
   }
   Shared shared(options);
+  // Ctrl-C: the loaders are cancelled, so that a consumer waiting inside one for an element that
+  // never comes sees the stop within a few tens of milliseconds.
+  std::jthread stop_watch;
+  if (options.stop != nullptr && options.open) {
+    stop_watch = std::jthread([&shared, stop = options.stop](const std::stop_token& done) {
+      std::mutex m;
+      std::condition_variable_any wake;  // at the end of the loop, at once
+      std::unique_lock lock(m);
+      while (!done.stop_requested()) {
+        if (stop->load()) shared.cancel_loaders();  // again for a loader opened since
+        wake.wait_for(lock, done, std::chrono::milliseconds(20), [] { return false; });
+      }
+    });
+  }
   const bool own_threads = options.consumers > 1 || options.realtime;
   std::vector<std::unique_ptr<Consumer>> consumers;
   for (int64_t k = 0; k < options.consumers; ++k)
