@@ -95,14 +95,16 @@ void resolve_stages(nlohmann::json& pipeline, const ParseOptions& o) {
   for (nlohmann::json stage : pipeline["stages"]) {
     bool shard_after = false;
     if (stage.is_object()) {
-      const std::string op = stage.value("op", "");
+      // Not yet validated (the stage's own checks come later): any value, of any type.
+      const nlohmann::json& op_value = stage.value("op", nlohmann::json());
+      const std::string op = op_value.is_string() ? op_value.get<std::string>() : std::string();
       if (op == "shard") {
         if (stage.value("num_shards", nlohmann::json()) == "ranks") stage["num_shards"] = o.ranks;
         if (stage.value("index", nlohmann::json()) == "rank") stage["index"] = o.rank;
       } else if (op == "list_files" && stage.value("shard", nlohmann::json()) == "rank") {
         // Every rank lists and shuffles the files, then keeps its share: the ranks' orders must
         // be the same, or their shares overlap. A shuffled listing needs a seed.
-        if (stage.value("shuffle", true) == true && !stage.contains("seed")) {
+        if (stage.value("shuffle", nlohmann::json(true)) == true && !stage.contains("seed")) {
           throw SpecError(
               "list_files: \"shard\": \"rank\" needs a \"seed\" when it shuffles (every rank "
               "must shuffle the files the same way, or their shares overlap), or \"shuffle\": "

@@ -126,6 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "spec.json: (top level).stages: expected a non-empty list of stages, got []"},
         ErrorCase{"stage_not_an_object", R"({"stages": [{"op": "range", "stop": 5}, 3]})",
                   "spec.json: stages[1]: expected an object, got 3"},
+        ErrorCase{"op_not_a_string", R"({"stages": [{"op": 15, "num_samples": 3}]})",
+                  "spec.json: stages[0].op: expected a string, got 15"},
         ErrorCase{"document_not_an_object", R"([1, 2])",
                   "spec.json: (top level): expected an object, got [1,2]"},
         ErrorCase{"wrong_type",
@@ -285,6 +287,15 @@ TEST_F(LoadSpec, NestingDeeperThanTheLimitIsRefusedNamingTheByte) {
   const auto fine = write("fine.json", R"({"name": ")" + std::string(1000, '[') +
                                            R"(", "stages": [{"op": "range", "stop": 3}]})");
   EXPECT_EQ(load_spec(fine).dataset.collect().size(), 3U);
+}
+
+// A number beyond a double's range was the JSON library's out_of_range, naming neither the file
+// nor the place.
+TEST_F(LoadSpec, ANumberOutOfRangeIsNamedWithItsByte) {
+  const auto huge = write("huge.json", R"({"stages": [{"op": "range", "stop": 1e999}]})");
+  EXPECT_EQ(error_message([&] { load_spec(huge); }),
+            huge.string() + ": invalid JSON at byte 37: [json.exception.parse_error.101] parse "
+                            "error at byte 37: the number 1e999 is out of range");
 }
 
 TEST_F(LoadSpec, EmptyFileAndDirectory) {
