@@ -86,7 +86,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// libcurl's progress callback, about ten times a second and whenever data moves: a non-zero
+// libcurl's progress callback, whenever data moves and at least once a second: a non-zero
 // return ends the transfer (CURLE_ABORTED_BY_CALLBACK).
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   const auto* stop = static_cast<const std::atomic<bool>*>(user);
