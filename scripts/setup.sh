@@ -45,6 +45,9 @@ PACKAGES=(
   # The PyTorch peer (harness/peers/pytorch_dataloader.py): PyTorch's DataLoader on the same
   # workloads, in the suite's storage section and its test
   python3-torch python3-yaml
+  # The Python module (python/, docs/python.md): pybind11 over Python 3's headers; its tests run
+  # real DataLoaders under pytest
+  python3-dev pybind11-dev python3-pytest
   # Ranks: Open MPI (mpirun and its library) for scale-out runs and the `mpi` tests
   libopenmpi-dev openmpi-bin
   # ip: the mpi test that runs two ranks in two network namespaces joined by a veth pair

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "dataloader_analysis.h"
 #include "gpu_usage.h"
 #include "intervals.h"
 #include "torch_steps.h"
@@ -270,6 +271,7 @@ Analysis analyze(const Trace& t) {
   a.suggestion = suggest(a, has_prefetch, acc.work_ns(), acc.work_in_steps_ns());
 
   a.gpu = analyze_gpu(t);
+  a.loader = analyze_dataloader(t, a.steps, a.window_start_ns, a.window_end_ns);
   a.step_times = a.torch.present ? a.torch.steps : train_loop_steps(t);
   if (a.torch.present && a.torch.iterator.empty())
     a.notes.emplace_back(

@@ -57,6 +57,70 @@ nlohmann::json torch_json(const TorchAnalysis& t) {
   return j;
 }
 
+nlohmann::json loader_json(const LoaderAnalysis& l) {
+  nlohmann::json j;
+  j["settings"] = {{"num_workers", l.num_workers},
+                   {"prefetch_factor", l.prefetch_factor},
+                   {"pin_memory", l.pin_memory},
+                   {"persistent_workers", l.persistent_workers},
+                   {"batch_size", l.batch_size},
+                   {"cpus", l.cpus},
+                   {"device", l.device}};
+  j["batches"] = l.batches;
+  j["wait_p50_ms"] = l.wait_p50_ms;
+  j["wait_p99_ms"] = l.wait_p99_ms;
+  j["ready_pct"] = l.ready_pct;
+  j["epochs"] = l.epochs;
+  j["first_wait_ms"] = l.first_wait_ms;
+  j["steady_input_bound_pct"] = l.steady_input_bound_pct;
+  j["workers_busy_pct"] = l.workers_busy_pct;
+  j["pin_memory_busy_pct"] = l.pin_memory_busy_pct;
+  j["worker_starts"] = l.worker_starts;
+  j["restarts"] = l.restarts;
+  j["mean_start_ms"] = l.mean_start_ms;
+  j["getitem_share_pct"] = l.getitem_share_pct;
+  j["collate_share_pct"] = l.collate_share_pct;
+  j["mean_item_us"] = l.mean_item_us;
+  j["workers"] = nlohmann::json::array();
+  for (const LoaderWorker& w : l.workers) {
+    nlohmann::json wj = {{"worker", w.worker},     {"pids", w.pids},
+                         {"fetches", w.fetches},   {"items", w.items},
+                         {"busy_ms", ns_to_ms(w.busy_ns)}, {"busy_pct", w.busy_pct},
+                         {"getitem_ms", ns_to_ms(w.getitem_ns)},
+                         {"collate_ms", ns_to_ms(w.collate_ns)}, {"died", w.died}};
+    if (w.died) wj["exitcode"] = w.exitcode;
+    j["workers"].push_back(std::move(wj));
+  }
+  j["suggestions"] = nlohmann::json::array();
+  for (const Suggestion& s : l.suggestions)
+    j["suggestions"].push_back({{"knob", s.knob}, {"text", s.text}});
+  j["notes"] = l.notes;
+  return j;
+}
+
+void loader_text(const LoaderAnalysis& l, const std::function<void(const std::string&)>& line) {
+  line("");
+  line(fmt::format("DataLoader: num_workers {}, prefetch_factor {}, pin_memory {}, "
+                   "persistent_workers {}, batch_size {}",
+                   l.num_workers, l.prefetch_factor, l.pin_memory, l.persistent_workers,
+                   l.batch_size));
+  line(fmt::format("  {} batches in {} epochs: each epoch's first wait {:.3f} ms in all; then wait "
+                   "p50 {:.3f} ms, p99 {:.3f} ms, ready when asked {:.0f}%, input-bound {:.1f}%",
+                   l.batches, l.epochs, l.first_wait_ms, l.wait_p50_ms, l.wait_p99_ms, l.ready_pct,
+                   l.steady_input_bound_pct));
+  line(fmt::format("  workers busy {:.1f}% (__getitem__ {:.0f}%, collate_fn {:.0f}% of it); "
+                   "pin-memory thread busy {:.1f}%; {} worker starts",
+                   l.workers_busy_pct, l.getitem_share_pct, l.collate_share_pct,
+                   l.pin_memory_busy_pct, l.worker_starts));
+  for (const LoaderWorker& w : l.workers)
+    line(fmt::format("    worker {:>2}: busy {:5.1f}%, {} fetches, {} items{}", w.worker, w.busy_pct,
+                     w.fetches, w.items, w.died ? " (died)" : ""));
+  for (const Suggestion& s : l.suggestions)
+    line(fmt::format("  suggestion ({}): {}", s.knob, s.text));
+  for (const std::string& n : l.notes)
+    line("  note: " + n);
+}
+
 double pct_of(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -174,6 +238,7 @@ nlohmann::json to_json(const Analysis& a) {
     j["gpu"] = nullptr;
   }
   j["torch"] = a.torch.present ? torch_json(a.torch) : nlohmann::json(nullptr);
+  j["loader"] = a.loader.present ? loader_json(a.loader) : nlohmann::json(nullptr);
   j["notes"] = a.notes;
   return j;
 }
@@ -214,6 +279,7 @@ std::string format_text(const Analysis& a) {
   if (!a.suggestion.empty())
     line(fmt::format("{}suggestion: {}", a.bottleneck.empty() ? "\n" : "", a.suggestion));
   if (a.torch.present) torch_text(a.torch, line);
+  if (a.loader.present) loader_text(a.loader, line);
   if (a.gpu.present) {
     line("");
     line(fmt::format("GPU (over the trace's {:.3f} ms)", ns_to_ms(a.gpu.window_ns)));

@@ -175,6 +175,65 @@ struct TorchAnalysis {
   std::vector<Suggestion> suggestions;
 };
 
+// A PyTorch DataLoader watched by the Python module (`pipeprof.watch`), read back from its trace.
+// Such a trace has the metadata "loader" = "torch.utils.data.DataLoader" and the loader's settings
+// ("num_workers", "prefetch_factor", "pin_memory", "persistent_workers", "batch_size", "cpus",
+// "device"), a "train loop" lane (get_next, step, epoch), a "pin_memory" lane in the loop's
+// process, and one process per worker process named "DataLoader worker N" whose lane holds
+// "fetch" spans (one per batch or sample asked of it) around "__getitem__" / "__getitems__" /
+// "next(dataset)" and "collate_fn" spans, "wait for index" spans between fetches and a "worker
+// started" instant. Workers that died are in the metadata "dead_workers" (a JSON array of
+// {"worker", "pid", "exitcode"}). Rules:
+// - a worker's busy % = its fetch spans / the loop's window; its pids are every process it ran as
+//   (a new one per epoch without persistent_workers: restarts = starts - workers);
+// - ready % = the share of get_next waits under 1 ms: how often a batch was there when the loop
+//   asked; the wait percentiles and ready % leave out each epoch's first wait (its start-up, given
+//   as first_wait_ms), and steady input-bound % is the input-bound % without them;
+// - the suggestions (in PyTorch's terms, each with the figures behind it) follow docs/python.md.
+struct LoaderWorker {
+  int worker = 0;
+  std::vector<int64_t> pids;  // in the order they started
+  int64_t fetches = 0;
+  int64_t items = 0;  // __getitem__ calls, or samples of __getitems__ / next(dataset) calls
+  int64_t busy_ns = 0;
+  int64_t getitem_ns = 0;  // __getitem__, __getitems__ or next(dataset)
+  int64_t collate_ns = 0;
+  double busy_pct = 0;
+  bool died = false;
+  int exitcode = 0;  // of a worker that died: negative, the signal
+};
+
+struct LoaderAnalysis {
+  bool present = false;
+  int num_workers = 0;  // from the settings
+  int prefetch_factor = 0;
+  bool pin_memory = false;
+  bool persistent_workers = false;
+  int batch_size = 0;
+  int cpus = 0;
+  std::string device;  // where the step runs ("cuda", "cpu"), "" when not said
+  int64_t batches = 0;  // the loop's steps (its get_next waits include each epoch's last, empty one)
+  double wait_p50_ms = 0;
+  double wait_p99_ms = 0;
+  double ready_pct = 0;
+  // Each epoch's first wait (the iterator and its workers starting, the prefetch filling) apart
+  // from the rest: the steady input-bound % leaves them out, and so do the percentiles.
+  int64_t epochs = 0;
+  double first_wait_ms = 0;  // summed over the epochs
+  double steady_input_bound_pct = 0;
+  double workers_busy_pct = 0;  // the mean over workers
+  double pin_memory_busy_pct = 0;
+  int64_t worker_starts = 0;
+  int64_t restarts = 0;
+  double mean_start_ms = 0;  // from a worker's start to the end of its first fetch
+  double getitem_share_pct = 0;  // of the workers' busy time
+  double collate_share_pct = 0;
+  double mean_item_us = 0;  // per item of __getitem__ / __getitems__
+  std::vector<LoaderWorker> workers;
+  std::vector<Suggestion> suggestions;
+  std::vector<std::string> notes;
+};
+
 struct Analysis {
   static constexpr size_t kTopKernels = 10;
 
@@ -189,6 +248,7 @@ struct Analysis {
   std::string suggestion;          // one sentence; "" when there is nothing to judge
   GpuUsage gpu;
   TorchAnalysis torch;
+  LoaderAnalysis loader;
   // Per step, for the viewer's steps window: the PyTorch steps, else the train loop's steps.
   std::vector<StepTime> step_times;
   std::vector<std::string> notes;  // what could not be analysed, and why

@@ -1,0 +1,238 @@
+"""pipeprof.watch on real DataLoaders (Debian's python3-torch); skipped where PyTorch is absent."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import pipeprof
+
+torch = pytest.importorskip("torch", reason="python3-torch is not installed")
+from torch.utils.data import DataLoader, Dataset, IterableDataset  # noqa: E402
+
+
+class SleepyItems(Dataset):
+    def __init__(self, n=48, getitem_s=0.002):
+        self.n, self.getitem_s = n, getitem_s
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.getitem_s)
+        return torch.full((4,), i)
+
+
+class Failing(SleepyItems):
+    def __getitem__(self, i):
+        if i == 13:
+            raise KeyError(f"sample {i} is missing")
+        return super().__getitem__(i)
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        start = info.id if info else 0
+        step = info.num_workers if info else 1
+        for i in range(start, 40, step):
+            yield torch.tensor([i])
+
+
+def run_epochs(w, epochs, step_s):
+    seen = []
+    for _ in range(epochs):
+        for batch in w:
+            seen.append(batch)
+            time.sleep(step_s)
+    return seen
+
+
+def loader_analysis(out):
+    with open(os.path.join(out, "analysis.json")) as f:
+        return json.load(f)
+
+
+def test_workers_getitem_and_collate_are_on_the_timeline(tmp_path, capsys):
+    loader = DataLoader(SleepyItems(), batch_size=4, num_workers=2)
+    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+        batches = run_epochs(w, 1, 0.002)
+    assert len(batches) == 12
+    a = loader_analysis(tmp_path)
+    steps, loader_a = a["steps"], a["loader"]
+    # 12 batches, each with its step; 13 waits: the last next() waits too, for the end.
+    assert steps["waits"] == 13 and steps["steps"] == 12 and loader_a["batches"] == 12
+    assert loader_a["settings"]["num_workers"] == 2
+    assert [x["worker"] for x in loader_a["workers"]] == [0, 1]
+    assert sum(x["items"] for x in loader_a["workers"]) == 48
+    assert sum(x["fetches"] for x in loader_a["workers"]) == 12
+    # Each __getitem__ sleeps 2 ms: at least 96 ms of worker time went to them.
+    assert sum(x["getitem_ms"] for x in loader_a["workers"]) >= 96
+    assert loader_a["getitem_share_pct"] > 50
+    trace = json.load(open(tmp_path / "trace.json"))
+    names = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
+    assert {"get_next", "step", "epoch", "fetch", "__getitem__", "collate_fn"} <= names
+    lanes = {e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert {"train loop", "worker 0", "worker 1"} <= lanes
+    err = capsys.readouterr().err
+    assert "input-bound" in err and "workers busy" in err
+    # The user's worker_init_fn slot is given back, and the workers' spools are removed.
+    assert loader.worker_init_fn is None
+    assert not os.path.exists(w._spool_dir)
+
+
+def test_a_slow_getitem_is_input_bound_and_asks_for_workers(tmp_path):
+    loader = DataLoader(SleepyItems(n=32, getitem_s=0.01), batch_size=4, num_workers=1)
+    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+        run_epochs(w, 1, 0.001)
+    a = loader_analysis(tmp_path)
+    assert a["steps"]["input_bound_pct"] > 50
+    knobs = [s["knob"] for s in a["loader"]["suggestions"]]
+    assert "num_workers" in knobs
+    assert a["loader"]["workers_busy_pct"] > 70
+
+
+def test_a_fast_loader_with_a_slow_step_is_not_input_bound(tmp_path):
+    loader = DataLoader(SleepyItems(n=24, getitem_s=0.0), batch_size=4, num_workers=2,
+                        persistent_workers=True)
+    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+        run_epochs(w, 2, 0.03)
+    a = loader_analysis(tmp_path)
+    # Steady state: each epoch's first wait (the workers starting, slow on a loaded machine) apart.
+    assert a["loader"]["steady_input_bound_pct"] < 20
+    assert a["loader"]["epochs"] == 2
+    assert a["loader"]["restarts"] == 0
+    assert a["loader"]["worker_starts"] == 2
+
+
+def test_workers_started_every_epoch_are_restarts(tmp_path):
+    loader = DataLoader(SleepyItems(n=16), batch_size=4, num_workers=2)
+    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+        run_epochs(w, 3, 0.0)
+    a = loader_analysis(tmp_path)["loader"]
+    assert a["worker_starts"] == 6 and a["restarts"] == 4
+    assert all(len(x["pids"]) == 3 for x in a["workers"])
+    assert "persistent_workers" in [s["knob"] for s in a["suggestions"]]
+
+
+def test_an_iterable_dataset_is_timed_per_next(tmp_path):
+    loader = DataLoader(Stream(), batch_size=5, num_workers=2)
+    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+        n = sum(len(b) for b in run_epochs(w, 1, 0.0))
+    assert n == 40
+    a = loader_analysis(tmp_path)["loader"]
+    assert sum(x["items"] for x in a["workers"]) >= 40
+
+
+def test_an_exception_in_getitem_reaches_the_loop_unchanged_and_the_trace_is_kept(tmp_path):
+    loader = DataLoader(Failing(), batch_size=4, num_workers=2)
+    w = pipeprof.watch(loader, out=tmp_path, live=False)
+    with pytest.raises(KeyError, match="sample 13 is missing"):
+        run_epochs(w, 1, 0.0)
+    w.close()
+    a = loader_analysis(tmp_path)
+    assert a["steps"]["waits"] >= 1
+    assert (tmp_path / "trace.json").stat().st_size > 0
+
+
+def test_a_killed_worker_is_named_and_the_loaders_error_is_unchanged(tmp_path):
+    class KillOne(SleepyItems):
+        def __getitem__(self, i):
+            if i == 20:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super().__getitem__(i)
+
+    loader = DataLoader(KillOne(), batch_size=4, num_workers=2)
+    w = pipeprof.watch(loader, out=tmp_path, live=False)
+    with pytest.raises(RuntimeError, match="DataLoader worker .* exited unexpectedly"):
+        run_epochs(w, 1, 0.0)
+    w.close()
+    a = loader_analysis(tmp_path)["loader"]
+    dead = [x for x in a["workers"] if x["died"]]
+    assert len(dead) == 1 and dead[0]["exitcode"] == -signal.SIGKILL
+    texts = [s["text"] for s in a["suggestions"] if s["knob"] == "worker"]
+    assert texts and "SIGKILL" in texts[0] and str(dead[0]["pids"][-1]) in texts[0]
+
+
+def test_no_workers_and_plain_iterables_are_watched_at_the_loop(tmp_path):
+    loader = DataLoader(SleepyItems(n=8), batch_size=2, num_workers=0)
+    w = pipeprof.watch(loader, out=tmp_path / "a", live=False)
+    run_epochs(w, 1, 0.0)
+    w.close()
+    a = loader_analysis(tmp_path / "a")
+    assert a["steps"]["steps"] == 4 and a["loader"]["workers"] == []
+    assert any("num_workers=0" in n for n in w.notes)
+
+    w = pipeprof.watch(iter(range(5)), out=tmp_path / "b", live=False)
+    assert list(w) == [0, 1, 2, 3, 4]
+    w.close()
+    a = loader_analysis(tmp_path / "b")
+    assert a["loader"] is None and a["steps"]["steps"] == 5
+    assert any("not a torch DataLoader" in n for n in w.notes)
+
+
+def test_explicit_steps(tmp_path):
+    loader = DataLoader(SleepyItems(n=8, getitem_s=0.0), batch_size=2, num_workers=0)
+    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+        for batch in w:
+            time.sleep(0.002)  # not part of the marked step
+            with w.step():
+                time.sleep(0.01)
+    s = loader_analysis(tmp_path)["steps"]
+    assert s["steps"] == 4
+    assert 10 <= s["mean_step_ms"] < 30
+
+
+def test_the_live_line_appears(tmp_path):
+    loader = DataLoader(SleepyItems(n=64), batch_size=4, num_workers=2)
+    lines = []
+
+    class Sink:
+        def write(self, text):
+            lines.append(text)
+
+        def flush(self):
+            pass
+
+    with pipeprof.watch(loader, out=tmp_path, interval=0.1, file=Sink()) as w:
+        run_epochs(w, 1, 0.01)
+    live = [x for x in lines if "pipeprof watch [" in x]
+    assert live, "".join(lines)
+    assert "workers busy" in "".join(live)
+
+
+def test_ctrl_c_writes_the_trace(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, signal, time, threading, torch, pipeprof
+        from torch.utils.data import DataLoader, Dataset
+        class D(Dataset):
+            def __len__(self): return 10000
+            def __getitem__(self, i):
+                time.sleep(0.001); return i
+        loader = DataLoader(D(), batch_size=4, num_workers=2)
+        w = pipeprof.watch(loader, out={str(tmp_path)!r}, live=False)
+        threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        try:
+            for b in w:
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            raise SystemExit(130)
+    """)
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 130, r.stderr
+    a = loader_analysis(tmp_path)
+    assert a["steps"]["waits"] > 10
+    assert "pipeprof watch: 1 epoch" in r.stderr
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="interval"):
+        pipeprof.watch([], interval=0)
