@@ -4,10 +4,13 @@
     for batch in pipeprof.watch(loader):
         step(batch)
 
+    best = pipeprof.tune(make_loader, {"num_workers": [0, 2, 4, 8], "batch_size": [32, 64]}, step)
+
 See docs/python.md.
 """
 
 from ._pipeprof import now_ns
+from ._tune import Trial, TuneResult, tune
 from ._watch import Watch, watch
 
-__all__ = ["Watch", "now_ns", "watch"]
+__all__ = ["Trial", "TuneResult", "Watch", "now_ns", "tune", "watch"]
