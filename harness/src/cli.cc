@@ -161,9 +161,11 @@ int run_cli(int argc, char** argv) {
       std::cout.flush();  // what the command printed comes before the error
       const ExitStatus status = exit_status_of(std::current_exception());
       const cluster::Cluster& ranks = cluster::current();
-      if (ranks.size() > 1) {  // which rank says it
-        std::cerr << "pipeprof " << cmd->get_name() << " (rank " << ranks.rank() << " @ "
-                  << ranks.host() << "): " << status.message << "\n";
+      if (ranks.size() > 1) {  // which rank says it (once: rank 0 names the rank that failed)
+        const std::string self = "rank " + std::to_string(ranks.rank()) + " @ " + ranks.host();
+        std::string_view message = status.message;
+        if (message.starts_with(self + ": ")) message.remove_prefix(self.size() + 2);
+        std::cerr << "pipeprof " << cmd->get_name() << " (" << self << "): " << message << "\n";
       } else {
         std::cerr << "pipeprof " << cmd->get_name() << ": " << status.message << "\n";
       }

@@ -147,6 +147,15 @@ TEST_P(ExitContract, EveryCommandSaysBadInputNamingTheFileAndTheFault) {
     EXPECT_NE(row.result.out.find("bad input data: "), std::string::npos) << row.result.out;
     EXPECT_NE(row.result.out.find(file), std::string::npos) << row.result.out;
     EXPECT_NE(row.result.out.find(c.fault), std::string::npos) << row.result.out;
+    // Under mpirun the line names the rank once: "pipeprof workload (rank 0 @ host): ...".
+    const std::string& out = row.result.out;
+    const std::string prefix = "pipeprof workload (";
+    for (size_t at = out.find(prefix); at != std::string::npos; at = out.find(prefix, at + 1)) {
+      const size_t close = out.find("): ", at);
+      ASSERT_NE(close, std::string::npos) << out;
+      const std::string who = out.substr(at + prefix.size(), close - at - prefix.size());
+      EXPECT_NE(out.substr(close + 3, who.size()), who) << "the rank is named twice:\n" << out;
+    }
   }
   // One message: what `run` says about the file, every other command says too.
   const std::string run_line = last_line(rows[1].result.out);
