@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -150,8 +151,14 @@ def test_a_killed_worker_is_named_and_the_loaders_error_is_unchanged(tmp_path):
 
     loader = DataLoader(KillOne(), batch_size=4, num_workers=2)
     w = pipeprof.watch(loader, out=tmp_path, live=False)
-    with pytest.raises(RuntimeError, match="DataLoader worker .* exited unexpectedly"):
+    # DataLoader's own error, as it raises it: "worker ... exited unexpectedly" or "killed by
+    # signal", or, when the loop was fetching a batch the dead worker had shared, the reset of
+    # that connection.
+    with pytest.raises((RuntimeError, ConnectionError)) as caught:
         run_epochs(w, 1, 0.0)
+    if isinstance(caught.value, RuntimeError):
+        assert re.search(r"DataLoader worker .*(exited unexpectedly|killed by signal)",
+                         str(caught.value)), caught.value
     w.close()
     a = loader_analysis(tmp_path)["loader"]
     dead = [x for x in a["workers"] if x["died"]]
