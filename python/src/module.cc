@@ -11,6 +11,7 @@
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/clock.h"
 #include "pipeprof/trace/spool.h"
+#include "pipeline_binding.h"
 #include "watch_session.h"
 
 namespace py = pybind11;
@@ -90,6 +91,7 @@ PYBIND11_MODULE(_pipeprof, m) {
         py::arg("objective"), py::arg("budget"), py::arg("repeats"), py::arg("seed"),
         py::arg("on_trial") = py::none(),
         "autotune's offline search (hill, random or grid) over indexed knobs, measured by `trial`");
+  pipeprof::python::bind_pipeline(m);
   m.def("now_ns", &pipeprof::trace::now_ns,
         "CLOCK_MONOTONIC in nanoseconds: pipeprof's clock (time.monotonic_ns() reads the same)");
 

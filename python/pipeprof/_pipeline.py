@@ -1,0 +1,81 @@
+"""pipeprof's own pipelines from Python, and a torch IterableDataset over one."""
+
+import json
+import os
+
+from . import _pipeprof
+from ._pipeprof import InputDataError, PipelineError, SpecError  # noqa: F401
+
+
+class Pipeline:
+    """A pipeprof pipeline (a JSON spec: docs in the README's "Pipeline specs").
+
+        p = pipeprof.Pipeline.from_spec({"stages": [{"op": "range", "count": 8},
+                                                    {"op": "batch", "batch_size": 4}]})
+        for x in p:          # each pass is an epoch; elements are read-only numpy arrays
+            ...              # (a tuple of them when an element has several components)
+
+    Arrays view the pipeline's buffers (no copy); the GIL is released while the pipeline makes
+    the next element, so Python threads run meanwhile. `stats()` gives each stage's statistics
+    (elements, time per element, CPU share, buffers, bytes read, knob values) of the current pass.
+    Errors: SpecError (a bad spec, naming the JSON path), InputDataError (a missing or corrupt
+    data file, naming it), PipelineError (a stage failed).
+    """
+
+    def __init__(self, core):
+        self._core = core
+
+    @classmethod
+    def from_spec(cls, spec):
+        """From a dict, a JSON text or the path of a spec file."""
+        if isinstance(spec, dict):
+            return cls(_pipeprof.Pipeline.from_json(json.dumps(spec), "<dict>"))
+        if isinstance(spec, (str, os.PathLike)):
+            text = os.fspath(spec)
+            if text.lstrip().startswith("{"):
+                return cls(_pipeprof.Pipeline.from_json(text, "<text>"))
+            return cls(_pipeprof.Pipeline.from_file(text))
+        raise TypeError(f"pipeprof.Pipeline.from_spec: a dict, JSON text or path, not {type(spec).__name__}")
+
+    def __iter__(self):
+        self._core.__iter__()
+        return self
+
+    def __next__(self):
+        return self._core.__next__()
+
+    def stats(self):
+        return self._core.stats()
+
+    @property
+    def spec(self):
+        return json.loads(self._core.spec)
+
+    def close(self):
+        """Stops the current pass (its threads joined, its files closed)."""
+        self._core.close()
+
+
+def torch_dataset(spec):
+    """A torch.utils.data.IterableDataset over a pipeprof pipeline: elements as torch tensors that
+    share the pipeline's buffers (torch.from_numpy). Use it with DataLoader(ds, batch_size=None)
+    and let the pipeline batch; each iteration is a pass of the pipeline."""
+    import torch
+    import warnings
+
+    class PipelineDataset(torch.utils.data.IterableDataset):
+        def __init__(self, spec):
+            self.spec = spec
+
+        def __iter__(self):
+            p = Pipeline.from_spec(self.spec)
+            with warnings.catch_warnings():
+                # The arrays are read-only views; torch warns that it cannot make them writable.
+                warnings.simplefilter("ignore", UserWarning)
+                for e in p:
+                    if isinstance(e, tuple):
+                        yield tuple(torch.from_numpy(x) for x in e)
+                    else:
+                        yield torch.from_numpy(e)
+
+    return PipelineDataset(spec)

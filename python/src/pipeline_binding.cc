@@ -1,0 +1,157 @@
+#include "pipeline_binding.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/iterator.h"
+#include "pipeprof/pipelines/model.h"
+#include "pipeprof/pipelines/spec.h"
+#include "pipeprof/pipelines/tensor.h"
+
+namespace py = pybind11;
+
+namespace pipeprof::python {
+namespace {
+
+using pipelines::DType;
+using pipelines::Tensor;
+
+std::string numpy_dtype(DType d) {
+  switch (d) {
+    case DType::kBool: return "bool";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+  }
+  return "uint8";
+}
+
+// A numpy array over the tensor's bytes: the tensor moves into a capsule that is the array's base,
+// so the buffer lives as long as the array (and the pipeline may go on). Read-only: the pipeline's
+// buffers may be shared by other elements (copy on write in C++ terms).
+py::object to_numpy(Tensor t) {
+  auto* owned = new Tensor(std::move(t));
+  py::capsule base(owned, [](void* p) { delete static_cast<Tensor*>(p); });
+  std::vector<py::ssize_t> shape(owned->shape().begin(), owned->shape().end());
+  const auto item = static_cast<py::ssize_t>(pipelines::dtype_size(owned->dtype()));
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = item;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  py::array a(py::dtype(numpy_dtype(owned->dtype())), shape, strides,
+              static_cast<const void*>(owned->data()), base);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+class PyPipeline {
+ public:
+  PyPipeline(pipelines::Dataset dataset, nlohmann::json document)
+      : dataset_(std::move(dataset)), document_(std::move(document)) {}
+
+  static PyPipeline from_json_text(const std::string& text, const std::string& source) {
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw pipelines::SpecError(source + ": byte " + std::to_string(e.byte) +
+                                 ": malformed JSON");
+    }
+    pipelines::Spec spec = pipelines::parse_spec(doc, source);
+    return PyPipeline(std::move(spec.dataset), std::move(spec.document));
+  }
+  static PyPipeline from_file(const std::string& path) {
+    pipelines::Spec spec = pipelines::load_spec(path);
+    return PyPipeline(std::move(spec.dataset), std::move(spec.document));
+  }
+
+  // A new pass over the pipeline (an epoch): the iterator is this object's until the next one.
+  PyPipeline& iter() {
+    py::gil_scoped_release release;
+    it_.reset();
+    it_ = dataset_.iterate();
+    return *this;
+  }
+
+  py::object next() {
+    if (!it_) iter();
+    std::optional<pipelines::Element> e;
+    {
+      py::gil_scoped_release release;
+      e = it_->next();
+    }
+    if (!e) throw py::stop_iteration();
+    if (e->size() == 1) return to_numpy(std::move((*e)[0]));
+    py::tuple out(e->size());
+    for (size_t i = 0; i < e->size(); ++i) out[i] = to_numpy(std::move((*e)[i]));
+    return out;
+  }
+
+  // Each stage's statistics so far (the live model of the current pass).
+  py::list stats() const {
+    py::list out;
+    if (!it_) return out;
+    for (const pipelines::NodeSnapshot& s : it_->model().snapshot()) {
+      py::dict d;
+      d["key"] = s.key;
+      d["op"] = s.op;
+      d["name"] = s.name;
+      d["elements"] = s.elements;
+      d["wall_ns_per_element"] = s.wall_ns_per_element;
+      d["cpu_share"] = s.cpu_share;
+      d["blocked_ns"] = s.blocked_ns;
+      d["buffered"] = s.buffered;
+      d["buffer_capacity"] = s.buffer_capacity;
+      d["bytes_read"] = s.bytes_read;
+      d["files_opened"] = s.files_opened;
+      d["read_mb_per_s"] = s.read_mb_per_s;
+      py::dict knobs;
+      for (const auto& [k, v] : s.knobs) knobs[py::str(k)] = v;
+      d["knobs"] = knobs;
+      out.append(std::move(d));
+    }
+    return out;
+  }
+
+  std::string spec() const { return document_.dump(2); }
+  void close() {
+    py::gil_scoped_release release;
+    it_.reset();
+  }
+
+ private:
+  pipelines::Dataset dataset_;
+  nlohmann::json document_;
+  std::unique_ptr<pipelines::Iterator> it_;
+};
+
+}  // namespace
+
+void bind_pipeline(py::module_& m) {
+  // Translators are tried newest first: the subclass after its base.
+  const auto& pipeline_error =
+      py::register_exception<pipelines::PipelineError>(m, "PipelineError", PyExc_RuntimeError);
+  py::register_exception<pipelines::InputDataError>(m, "InputDataError", pipeline_error.ptr());
+  py::register_exception<pipelines::SpecError>(m, "SpecError", PyExc_ValueError);
+  py::class_<PyPipeline>(m, "Pipeline", "A pipeprof pipeline (a JSON spec); iterate it for elements")
+      .def_static("from_json", &PyPipeline::from_json_text, py::arg("text"),
+                  py::arg("source") = "<spec>")
+      .def_static("from_file", &PyPipeline::from_file, py::arg("path"))
+      .def("__iter__", &PyPipeline::iter, py::return_value_policy::reference_internal)
+      .def("__next__", &PyPipeline::next)
+      .def("stats", &PyPipeline::stats)
+      .def("close", &PyPipeline::close)
+      .def_property_readonly("spec", &PyPipeline::spec);
+}
+
+}  // namespace pipeprof::python

@@ -1,0 +1,95 @@
+"""pipeprof.Pipeline from Python: values, zero-copy arrays, errors, and the torch adapter."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pipeprof
+
+
+def test_elements_are_numpy_arrays_over_the_pipelines_buffers():
+    p = pipeprof.Pipeline.from_spec({"stages": [{"op": "range", "stop": 10},
+                                                {"op": "batch", "batch_size": 4}]})
+    batches = list(p)
+    assert [b.tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert batches[0].dtype == np.int64
+    # Views of the pipeline's tensors: no copy, read-only (the buffers may be shared).
+    assert not batches[0].flags.owndata and not batches[0].flags.writeable
+    with pytest.raises(ValueError):
+        batches[0][0] = 7
+    # Each pass is an epoch.
+    assert len(list(p)) == 3
+    stats = p.stats()
+    assert stats[0]["op"] == "batch" and stats[0]["elements"] == 3
+
+
+def test_npz_files_with_several_arrays_come_as_tuples(tmp_path):
+    files = []
+    for i in range(3):
+        f = tmp_path / f"s{i}.npz"
+        np.savez(f, x=np.full((2, 3), i, dtype=np.float32), y=np.arange(4, dtype=np.int32) + i)
+        files.append(str(f))
+    p = pipeprof.Pipeline.from_spec({"stages": [{"op": "npz", "files": files, "keys": ["x", "y"]}]})
+    got = list(p)
+    assert len(got) == 3
+    for i, (x, y) in enumerate(got):
+        np.testing.assert_array_equal(x, np.full((2, 3), i, dtype=np.float32))
+        np.testing.assert_array_equal(y, np.arange(4, dtype=np.int32) + i)
+    assert p.stats()[0]["bytes_read"] > 0
+
+
+def test_specs_from_a_file_and_from_text(tmp_path):
+    f = tmp_path / "spec.json"
+    f.write_text('{"stages": [{"op": "range", "stop": 3}]}')
+    assert [int(x) for x in pipeprof.Pipeline.from_spec(f)] == [0, 1, 2]
+    assert [int(x) for x in pipeprof.Pipeline.from_spec('{"stages": [{"op": "range", "stop": 2}]}')] == [0, 1]
+    assert pipeprof.Pipeline.from_spec(str(f)).spec["stages"][0]["op"] == "range"
+
+
+def test_errors_name_what_was_wrong(tmp_path):
+    with pytest.raises(pipeprof.SpecError, match=r"stages\[0\]: unknown key \"count\""):
+        pipeprof.Pipeline.from_spec({"stages": [{"op": "range", "count": 3}]})
+    with pytest.raises(pipeprof.SpecError, match="byte"):
+        pipeprof.Pipeline.from_spec('{"stages": [')
+    with pytest.raises(pipeprof.SpecError, match="nosuch.json"):
+        pipeprof.Pipeline.from_spec(tmp_path / "nosuch.json")
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip archive at all")
+    p = pipeprof.Pipeline.from_spec({"stages": [{"op": "npz", "files": [str(bad)]}]})
+    with pytest.raises(pipeprof.InputDataError, match="bad.npz") as e:
+        list(p)
+    assert isinstance(e.value, pipeprof.PipelineError)
+    with pytest.raises(TypeError):
+        pipeprof.Pipeline.from_spec(42)
+
+
+def test_the_gil_is_released_while_the_pipeline_works():
+    # A pipeline that sleeps 50 ms per element: a Python thread runs meanwhile.
+    p = pipeprof.Pipeline.from_spec({"stages": [
+        {"op": "range", "stop": 4},
+        {"op": "map", "fn": "sleep_ms", "args": {"ms": 50}}]})
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.005)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    list(p)
+    stop.set()
+    t.join()
+    assert len(ticks) > 15  # 200 ms of pipeline work, a tick every 5 ms
+
+
+def test_a_torch_iterable_dataset_over_a_pipeline():
+    torch = pytest.importorskip("torch", reason="python3-torch is not installed")
+    ds = pipeprof.torch_dataset({"stages": [{"op": "range", "stop": 6},
+                                            {"op": "batch", "batch_size": 3}]})
+    loader = torch.utils.data.DataLoader(ds, batch_size=None)
+    got = [b.tolist() for b in loader]
+    assert got == [[0, 1, 2], [3, 4, 5]]
