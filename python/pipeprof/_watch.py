@@ -4,6 +4,7 @@ import atexit
 import contextlib
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -13,6 +14,7 @@ import weakref
 
 from . import _pipeprof
 from ._torch_hooks import WorkerInit, pin_memory_timer
+from ._tune import _samples_in
 
 _mono = time.monotonic_ns
 _open_watches = weakref.WeakSet()
@@ -50,11 +52,13 @@ class Watch:
     """
 
     def __init__(self, iterable, *, out="pipeprof-watch", live=True, interval=5.0, device=None,
-                 file=None):
+                 file=None, name=None):
         if interval <= 0:
             raise ValueError(f"pipeprof.watch: interval must be positive, got {interval!r}")
         self.iterable = iterable
+        self.name = name or type(getattr(iterable, "dataset", iterable)).__name__
         self.out = os.fspath(out) if out is not None else None
+        self._interrupted = False
         self.interval = float(interval)
         self.file = file if file is not None else sys.stderr
         self.analysis = None  # the last analysis (a dict), after an epoch
@@ -126,6 +130,8 @@ class Watch:
         self._begin()
         session = self._session
         epoch_start = _mono()
+        cpu_start = time.process_time()
+        samples = 0
         it = None
         try:
             t0 = epoch_start  # the first wait includes starting the iterator (and its workers)
@@ -143,14 +149,21 @@ class Watch:
                     # stops them here): a wait, though no batch came.
                     session.loop_span("get_next", t0, _mono())
                     return
-                except BaseException:
+                except BaseException as e:
+                    self._interrupted = isinstance(e, KeyboardInterrupt)
                     self._check_workers(it)
                     raise
                 last = _mono()  # the batch is the loop's: its step starts
                 session.loop_span("get_next", t0, last)
+                samples += _samples_in(batch)
                 yield batch
+        except KeyboardInterrupt:  # Ctrl-C in the loop's own step
+            self._interrupted = True
+            raise
         finally:
             session.loop_span("epoch", epoch_start, _mono())
+            session.end_epoch(samples, 1e3 * (time.process_time() - cpu_start),
+                              resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
             self._epochs += 1
             if it is not None:
                 self._check_workers(it)
@@ -224,6 +237,10 @@ class Watch:
                         json.dump(a, f, indent=2)
                     os.replace(os.path.join(self.out, "analysis.json.tmp"),
                                os.path.join(self.out, "analysis.json"))
+                    self._session.write_results(
+                        os.path.join(self.out, "results.json"), f"watch:{self.name}",
+                        f"pipeprof.watch of a training loop over {type(self.iterable).__name__} "
+                        f"({self.name})", "trace.json", self._interrupted)
                 else:
                     a = json.loads(self._session.analyze(0))
             except Exception as e:
@@ -297,7 +314,8 @@ class Watch:
             pass
 
 
-def watch(iterable, *, out="pipeprof-watch", live=True, interval=5.0, device=None, file=None):
+def watch(iterable, *, out="pipeprof-watch", live=True, interval=5.0, device=None, file=None,
+          name=None):
     """Watches a training loop over `iterable` (a torch DataLoader, or any iterable).
 
     for batch in pipeprof.watch(loader): ...   records, on pipeprof's clock, the loop's wait for
@@ -305,9 +323,12 @@ def watch(iterable, *, out="pipeprof-watch", live=True, interval=5.0, device=Non
     next() of an iterable dataset, collate_fn and the wait for the next index; the pin-memory
     thread's work; workers started, restarted and dead. Every `interval` seconds a live line;
     after every epoch a verdict with suggestions in PyTorch's terms, and the trace written to
-    `out` (None: nothing written). `device` ("cuda", "cpu") says where the step runs.
+    `out` (trace.json, analysis.json and results.json, whose entry is "watch:<name>"; None:
+    nothing written). `device` ("cuda", "cpu") says where the step runs; `name` names the run
+    (default: the dataset's class).
     """
-    return Watch(iterable, out=out, live=live, interval=interval, device=device, file=file)
+    return Watch(iterable, out=out, live=live, interval=interval, device=device, file=file,
+                 name=name)
 
 
 @atexit.register

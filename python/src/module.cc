@@ -8,6 +8,7 @@
 
 #include "pipeprof/autotune/offline_tuner.h"
 
+#include "pipeprof/results/results_error.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof/trace/clock.h"
 #include "pipeprof/trace/spool.h"
@@ -86,6 +87,7 @@ py::dict tune_space(const std::vector<std::tuple<std::string, int64_t, int64_t>>
 PYBIND11_MODULE(_pipeprof, m) {
   m.doc() = "pipeprof's compiled core (use the pipeprof package)";
   py::register_exception<pipeprof::trace::TraceFormatError>(m, "TraceFormatError", PyExc_ValueError);
+  py::register_exception<pipeprof::results::ResultsError>(m, "ResultsError", PyExc_ValueError);
 
   m.def("tune_space", &tune_space, py::arg("space"), py::arg("trial"), py::arg("strategy"),
         py::arg("objective"), py::arg("budget"), py::arg("repeats"), py::arg("seed"),
@@ -121,6 +123,11 @@ PYBIND11_MODULE(_pipeprof, m) {
       .def("analyze", &WatchSession::analyze, py::arg("since_ns") = 0,
            py::call_guard<py::gil_scoped_release>())
       .def("write_trace", &WatchSession::write_trace, py::arg("path"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("end_epoch", &WatchSession::end_epoch, py::arg("samples"), py::arg("cpu_ms"),
+           py::arg("peak_rss_kb"))
+      .def("write_results", &WatchSession::write_results, py::arg("path"), py::arg("id"),
+           py::arg("description"), py::arg("trace"), py::arg("interrupted"),
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("spans", &WatchSession::spans);
 }

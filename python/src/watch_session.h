@@ -37,6 +37,13 @@ class WatchSession {
   std::string analyze(int64_t since_ns);
   // Writes the whole trace (Chrome JSON, atomically) and returns its analysis as JSON text.
   std::string write_trace(const std::filesystem::path& path);
+  // What the loop's process measured of an epoch that ended (in order): its samples, its CPU time
+  // and the process's peak resident memory.
+  void end_epoch(int64_t samples, double cpu_ms, int64_t peak_rss_kb);
+  // Writes a results file (results::make_document; one entry of kind loader_watch whose
+  // repetitions are the epochs) atomically; `trace` is the trace's path relative to it.
+  void write_results(const std::filesystem::path& path, const std::string& id,
+                     const std::string& description, const std::string& trace, bool interrupted);
   int64_t spans() const;
 
  private:
@@ -47,6 +54,12 @@ class WatchSession {
   mutable std::mutex mu_;
   trace::Trace trace_;
   std::map<std::filesystem::path, trace::SpoolReader> spools_;
+  struct EpochFacts {
+    int64_t samples;
+    double cpu_ms;
+    int64_t peak_rss_kb;
+  };
+  std::vector<EpochFacts> epochs_;
 };
 
 }  // namespace pipeprof::python

@@ -243,3 +243,37 @@ def test_ctrl_c_writes_the_trace(tmp_path):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="interval"):
         pipeprof.watch([], interval=0)
+
+
+def pipeprof_bin():
+    path = os.environ.get("PIPEPROF_BIN")
+    if not path or not os.path.exists(path):
+        pytest.skip("PIPEPROF_BIN (the pipeprof program, set by CTest) is not there")
+    return path
+
+
+def test_the_results_file_is_read_by_report_and_compare(tmp_path):
+    runs = {}
+    for workers in (0, 2):
+        loader = DataLoader(SleepyItems(n=16, getitem_s=0.001), batch_size=4, num_workers=workers)
+        out = tmp_path / f"w{workers}"
+        with pipeprof.watch(loader, out=out, live=False, name="sleepy") as w:
+            run_epochs(w, 3, 0.002)
+        runs[workers] = out
+    doc = json.load(open(runs[2] / "results.json"))
+    (entry,) = doc["experiments"]
+    assert entry["kind"] == "loader_watch" and entry["id"] == "watch:sleepy"
+    assert len(entry["repetitions"]) == 3
+    assert all(r["samples"] == 16 and r["samples_per_second"] > 0 for r in entry["repetitions"])
+    assert entry["loader_watch"]["settings"]["num_workers"] == 2
+    assert entry["trace"] == "trace.json"
+    report = subprocess.run([pipeprof_bin(), "report", str(runs[2] / "results.json"), "--out",
+                             str(tmp_path / "report")], capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## PyTorch DataLoaders, watched" in md and "| watch:sleepy | 2 |" in md
+    # compare judges a watched run on AU and samples/s, epoch by epoch.
+    cmp = subprocess.run([pipeprof_bin(), "compare", str(runs[0] / "results.json"),
+                          str(runs[2] / "results.json")], capture_output=True, text=True, timeout=60)
+    assert cmp.returncode in (0, 1), cmp.stderr
+    assert "watch:sleepy" in cmp.stdout, cmp.stdout

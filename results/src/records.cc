@@ -9,12 +9,13 @@
 namespace pipeprof::results {
 namespace {
 
-constexpr std::array<std::pair<EntryKind, const char*>, 5> kKinds{{
+constexpr std::array<std::pair<EntryKind, const char*>, 6> kKinds{{
     {EntryKind::kExperiment, "experiment"},
     {EntryKind::kWorkload, "workload"},
     {EntryKind::kPeer, "peer"},
     {EntryKind::kGrowingCache, "growing_cache"},
     {EntryKind::kScaleout, "scaleout"},
+    {EntryKind::kLoaderWatch, "loader_watch"},
 }};
 
 // ---- reading: each value through one of these, so that every error names its path ----------
@@ -591,6 +592,65 @@ ScaleoutRecord scaleout_from_json(const nlohmann::json& j, const JsonAt& at) {
                          .trace = opt_text(p, "trace", a).value_or("")};
   });
   return s;
+}
+
+nlohmann::json to_json(const LoaderWatchRecord& w) {
+  nlohmann::json j{{"settings", {{"num_workers", w.num_workers},
+                                 {"prefetch_factor", w.prefetch_factor},
+                                 {"pin_memory", w.pin_memory},
+                                 {"persistent_workers", w.persistent_workers},
+                                 {"batch_size", w.batch_size},
+                                 {"device", w.device}}},
+                   {"epochs", w.epochs},
+                   {"batches", w.batches},
+                   {"input_bound_pct", w.input_bound_pct},
+                   {"steady_input_bound_pct", w.steady_input_bound_pct},
+                   {"first_wait_ms", w.first_wait_ms},
+                   {"wait_p50_ms", w.wait_p50_ms},
+                   {"wait_p99_ms", w.wait_p99_ms},
+                   {"ready_pct", w.ready_pct},
+                   {"workers_busy_pct", w.workers_busy_pct},
+                   {"pin_memory_busy_pct", w.pin_memory_busy_pct},
+                   {"worker_starts", w.worker_starts},
+                   {"restarts", w.restarts},
+                   {"dead_workers", w.dead_workers},
+                   {"trace", w.trace}};
+  j["suggestions"] = nlohmann::json::array();
+  for (const auto& [knob, text] : w.suggestions)
+    j["suggestions"].push_back({{"knob", knob}, {"text", text}});
+  return j;
+}
+
+LoaderWatchRecord loader_watch_from_json(const nlohmann::json& j, const JsonAt& at) {
+  object(j, at);
+  LoaderWatchRecord w;
+  const JsonAt s_at = at.at("settings");
+  const nlohmann::json& s = object(need(j, "settings", at), s_at);
+  w.num_workers = integer(s, "num_workers", s_at);
+  w.prefetch_factor = integer(s, "prefetch_factor", s_at);
+  w.batch_size = integer(s, "batch_size", s_at);
+  w.pin_memory = flag(s, "pin_memory", s_at, false);
+  w.persistent_workers = flag(s, "persistent_workers", s_at, false);
+  w.device = opt_text(s, "device", s_at).value_or("");
+  w.epochs = integer(j, "epochs", at);
+  w.batches = integer(j, "batches", at);
+  w.input_bound_pct = number(j, "input_bound_pct", at);
+  w.steady_input_bound_pct = number(j, "steady_input_bound_pct", at);
+  w.first_wait_ms = number(j, "first_wait_ms", at);
+  w.wait_p50_ms = number(j, "wait_p50_ms", at);
+  w.wait_p99_ms = number(j, "wait_p99_ms", at);
+  w.ready_pct = number(j, "ready_pct", at);
+  w.workers_busy_pct = number(j, "workers_busy_pct", at);
+  w.pin_memory_busy_pct = number(j, "pin_memory_busy_pct", at);
+  w.worker_starts = integer(j, "worker_starts", at);
+  w.restarts = integer(j, "restarts", at);
+  w.dead_workers = integer(j, "dead_workers", at);
+  w.trace = opt_text(j, "trace", at).value_or("");
+  w.suggestions = list(j, "suggestions", at, [](const nlohmann::json& x, const JsonAt& a) {
+    object(x, a);
+    return std::pair<std::string, std::string>(text(x, "knob", a), text(x, "text", a));
+  });
+  return w;
 }
 
 }  // namespace pipeprof::results

@@ -83,7 +83,7 @@ void read_records(const nlohmann::json& x, int version, const JsonAt& at, Entry&
     if (kind == x.end()) at.fail("missing required key \"kind\"");
     if (!kind->is_string() || !entry_kind_of(kind->get<std::string>())) {
       at.at("kind").fail(fmt::format(
-          "unknown kind {} (expected experiment, workload, peer, growing_cache or scaleout)",
+          "unknown kind {} (expected experiment, workload, peer, growing_cache, scaleout or loader_watch)",
           kind->dump()));
     }
     e.kind = *entry_kind_of(kind->get<std::string>());
@@ -109,6 +109,10 @@ void read_records(const nlohmann::json& x, int version, const JsonAt& at, Entry&
   if (auto it = x.find("scaleout"); it != x.end() && !it->is_null())
     e.scaleout = scaleout_from_json(*it, at.at("scaleout"));
   if (e.kind == EntryKind::kScaleout && !e.scaleout) at.fail("missing required key \"scaleout\"");
+  if (auto it = x.find("loader_watch"); it != x.end() && !it->is_null())
+    e.loader_watch = loader_watch_from_json(*it, at.at("loader_watch"));
+  if (e.kind == EntryKind::kLoaderWatch && !e.loader_watch)
+    at.fail("missing required key \"loader_watch\"");
 }
 
 }  // namespace

@@ -86,6 +86,17 @@ WorkloadRecord growing_workload() {
   return w;
 }
 
+LoaderWatchRecord watched_loader() {
+  LoaderWatchRecord w{.num_workers = 4, .prefetch_factor = 2, .batch_size = 64, .pin_memory = true,
+                      .persistent_workers = false, .device = "cuda", .epochs = 2, .batches = 64,
+                      .input_bound_pct = 34.1, .steady_input_bound_pct = 24.8, .first_wait_ms = 200.7,
+                      .wait_p50_ms = 1.79, .wait_p99_ms = 27.36, .ready_pct = 48,
+                      .workers_busy_pct = 32, .pin_memory_busy_pct = 12, .worker_starts = 8,
+                      .restarts = 4, .dead_workers = 1, .trace = "trace.json"};
+  w.suggestions = {{"prefetch_factor", "raise prefetch_factor"}, {"worker", "worker 2 died"}};
+  return w;
+}
+
 // The golden file's first experiment as an entry of another kind with `extra` records.
 nlohmann::json entry_of_kind(EntryKind kind, const std::string& id) {
   nlohmann::json x = read_json(PIPEPROF_RESULTS_TEST_DATA "/golden/results.json")["experiments"][0];
@@ -114,9 +125,12 @@ nlohmann::json every_kind() {
                   .scaling_efficiency = 0.88, .au_per_rank = {18, 19.5}, .slowest_rank = 1,
                   .trace = "t2.json"}},
       .spec = "dell_new.json"});
+  nlohmann::json watch = entry_of_kind(EntryKind::kLoaderWatch, "watch:Images");
+  watch["loader_watch"] = to_json(watched_loader());
   const nlohmann::json golden = read_json(PIPEPROF_RESULTS_TEST_DATA "/golden/results.json");
   return make_document(capture_environment("0.1.0"),
-                       {entry_of_kind(EntryKind::kExperiment, "naive"), workload, peer, growing, scaleout},
+                       {entry_of_kind(EntryKind::kExperiment, "naive"), workload, peer, growing, scaleout,
+                        watch},
                        {.repetitions = 3, .machine = golden["machine"], .created_utc = utc_now()});
 }
 
@@ -127,6 +141,8 @@ TEST(Records, WhatIsWrittenIsReadBackUnchanged) {
   EXPECT_EQ(to_json(workload_from_json(g, {"x.json", "workload"})), g);
   const nlohmann::json r = to_json(two_ranks());
   EXPECT_EQ(to_json(ranks_from_json(r, {"x.json", "ranks"})), r);
+  const nlohmann::json l = to_json(watched_loader());
+  EXPECT_EQ(to_json(loader_watch_from_json(l, {"x.json", "loader_watch"})), l);
   // An autotuned read_threads is written as "autotune" and read back as none.
   WorkloadRecord tuned = full_workload();
   tuned.read_threads.reset();
@@ -140,7 +156,7 @@ TEST(Records, EveryFieldOfEveryKindIsInTheSchemaAndNothingElse) {
   ASSERT_EQ(joined(schema_problems(schema, doc)), "");
   // The file reads back with each entry's kind and records.
   const ResultsFile file = parse_results(doc.dump(), "every.json");
-  ASSERT_EQ(file.entries.size(), 5u);
+  ASSERT_EQ(file.entries.size(), 6u);
   EXPECT_EQ(file.entries[0].kind, EntryKind::kExperiment);
   EXPECT_EQ(file.entries[1].kind, EntryKind::kWorkload);
   EXPECT_TRUE(file.entries[1].judged_on_au());
@@ -149,6 +165,16 @@ TEST(Records, EveryFieldOfEveryKindIsInTheSchemaAndNothingElse) {
   EXPECT_EQ(file.entries[2].workload->peer, "pytorch_dataloader");
   EXPECT_EQ(file.entries[3].workload->growing_cache->epochs.size(), 1u);
   EXPECT_EQ(file.entries[4].scaleout->points[1].scaling_efficiency, 0.88);
+  EXPECT_EQ(file.entries[5].kind, EntryKind::kLoaderWatch);
+  EXPECT_TRUE(file.entries[5].judged_on_au());
+  EXPECT_EQ(file.entries[5].loader_watch->suggestions[1].second, "worker 2 died");
+  // The report has its section, with the figures and the suggestions.
+  const Report report = render_report(doc, ".", "every.json");
+  EXPECT_NE(report.markdown.find("## PyTorch DataLoaders, watched"), std::string::npos);
+  EXPECT_NE(report.markdown.find("| watch:Images | 4 | 2 / pinned / - | 64 | 2 | 64 |"),
+            std::string::npos)
+      << report.markdown;
+  EXPECT_NE(report.markdown.find("- `worker`: worker 2 died"), std::string::npos);
   // A field the schema does not describe, a kind it does not know: each a problem.
   doc["experiments"][1]["workload"]["remote"]["epochs"][0]["surprise"] = 1;
   doc["experiments"][2]["kind"] = "benchmark";

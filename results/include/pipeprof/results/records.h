@@ -28,12 +28,17 @@ enum class EntryKind {
   kPeer,          // a DLIO workload run by another loader (harness/peers/)
   kGrowingCache,  // the sample cache that grows every epoch (EXPERIMENTS.md C3)
   kScaleout,      // a pipeline over 1, 2, 4 ... ranks (EXPERIMENTS.md C4)
+  kLoaderWatch,   // a PyTorch training loop and its DataLoader, watched (pipeprof.watch)
 };
 const char* entry_kind_name(EntryKind kind);
 std::optional<EntryKind> entry_kind_of(std::string_view name);
 // Workloads, peers and the growing cache are judged on AU and samples/s, not efficiency.
 inline bool is_workload_kind(EntryKind kind) {
   return kind == EntryKind::kWorkload || kind == EntryKind::kPeer || kind == EntryKind::kGrowingCache;
+}
+// Kinds whose repetitions carry AU and samples/s, so `compare` judges them on those.
+inline bool judged_on_au(EntryKind kind) {
+  return is_workload_kind(kind) || kind == EntryKind::kLoaderWatch;
 }
 
 // Where a record is read from: the file (for messages) and the JSON path of the value.
@@ -212,6 +217,25 @@ struct WorkloadRecord {
 };
 nlohmann::json to_json(const WorkloadRecord& w);
 WorkloadRecord workload_from_json(const nlohmann::json& j, const JsonAt& at);
+
+// ---- a watched PyTorch DataLoader -----------------------------------------------------------
+
+// The `loader_watch` object of kind loader_watch: the loader's settings and trace::analyze's
+// LoaderAnalysis figures over the whole watch (its repetitions are the epochs).
+struct LoaderWatchRecord {
+  int64_t num_workers = 0, prefetch_factor = 0, batch_size = 0;
+  bool pin_memory = false, persistent_workers = false;
+  std::string device;  // where the step ran ("" when not said)
+  int64_t epochs = 0, batches = 0;
+  double input_bound_pct = 0, steady_input_bound_pct = 0, first_wait_ms = 0;
+  double wait_p50_ms = 0, wait_p99_ms = 0, ready_pct = 0;
+  double workers_busy_pct = 0, pin_memory_busy_pct = 0;
+  int64_t worker_starts = 0, restarts = 0, dead_workers = 0;
+  std::vector<std::pair<std::string, std::string>> suggestions;  // knob, text
+  std::string trace;  // the watch's trace, relative to the results file
+};
+nlohmann::json to_json(const LoaderWatchRecord& w);
+LoaderWatchRecord loader_watch_from_json(const nlohmann::json& j, const JsonAt& at);
 
 // ---- scale-out -------------------------------------------------------------------------------
 

@@ -44,7 +44,8 @@ struct Entry {
   std::optional<WorkloadRecord> workload;
   std::optional<RanksSummary> ranks;
   std::optional<ScaleoutRecord> scaleout;
-  bool judged_on_au() const { return is_workload_kind(kind); }
+  std::optional<LoaderWatchRecord> loader_watch;
+  bool judged_on_au() const { return results::judged_on_au(kind); }
 };
 
 struct ResultsFile {
