@@ -19,27 +19,16 @@ namespace py = pybind11;
 namespace pipeprof::python {
 namespace {
 
-using pipelines::DType;
 using pipelines::Tensor;
-
-std::string numpy_dtype(DType d) {
-  switch (d) {
-    case DType::kBool: return "bool";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-  }
-  return "uint8";
-}
 
 // A numpy array over the tensor's bytes: the tensor moves into a capsule that is the array's base,
 // so the buffer lives as long as the array (and the pipeline may go on). Read-only: the pipeline's
 // buffers may be shared by other elements (copy on write in C++ terms).
 py::object to_numpy(Tensor t) {
-  auto* owned = new Tensor(std::move(t));
+  auto held = std::make_unique<Tensor>(std::move(t));
+  Tensor* owned = held.get();
   py::capsule base(owned, [](void* p) { delete static_cast<Tensor*>(p); });
+  held.release();  // the capsule owns it now
   std::vector<py::ssize_t> shape(owned->shape().begin(), owned->shape().end());
   const auto item = static_cast<py::ssize_t>(pipelines::dtype_size(owned->dtype()));
   std::vector<py::ssize_t> strides(shape.size());
@@ -48,7 +37,8 @@ py::object to_numpy(Tensor t) {
     strides[i] = stride;
     stride *= shape[i];
   }
-  py::array a(py::dtype(numpy_dtype(owned->dtype())), shape, strides,
+  // pipeprof's dtype names are numpy's (bool, uint8, int32, int64, float32, float64).
+  py::array a(py::dtype(std::string(pipelines::dtype_name(owned->dtype()))), shape, strides,
               static_cast<const void*>(owned->data()), base);
   py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return a;
