@@ -14,7 +14,7 @@ See docs/python.md.
 from ._pipeprof import now_ns
 from ._pipeline import InputDataError, Pipeline, PipelineError, SpecError, torch_dataset
 from ._tune import Trial, TuneResult, tune
-from ._watch import Watch, watch
+from ._watch import Watch, profile, watch
 
 __all__ = ["InputDataError", "Pipeline", "PipelineError", "SpecError", "Trial", "TuneResult",
-           "Watch", "now_ns", "torch_dataset", "tune", "watch"]
+           "Watch", "now_ns", "profile", "torch_dataset", "tune", "watch"]

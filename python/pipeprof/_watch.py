@@ -331,6 +331,17 @@ def watch(iterable, *, out="pipeprof-watch", live=True, interval=5.0, device=Non
                  name=name)
 
 
+def profile(iterable, **options):
+    """The same watch, for the `with` form around a loop that marks its steps:
+
+        with pipeprof.profile(loader, out="runs/p") as p:
+            for batch in p:
+                with p.step():
+                    train_step(batch)
+    """
+    return watch(iterable, **options)
+
+
 @atexit.register
 def _close_open_watches():
     for w in list(_open_watches):

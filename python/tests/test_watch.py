@@ -186,7 +186,7 @@ def test_no_workers_and_plain_iterables_are_watched_at_the_loop(tmp_path):
 
 def test_explicit_steps(tmp_path):
     loader = DataLoader(SleepyItems(n=8, getitem_s=0.0), batch_size=2, num_workers=0)
-    with pipeprof.watch(loader, out=tmp_path, live=False) as w:
+    with pipeprof.profile(loader, out=tmp_path, live=False) as w:
         for batch in w:
             time.sleep(0.002)  # not part of the marked step
             with w.step():
