@@ -17,7 +17,9 @@ class Pipeline:
 
     Arrays view the pipeline's buffers (no copy); the GIL is released while the pipeline makes
     the next element, so Python threads run meanwhile. `stats()` gives each stage's statistics
-    (elements, time per element, CPU share, buffers, bytes read, knob values) of the current pass.
+    (elements, time per element, CPU share, buffers, bytes read, knob values) of the current pass;
+    `knobs()` and `set_knob()` read and move its knobs; from_spec(..., autotune=True) lets
+    autotune's online tuner move them (`tuner_changes()` says what it did and why).
     Errors: SpecError (a bad spec, naming the JSON path), InputDataError (a missing or corrupt
     data file, naming it), PipelineError (a stage failed).
     """
@@ -26,16 +28,21 @@ class Pipeline:
         self._core = core
 
     @classmethod
-    def from_spec(cls, spec):
-        """From a dict, a JSON text or the path of a spec file."""
+    def from_spec(cls, spec, autotune=False):
+        """From a dict, a JSON text or the path of a spec file. With autotune, autotune's online
+        tuner moves the knobs of each pass (the parameters written "autotune") while it runs."""
         if isinstance(spec, dict):
-            return cls(_pipeprof.Pipeline.from_json(json.dumps(spec), "<dict>"))
-        if isinstance(spec, (str, os.PathLike)):
+            core = _pipeprof.Pipeline.from_json(json.dumps(spec), "<dict>")
+        elif isinstance(spec, (str, os.PathLike)):
             text = os.fspath(spec)
             if text.lstrip().startswith("{"):
-                return cls(_pipeprof.Pipeline.from_json(text, "<text>"))
-            return cls(_pipeprof.Pipeline.from_file(text))
-        raise TypeError(f"pipeprof.Pipeline.from_spec: a dict, JSON text or path, not {type(spec).__name__}")
+                core = _pipeprof.Pipeline.from_json(text, "<text>")
+            else:
+                core = _pipeprof.Pipeline.from_file(text)
+        else:
+            raise TypeError(f"pipeprof.Pipeline.from_spec: a dict, JSON text or path, not {type(spec).__name__}")
+        core.autotune = bool(autotune)
+        return cls(core)
 
     def __iter__(self):
         self._core.__iter__()
@@ -46,6 +53,19 @@ class Pipeline:
 
     def stats(self):
         return self._core.stats()
+
+    def knobs(self):
+        """The current pass's knobs: stage_key, stage, knob, value, min, max."""
+        return self._core.knobs()
+
+    def set_knob(self, stage_key, knob, value):
+        """Sets a knob of the current pass (clamped to its bounds); returns the value it took.
+        A knob that is not there is a ValueError naming the knobs that are."""
+        return self._core.set_knob(stage_key, knob, int(value))
+
+    def tuner_changes(self):
+        """With autotune: what the online tuner changed in the current pass, with its reasons."""
+        return self._core.tuner_changes()
 
     @property
     def spec(self):

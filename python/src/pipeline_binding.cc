@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/iterator.h"
 #include "pipeprof/pipelines/model.h"
@@ -48,6 +49,8 @@ class PyPipeline {
  public:
   PyPipeline(pipelines::Dataset dataset, nlohmann::json document)
       : dataset_(std::move(dataset)), document_(std::move(document)) {}
+  ~PyPipeline() { stop(); }
+  PyPipeline(PyPipeline&&) = default;
 
   static PyPipeline from_json_text(const std::string& text, const std::string& source) {
     nlohmann::json doc;
@@ -68,9 +71,66 @@ class PyPipeline {
   // A new pass over the pipeline (an epoch): the iterator is this object's until the next one.
   PyPipeline& iter() {
     py::gil_scoped_release release;
-    it_.reset();
+    stop();
     it_ = dataset_.iterate();
+    if (autotune_) {  // autotune's online tuner moves the pass's knobs while it runs
+      tuner_ = std::make_unique<autotune::OnlineTuner>(it_->model());
+      tuner_->start();
+    }
     return *this;
+  }
+
+  void set_autotune(bool on) { autotune_ = on; }
+  bool autotune() const { return autotune_; }
+
+  // Every knob of the current pass: its stage, name, value and bounds.
+  py::list knobs() const {
+    py::list out;
+    if (!it_) return out;
+    for (const pipelines::Node* node : it_->model().nodes())
+      for (const pipelines::Knob* k : node->knobs()) {
+        py::dict d;
+        d["stage_key"] = node->key();
+        d["stage"] = node->name();
+        d["knob"] = k->name();
+        d["value"] = k->value();
+        d["min"] = k->min();
+        d["max"] = k->max();
+        out.append(std::move(d));
+      }
+    return out;
+  }
+
+  // Sets a knob of the current pass (clamped to its bounds, as the tuners set it); returns the
+  // value it took.
+  int64_t set_knob(const std::string& stage_key, const std::string& name, int64_t value) {
+    if (!it_) throw std::invalid_argument("set_knob: no pass has started (iterate the pipeline first)");
+    std::string there;
+    for (const pipelines::Node* node : it_->model().nodes())
+      for (pipelines::Knob* k : node->knobs()) {
+        if (node->key() == stage_key && k->name() == name) return k->set(value);
+        there += (there.empty() ? "" : ", ") + node->key() + " " + k->name();
+      }
+    throw std::invalid_argument("set_knob: no knob '" + name + "' at " + stage_key +
+                                " (the knobs: " + (there.empty() ? "none" : there) + ")");
+  }
+
+  // What the online tuner changed in the current pass, in order.
+  py::list tuner_changes() const {
+    py::list out;
+    if (!tuner_) return out;
+    for (const autotune::KnobChange& c : tuner_->changes()) {
+      py::dict d;
+      d["time_ms"] = c.time_ms;
+      d["stage_key"] = c.stage_key;
+      d["stage"] = c.stage;
+      d["knob"] = c.knob;
+      d["old"] = c.old_value;
+      d["new"] = c.new_value;
+      d["reason"] = c.reason;
+      out.append(std::move(d));
+    }
+    return out;
   }
 
   py::object next() {
@@ -116,13 +176,25 @@ class PyPipeline {
   std::string spec() const { return document_.dump(2); }
   void close() {
     py::gil_scoped_release release;
-    it_.reset();
+    stop();
   }
 
  private:
+  // The tuner lets go of the pass's model before the pass ends.
+  void stop() {
+    if (tuner_) {
+      tuner_->stop();
+      tuner_->detach();
+      tuner_.reset();
+    }
+    it_.reset();
+  }
+
   pipelines::Dataset dataset_;
   nlohmann::json document_;
   std::unique_ptr<pipelines::Iterator> it_;
+  bool autotune_ = false;
+  std::unique_ptr<autotune::OnlineTuner> tuner_;
 };
 
 }  // namespace
@@ -140,6 +212,10 @@ void bind_pipeline(py::module_& m) {
       .def("__iter__", &PyPipeline::iter, py::return_value_policy::reference_internal)
       .def("__next__", &PyPipeline::next)
       .def("stats", &PyPipeline::stats)
+      .def("knobs", &PyPipeline::knobs)
+      .def("set_knob", &PyPipeline::set_knob, py::arg("stage_key"), py::arg("knob"), py::arg("value"))
+      .def("tuner_changes", &PyPipeline::tuner_changes)
+      .def_property("autotune", &PyPipeline::autotune, &PyPipeline::set_autotune)
       .def("close", &PyPipeline::close)
       .def_property_readonly("spec", &PyPipeline::spec);
 }

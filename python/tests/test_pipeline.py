@@ -93,3 +93,30 @@ def test_a_torch_iterable_dataset_over_a_pipeline():
     loader = torch.utils.data.DataLoader(ds, batch_size=None)
     got = [b.tolist() for b in loader]
     assert got == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_knobs_are_read_and_moved_and_the_online_tuner_moves_them():
+    spec = {"stages": [{"op": "range", "stop": 400},
+                       {"op": "map", "fn": "sleep_ms", "args": {"ms": 2}, "parallelism": "autotune"},
+                       {"op": "prefetch", "buffer_size": "autotune"}]}
+    p = pipeprof.Pipeline.from_spec(spec)
+    it = iter(p)
+    next(it)
+    knobs = {(k["stage_key"], k["knob"]): k for k in p.knobs()}
+    assert ("stages[1]", "parallelism") in knobs and ("stages[2]", "buffer_size") in knobs
+    k = knobs[("stages[1]", "parallelism")]
+    assert p.set_knob("stages[1]", "parallelism", 3) == 3
+    assert p.set_knob("stages[1]", "parallelism", 10**6) == k["max"]  # clamped
+    assert {(x["stage_key"], x["knob"]): x["value"] for x in p.knobs()}[("stages[1]", "parallelism")] == k["max"]
+    with pytest.raises(ValueError, match=r"no knob 'speed' at stages\[1\] \(the knobs: .*stages\[1\] parallelism"):
+        p.set_knob("stages[1]", "speed", 1)
+    p.close()
+    with pytest.raises(ValueError, match="no pass has started"):
+        pipeprof.Pipeline.from_spec(spec).set_knob("stages[1]", "parallelism", 2)
+
+    tuned = pipeprof.Pipeline.from_spec(spec, autotune=True)
+    assert len(list(tuned)) == 400
+    changes = tuned.tuner_changes()
+    assert changes, "the online tuner moved no knob of a pipeline of 2 ms map calls"
+    assert all(c["reason"] for c in changes)
+    assert any(c["knob"] == "parallelism" and c["new"] > c["old"] for c in changes)
