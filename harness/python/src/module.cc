@@ -1,5 +1,5 @@
 // pipeprof's Python module, `pipeprof._pipeprof`: the clock, the spool a DataLoader worker writes
-// its spans to, and the loop's watch session. The Python package (python/pipeprof/) builds
+// its spans to, and the loop's watch session. The Python package (harness/python/pipeprof/) builds
 // `pipeprof.watch` on these.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>

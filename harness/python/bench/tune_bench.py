@@ -5,7 +5,7 @@ For each loader the whole grid is measured once (the reference), then pipeprof.t
 climbing runs with a third of the grid's trials. The figure is the grid's samples/s at the point
 tune chose over the grid's best (1.0: tune found the optimum), both measured in the same run.
 
-    PYTHONPATH=build/python python3 python/bench/tune_bench.py [--batches N] [--json out.json]
+    PYTHONPATH=build/python python3 harness/python/bench/tune_bench.py [--batches N] [--json out.json]
 """
 
 import argparse

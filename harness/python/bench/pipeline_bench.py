@@ -8,7 +8,7 @@ np.load()s a file per sample. The loop does nothing but take the batches (the lo
 and touch one byte of each; the figure is samples/s, best of the repetitions, side by side.
 
     pipeprof datagen --workload harness/workloads/npz_256k.yaml --num-files-train 2048
-    PYTHONPATH=build/python python3 python/bench/pipeline_bench.py data/npz_256k/train [--threads 2]
+    PYTHONPATH=build/python python3 harness/python/bench/pipeline_bench.py data/npz_256k/train [--threads 2]
 """
 
 import argparse

@@ -3,7 +3,7 @@
 through pipeprof.watch's wrapper (two clock reads and a spool append) against the same call
 unwrapped, in this process, many times; the difference per call is the span's cost.
 
-    PYTHONPATH=build/python python3 python/bench/span_cost.py [--calls N]
+    PYTHONPATH=build/python python3 harness/python/bench/span_cost.py [--calls N]
 """
 
 import argparse

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "pipeprof/harness/metrics.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/records.h"
@@ -119,17 +120,10 @@ void WatchSession::end_epoch(int64_t samples, double cpu_ms, int64_t peak_rss_kb
 
 namespace {
 
+// The results file's wait object, from the run engine's quantiles (metrics.h).
 nlohmann::json wait_figures(std::vector<int64_t> waits) {
-  std::sort(waits.begin(), waits.end());
-  const auto at = [&](double q) {
-    return waits.empty() ? 0.0 : trace::ns_to_ms(waits[static_cast<size_t>(q * static_cast<double>(waits.size() - 1))]);
-  };
-  int64_t sum = 0;
-  for (int64_t w : waits) sum += w;
-  return {{"mean_ms", waits.empty() ? 0.0 : trace::ns_to_ms(sum) / static_cast<double>(waits.size())},
-          {"p50_ms", at(0.5)},
-          {"p99_ms", at(0.99)},
-          {"max_ms", waits.empty() ? 0.0 : trace::ns_to_ms(waits.back())}};
+  const harness::WaitStats w = harness::wait_stats(std::move(waits));
+  return {{"mean_ms", w.mean_ms}, {"p50_ms", w.p50_ms}, {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
 }
 
 double median(std::vector<double> v) {
