@@ -21,6 +21,9 @@ class LocalFileSystem final : public FileSystem {
   std::vector<std::string> match(const std::string& pattern, const StorageContext* /*storage*/) override {
     return match_local(scheme_of(pattern) == "file" ? pattern.substr(7) : pattern);
   }
+  std::unique_ptr<WritableFile> create(const std::string& name, const WriteOptions& options) override {
+    return create_local(scheme_of(name) == "file" ? name.substr(7) : name, options);
+  }
 };
 
 class HttpFileSystem final : public FileSystem {
@@ -91,6 +94,11 @@ std::shared_ptr<FileSystem> filesystem_for(const std::string& name) {
   }
   throw IoError(fmt::format("{}: no storage backend for \"{}://\" URLs (local paths, {})", name,
                             scheme, known));
+}
+
+std::unique_ptr<WritableFile> FileSystem::create(const std::string& name, const WriteOptions&) {
+  throw IoError(fmt::format("{}: {}:// objects cannot be written (writable storage: local paths)",
+                            name, scheme_of(name)));
 }
 
 std::unique_ptr<RandomAccessFile> open_file(const std::string& name, const OpenOptions& options) {

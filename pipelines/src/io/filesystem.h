@@ -8,7 +8,7 @@
 //                          of its own
 //
 // A new scheme implements FileSystem (open an object for ranged reads, list what a pattern
-// matches) and registers it once, by name, before the file sources read; nothing else in the
+// matches, and create objects where it can write) and registers it once, by name, before the file sources read; nothing else in the
 // pipelines knows which schemes exist. The built-in schemes are registered on first use.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "io/storage.h"
+#include "pipeprof/pipelines/storage_io.h"
 
 namespace pipeprof::pipelines::io {
 
@@ -30,6 +31,9 @@ class FileSystem {
   // bytewise, listed with `storage`'s read policy and counted there (nullptr: the defaults).
   // Throws IoError naming the pattern.
   virtual std::vector<std::string> match(const std::string& pattern, const StorageContext* storage) = 0;
+  // Creates an object for writing (storage_io.h). By default a scheme is read-only: an IoError
+  // naming the object.
+  virtual std::unique_ptr<WritableFile> create(const std::string& name, const WriteOptions& options);
 };
 
 // The scheme of a name: what stands before "://" ("" for a plain path).
@@ -47,5 +51,6 @@ std::shared_ptr<FileSystem> filesystem_for(const std::string& name);
 // The local file system's own entry points (what "" and "file" are registered as).
 std::unique_ptr<RandomAccessFile> open_local(const std::string& path, const OpenOptions& options);
 std::vector<std::string> match_local(const std::string& pattern);
+std::unique_ptr<WritableFile> create_local(const std::string& path, const WriteOptions& options);
 
 }  // namespace pipeprof::pipelines::io

@@ -15,17 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "pipeprof/pipelines/errors.h"
+
 namespace pipeprof::pipelines {
 class StorageContext;
 }
 
 namespace pipeprof::pipelines::io {
 
-// A failure to open or read: the message names the file (and the byte offset where it applies).
-class IoError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// A failure to open, read or write: the message names the file (and the byte offset where it
+// applies). The public type (pipeprof/pipelines/errors.h), so that callers of the public storage
+// functions (storage_io.h) catch it.
+using IoError = pipelines::IoError;
 
 struct OpenOptions {
   // Local files: bypass the page cache (O_DIRECT). Reads must then use offsets, lengths and

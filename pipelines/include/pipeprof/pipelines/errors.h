@@ -28,6 +28,13 @@ class InputDataError : public PipelineError {
   using PipelineError::PipelineError;
 };
 
+// Bytes that could not be opened, read or written through the storage layer (storage_io.h): the
+// message names the file or URL, and the byte offset where it applies.
+class IoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A pipeline spec that cannot be loaded: the message names the file, the JSON path and what was
 // expected, e.g. "spec.json: stages[2].parallelism: expected a positive integer or \"autotune\",
 // got -3".

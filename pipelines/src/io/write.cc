@@ -1,0 +1,163 @@
+// Writing whole objects, and reading them back front to back (pipeprof/pipelines/storage_io.h):
+// the local file system's writable files, and the public entry points that go through the scheme
+// registry (io/filesystem.h).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "io/filesystem.h"
+#include "io/storage.h"
+#include "pipeprof/pipelines/storage_io.h"
+
+namespace pipeprof::pipelines {
+namespace io {
+namespace {
+
+std::string write_errno(int err) {
+  return std::strerror(err);
+}
+
+// A unique temporary name beside `path` (same folder: the rename stays on one file system).
+std::string temporary_name(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.partial-{}-{}", path, ::getpid(), counter.fetch_add(1));
+}
+
+void fsync_folder(const std::filesystem::path& folder, const std::string& name) {
+  const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the data is durable; a folder that cannot be opened is not an error
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL && err != EROFS) {
+    throw IoError(fmt::format("{}: fsync of its folder failed: {}", name, write_errno(err)));
+  }
+}
+
+class LocalWritableFile final : public WritableFile {
+ public:
+  LocalWritableFile(std::string path, const WriteOptions& options)
+      : name_(std::move(path)), temporary_(temporary_name(name_)), direct_(options.direct),
+        fsync_(options.fsync) {
+    const std::filesystem::path folder = std::filesystem::path(name_).parent_path();
+    if (!folder.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(folder, ec);
+      if (ec) {
+        throw IoError(fmt::format("{}: its folder cannot be created: {}", name_, ec.message()));
+      }
+    }
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    if (direct_) flags |= O_DIRECT;
+    fd_ = ::open(temporary_.c_str(), flags, 0644);
+    if (fd_ < 0 && direct_ && errno == EINVAL) {
+      throw IoError(fmt::format("{}: the file system does not support O_DIRECT", name_));
+    }
+    if (fd_ < 0) {
+      throw IoError(fmt::format("{}: cannot be created: {}", name_, write_errno(errno)));
+    }
+  }
+  ~LocalWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temporary_.c_str());
+  }
+  LocalWritableFile(const LocalWritableFile&) = delete;
+  LocalWritableFile& operator=(const LocalWritableFile&) = delete;
+
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+
+  void append(std::span<const std::byte> bytes) override {
+    if (fd_ < 0) throw IoError(fmt::format("{}: written after commit", name_));
+    if (direct_ && (bytes.size() % kDirectAlignment != 0 ||
+                    reinterpret_cast<uintptr_t>(bytes.data()) % kDirectAlignment != 0)) {
+      // The tail (or a caller's unaligned buffer): the page cache takes it from here on.
+      if (::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_DIRECT) != 0) {
+        throw IoError(fmt::format("{}: cannot leave O_DIRECT: {}", name_, write_errno(errno)));
+      }
+      direct_ = false;
+    }
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
+                                 static_cast<off_t>(size_ + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(fmt::format("{}: write failed at byte {}: {}", name_, size_ + done,
+                                  write_errno(errno)));
+      }
+      if (n == 0) {
+        throw IoError(fmt::format("{}: write failed at byte {}: nothing written", name_,
+                                  size_ + done));
+      }
+      done += static_cast<size_t>(n);
+    }
+    size_ += done;
+  }
+
+  void commit() override {
+    if (fd_ < 0) throw IoError(fmt::format("{}: committed twice", name_));
+    if (fsync_ && ::fdatasync(fd_) != 0) {
+      throw IoError(fmt::format("{}: fdatasync failed: {}", name_, write_errno(errno)));
+    }
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {  // NFS and others report a failed write at close
+      throw IoError(fmt::format("{}: close failed: {}", name_, write_errno(errno)));
+    }
+    if (::rename(temporary_.c_str(), name_.c_str()) != 0) {
+      throw IoError(fmt::format("{}: cannot be renamed into place: {}", name_, write_errno(errno)));
+    }
+    committed_ = true;
+    if (fsync_) fsync_folder(std::filesystem::path(name_).parent_path(), name_);
+  }
+
+ private:
+  std::string name_;
+  std::string temporary_;
+  bool direct_;
+  bool fsync_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<WritableFile> create_local(const std::string& path, const WriteOptions& options) {
+  return std::make_unique<LocalWritableFile>(path, options);
+}
+
+}  // namespace io
+
+std::unique_ptr<WritableFile> create_file(const std::string& name, const WriteOptions& options) {
+  return io::filesystem_for(name)->create(name, options);
+}
+
+uint64_t read_whole_file(const std::string& name, const WholeReadOptions& options) {
+  const auto file =
+      io::open_file(name, {.direct = options.direct, .storage = options.storage});
+  const size_t block = std::max<size_t>(
+      kStorageAlignment, (options.block_bytes + kStorageAlignment - 1) / kStorageAlignment *
+                             kStorageAlignment);
+  io::AlignedBuffer buffer(block);
+  uint64_t offset = 0;
+  while (options.stop == nullptr || !options.stop->load()) {
+    const size_t n = file->read_at(offset, buffer.span());
+    offset += n;
+    if (n < block) break;
+  }
+  return offset;
+}
+
+uint64_t object_size(const std::string& name, const std::shared_ptr<const StorageContext>& storage) {
+  return io::open_file(name, {.storage = storage})->size();
+}
+
+}  // namespace pipeprof::pipelines
