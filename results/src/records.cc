@@ -257,6 +257,54 @@ StallRecord stall_from_json(const nlohmann::json& j, const JsonAt& at) {
   return s;
 }
 
+CheckpointRecord checkpoint_from_json(const nlohmann::json& j, const JsonAt& at) {
+  object(j, at);
+  CheckpointRecord c;
+  c.model = text(j, "model", at);
+  c.ranks = integer(j, "ranks", at);
+  c.tensor = integer(j, "tensor", at);
+  c.pipeline = integer(j, "pipeline", at);
+  c.data = integer(j, "data", at);
+  c.zero_stage = integer(j, "zero_stage", at);
+  c.mode = text(j, "mode", at);
+  c.parameters = opt_integer(j, "parameters", at).value_or(0);
+  c.size_gib = number(j, "checkpoint_size_GB", at);
+  c.files = integer(j, "files", at);
+  c.bytes = integer(j, "bytes", at);
+  c.folder = text(j, "folder", at);
+  c.fsync = flag(j, "fsync", at, false);
+  c.direct = flag(j, "direct", at, false);
+  c.cold_reads = flag(j, "cold_reads", at, true);
+  c.ops = list(j, "ops", at, [](const nlohmann::json& o, const JsonAt& a) {
+    object(o, a);
+    CheckpointOpRecord r{.kind = text(o, "kind", a),
+                         .epoch = integer(o, "epoch", a),
+                         .step = integer(o, "step", a),
+                         .index = integer(o, "index", a),
+                         .ranks = integer(o, "ranks", a),
+                         .bytes = integer(o, "bytes", a),
+                         .rank0_seconds = number(o, "rank0_seconds", a),
+                         .slowest_seconds = number(o, "slowest_seconds", a),
+                         .dlio_gib_per_s = number(o, "dlio_GB_per_second", a),
+                         .gib_per_s = number(o, "GB_per_second", a)};
+    if (r.kind != "save" && r.kind != "load") a.at("kind").fail("expected \"save\" or \"load\"");
+    return r;
+  });
+  c.save_duration_mean_s = opt_number(j, "save_checkpoint_duration_mean_seconds", at);
+  c.save_duration_stdev_s = opt_number(j, "save_checkpoint_duration_stdev_seconds", at);
+  c.save_io_mean_gib_per_s = opt_number(j, "save_checkpoint_io_mean_GB_per_second", at);
+  c.save_io_stdev_gib_per_s = opt_number(j, "save_checkpoint_io_stdev_GB_per_second", at);
+  c.load_duration_mean_s = opt_number(j, "load_checkpoint_duration_mean_seconds", at);
+  c.load_duration_stdev_s = opt_number(j, "load_checkpoint_duration_stdev_seconds", at);
+  c.load_io_mean_gib_per_s = opt_number(j, "load_checkpoint_io_mean_GB_per_second", at);
+  c.load_io_stdev_gib_per_s = opt_number(j, "load_checkpoint_io_stdev_GB_per_second", at);
+  c.save_slowest_mean_s = opt_number(j, "save_slowest_rank_mean_seconds", at);
+  c.save_gib_per_s = opt_number(j, "save_GB_per_second", at);
+  c.load_slowest_mean_s = opt_number(j, "load_slowest_rank_mean_seconds", at);
+  c.load_gib_per_s = opt_number(j, "load_GB_per_second", at);
+  c.training_stall_s = opt_number(j, "training_stall_seconds", at);
+  return c;
+}
 
 GrowingCacheRecord growing_from_json(const nlohmann::json& j, const JsonAt& at) {
   GrowingCacheRecord g;
@@ -382,6 +430,50 @@ nlohmann::json to_json(const StallRecord& s) {
           {"synthetic_au_percentage", s.synthetic_au_percentage},
           {"warm_au_percentage", s.warm_au_percentage},
           {"cold_au_percentage", s.cold_au_percentage}};
+}
+
+nlohmann::json to_json(const CheckpointRecord& c) {
+  nlohmann::json out{{"model", c.model},
+                     {"ranks", c.ranks},
+                     {"tensor", c.tensor},
+                     {"pipeline", c.pipeline},
+                     {"data", c.data},
+                     {"zero_stage", c.zero_stage},
+                     {"mode", c.mode},
+                     {"checkpoint_size_GB", c.size_gib},
+                     {"files", c.files},
+                     {"bytes", c.bytes},
+                     {"folder", c.folder},
+                     {"fsync", c.fsync},
+                     {"direct", c.direct},
+                     {"cold_reads", c.cold_reads},
+                     {"ops", array_of(c.ops, [](const CheckpointOpRecord& o) -> nlohmann::json {
+                        return {{"kind", o.kind},
+                                {"epoch", o.epoch},
+                                {"step", o.step},
+                                {"index", o.index},
+                                {"ranks", o.ranks},
+                                {"bytes", o.bytes},
+                                {"rank0_seconds", o.rank0_seconds},
+                                {"slowest_seconds", o.slowest_seconds},
+                                {"dlio_GB_per_second", o.dlio_gib_per_s},
+                                {"GB_per_second", o.gib_per_s}};
+                      })}};
+  if (c.parameters > 0) out["parameters"] = c.parameters;
+  put(out, "save_checkpoint_duration_mean_seconds", c.save_duration_mean_s);
+  put(out, "save_checkpoint_duration_stdev_seconds", c.save_duration_stdev_s);
+  put(out, "save_checkpoint_io_mean_GB_per_second", c.save_io_mean_gib_per_s);
+  put(out, "save_checkpoint_io_stdev_GB_per_second", c.save_io_stdev_gib_per_s);
+  put(out, "load_checkpoint_duration_mean_seconds", c.load_duration_mean_s);
+  put(out, "load_checkpoint_duration_stdev_seconds", c.load_duration_stdev_s);
+  put(out, "load_checkpoint_io_mean_GB_per_second", c.load_io_mean_gib_per_s);
+  put(out, "load_checkpoint_io_stdev_GB_per_second", c.load_io_stdev_gib_per_s);
+  put(out, "save_slowest_rank_mean_seconds", c.save_slowest_mean_s);
+  put(out, "save_GB_per_second", c.save_gib_per_s);
+  put(out, "load_slowest_rank_mean_seconds", c.load_slowest_mean_s);
+  put(out, "load_GB_per_second", c.load_gib_per_s);
+  put(out, "training_stall_seconds", c.training_stall_s);
+  return out;
 }
 
 nlohmann::json to_json(const GrowingCacheRecord& g) {
@@ -513,6 +605,7 @@ nlohmann::json to_json(const WorkloadRecord& w) {
   if (w.max_accelerators) out["max_accelerators"] = to_json(*w.max_accelerators);
   if (w.stall_analysis) out["stall_analysis"] = to_json(*w.stall_analysis);
   if (w.growing_cache) out["growing_cache"] = to_json(*w.growing_cache);
+  if (w.checkpoint) out["checkpoint"] = to_json(*w.checkpoint);
   return out;
 }
 
@@ -554,6 +647,7 @@ WorkloadRecord workload_from_json(const nlohmann::json& j, const JsonAt& at) {
   w.max_accelerators = part(j, "max_accelerators", at, search_from_json);
   w.stall_analysis = part(j, "stall_analysis", at, stall_from_json);
   w.growing_cache = part(j, "growing_cache", at, growing_from_json);
+  w.checkpoint = part(j, "checkpoint", at, checkpoint_from_json);
   if (w.dlio) {  // a DLIO run: its accelerators
     if (w.accelerators < 1) at.at("accelerators").fail("expected at least 1 accelerator");
     if (w.loader.empty()) at.fail("missing required key \"loader\"");

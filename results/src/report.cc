@@ -13,6 +13,7 @@
 #include "pipeprof/trace/chrome_json.h"
 #include "report_fields.h"
 #include "report_section.h"
+#include "checkpoint_section.h"
 #include "loader_watch_section.h"
 #include "scaleout_section.h"
 #include "storage_section.h"
@@ -188,6 +189,7 @@ const std::vector<ReportSection>& report_sections() {
       {"part B", {"summary-part-b.svg"}, &part_b_section},
       {"storage", {"storage.svg", "remote.svg"}, &storage_section},
       {"scale-out", {"scaleout.svg"}, &scaleout_section},
+      {"checkpoints", {"checkpoints.svg"}, &checkpoint_section},
       {"PyTorch DataLoaders", {}, &loader_watch_section},
   };
   return sections;

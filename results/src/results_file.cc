@@ -100,7 +100,9 @@ void read_records(const nlohmann::json& x, int version, const JsonAt& at, Entry&
   if (auto it = x.find("workload"); it != x.end() && !it->is_null())
     e.workload = workload_from_json(*it, at.at("workload"));
   if (is_workload_kind(e.kind) && !e.workload) at.fail("missing required key \"workload\"");
-  if ((e.kind == EntryKind::kWorkload || e.kind == EntryKind::kPeer) && !e.workload->dlio)
+  // A training run has DLIO's figures; a checkpoint-only run its checkpoint instead.
+  if ((e.kind == EntryKind::kWorkload || e.kind == EntryKind::kPeer) && !e.workload->dlio &&
+      !e.workload->checkpoint)
     at.at("workload").fail("missing required key \"dlio\"");
   if (e.kind == EntryKind::kGrowingCache && !e.workload->growing_cache)
     at.at("workload").fail("missing required key \"growing_cache\"");

@@ -123,6 +123,7 @@ std::string summary_chart_svg(const std::vector<ChartRow>& rows, const ChartText
       kWidth, height, svg::escape(text.title));
   double lx = kLabelWidth;
   for (size_t k = 0; k < 3; ++k) {
+    if (text.series[k].empty()) continue;  // a chart of fewer series
     out += fmt::format(
         "<rect x=\"{0:.0f}\" y=\"24\" width=\"12\" height=\"10\" fill=\"{1}\"/>"
         "<text x=\"{2:.0f}\" y=\"33\" class=\"s\">{3}</text>\n",

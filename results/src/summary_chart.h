@@ -18,7 +18,7 @@ struct ChartRow {
 // The chart's title and the legend of its three series (measured, ideal, seed by default).
 struct ChartText {
   std::string title = "Measured vs ideal vs seed (ms)";
-  std::string series[3] = {"measured (median)", "ideal", "seed (tf.data)"};
+  std::string series[3] = {"measured (median)", "ideal", "seed (tf.data)"};  // "": no legend
   std::string unit = "ms";  // of the values (tooltips, the axis note); empty: none
 };
 

@@ -49,6 +49,7 @@ struct WorkloadOptions {
   bool normal_priority = false;
   bool fail_below_au = false;
   bool quiet = false;
+  bool dry_run = false;
 };
 
 void write_json(const fs::path& path, const nlohmann::ordered_json& doc) {
@@ -147,6 +148,114 @@ void print_summary(std::ostream& out, const DlioWorkload& w, const workload::Wor
     out << "note: " << note << "\n";
 }
 
+// DLIO's [METRIC] lines for checkpoints, and MLPerf's figures beside them.
+std::string checkpoint_table(const results::CheckpointRecord& c) {
+  std::string out = fmt::format(
+      "checkpoint: {:.3f} GiB (checkpoint_size_GB), {} file(s) from {} rank(s), {} in {}\n",
+      c.size_gib, c.files, c.ranks, c.fsync ? "fsync" : "no fsync", c.folder);
+  for (const results::CheckpointOpRecord& op : c.ops) {
+    out += fmt::format(
+        "  {} {} (epoch {}, step {}): rank 0 {:.3f} s ({:.3f} GiB/s); slowest rank {:.3f} s, {:.3f} "
+        "GiB/s of {:.3f} GiB\n",
+        op.kind, op.index, op.epoch, op.step, op.rank0_seconds, op.dlio_gib_per_s,
+        op.slowest_seconds, op.gib_per_s, static_cast<double>(op.bytes) / 1073741824.0);
+  }
+  if (c.save_duration_mean_s) {
+    out += fmt::format("[METRIC] Checkpoint save duration (seconds): {:.4f} ({:.4f})\n",
+                       *c.save_duration_mean_s, c.save_duration_stdev_s.value_or(0));
+    out += fmt::format("[METRIC] Checkpoint save I/O Throughput (GB/second): {:.4f} ({:.4f})\n",
+                       *c.save_io_mean_gib_per_s, c.save_io_stdev_gib_per_s.value_or(0));
+  }
+  if (c.load_duration_mean_s) {
+    out += fmt::format("[METRIC] Checkpoint load duration (seconds): {:.4f} ({:.4f})\n",
+                       *c.load_duration_mean_s, c.load_duration_stdev_s.value_or(0));
+    out += fmt::format("[METRIC] Checkpoint load I/O Throughput (GB/second): {:.4f} ({:.4f})\n",
+                       *c.load_io_mean_gib_per_s, c.load_io_stdev_gib_per_s.value_or(0));
+  }
+  if (c.save_gib_per_s || c.load_gib_per_s) {
+    out += fmt::format("MLPerf (slowest rank): save {} GiB/s, load {} GiB/s\n",
+                       c.save_gib_per_s ? fmt::format("{:.3f}", *c.save_gib_per_s) : "-",
+                       c.load_gib_per_s ? fmt::format("{:.3f}", *c.load_gib_per_s) : "-");
+  }
+  if (c.training_stall_s) {
+    out += fmt::format("the training waited {:.3f} s for checkpoints (outside AU's window)\n",
+                       *c.training_stall_s);
+  }
+  return out;
+}
+
+// workflow.checkpoint without training: the checkpoints written, then read back cold; DLIO's
+// summary.json and per_epoch_stats.json, results.json and the report.
+Outcome checkpoint_only(const WorkloadOptions& o, const DlioWorkload& w,
+                        const workload::CheckpointPlan& plan, const fs::path& out) {
+  cluster::Cluster& ranks = cluster::current();
+  const bool root = ranks.rank() == 0;
+  const int64_t total = o.accelerators * ranks.size();
+  if (root && !o.quiet) {
+    std::cerr << fmt::format(
+        "{}: {} checkpoint(s) of {:.2f} GiB written, {} read, by {} rank(s) into {}\n", w.name,
+        std::max<int64_t>(0, w.checkpoint_settings.num_write), plan.size_gib(),
+        std::max<int64_t>(0, w.checkpoint_settings.num_read), total, plan.folder);
+  }
+  const std::string start = workload::dlio_timestamp();
+  trace::Recorder& rec = trace::Recorder::global();
+  if (!o.trace.empty()) rec.start();
+  workload::CheckpointRun run;
+  try {
+    run = workload::run_checkpoints(
+        w, plan, ranks.rank() * o.accelerators, o.accelerators, &ranks,
+        {.direct = w.odirect, .stop = &InterruptGuard::flag()}, [&](const std::string& what) {
+          if (root && !o.quiet) std::cerr << "  " << what << "\n";
+        });
+  } catch (...) {
+    if (!o.trace.empty()) (void)rec.stop();
+    throw;
+  }
+  std::shared_ptr<trace::Trace> traced;
+  if (!o.trace.empty()) traced = std::make_shared<trace::Trace>(rec.stop());
+  const std::string end = workload::dlio_timestamp();
+  std::vector<workload::CheckpointOp> ops = run.ops;
+  if (ranks.size() > 1) {  // rank 0 gathers every rank's operations
+    const std::vector<std::string> all =
+        ranks.gather(workload::ops_to_text(run.ops), &InterruptGuard::flag());
+    if (!root) return run.interrupted ? Outcome::kInterrupted : Outcome::kOk;
+    ops.clear();
+    for (const std::string& text : all) {
+      for (workload::CheckpointOp& op : workload::ops_from_text(text))
+        ops.push_back(std::move(op));
+    }
+  }
+  ExperimentResult x = workload::checkpoint_experiment(w, plan, ops, total, run.interrupted);
+  const results::CheckpointRecord& c = *x.workload->checkpoint;
+  std::cout << checkpoint_table(c);
+  fs::create_directories(out);
+  write_json(out / "summary.json",
+             workload::summary_json(w, {.accelerators = total}, start, end, &c));
+  write_json(out / "per_epoch_stats.json",
+             workload::per_epoch_stats_json({}, ops, plan.size_gib()));
+  {
+    std::string log;
+    for (const std::string& warning : w.warnings)
+      log += "warning: " + warning + "\n";
+    log += checkpoint_table(c);
+    results::write_text_file(out / w.log_file, log);
+  }
+  if (traced) {
+    trace::save_chrome_json(*traced, o.trace);
+    std::cerr << fmt::format("wrote {} ({} spans)\n", o.trace, traced->span_count());
+    x.trace_file = fs::absolute(o.trace).string();
+  }
+  const nlohmann::json doc = results::make_document(
+      results::capture_environment(kVersion), nlohmann::json::array({to_json(x)}),
+      {.repetitions = 1, .interrupted = run.interrupted, .created_utc = results::utc_now()});
+  results::write_text_file(out / "results.json", doc.dump(2) + "\n");
+  results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
+  std::cerr << fmt::format(
+      "wrote {}/summary.json, per_epoch_stats.json, {}, results.json and report.md\n",
+      out.string(), w.log_file);
+  return run.interrupted ? Outcome::kInterrupted : Outcome::kOk;
+}
+
 Outcome workload_command(const WorkloadOptions& o) {
   DlioWorkload w = read_input([&] { return workload::load_workload(o.file, o.overrides); });
   workload::apply_scale(w, o.scale > 0 ? o.scale : w.scale);
@@ -172,6 +281,31 @@ Outcome workload_command(const WorkloadOptions& o) {
       std::cerr << fmt::format("{}: {} x {} accelerator(s) ({})\n", w.name, ranks.size(),
                                o.accelerators, ranks.describe());
     }
+  }
+
+  if (o.dry_run) {
+    if (root) std::cout << workload::dry_run_text(w, o.accelerators * ranks.size());
+    return Outcome::kOk;
+  }
+  // The checkpoint's shape is checked before anything runs (ranks a multiple of the model's
+  // parallelism), and its room on the storage before anything is written.
+  std::optional<workload::CheckpointPlan> plan;
+  if (w.checkpoint) {
+    plan = read_input([&] { return workload::plan_checkpoint(w, o.accelerators * ranks.size()); });
+    int64_t count = std::max<int64_t>(0, w.checkpoint_settings.num_write);
+    if (w.train) {
+      count = 0;
+      const int64_t steps = workload::steps_per_epoch(w, o.accelerators * ranks.size());
+      for (int64_t e = 1; e <= w.epochs; ++e) {
+        for (int64_t st = 1; st <= steps; ++st)
+          count += workload::checkpoint_after_step(w, st) ? 1 : 0;
+        count += workload::checkpoint_after_epoch(w, e) ? 1 : 0;
+      }
+    }
+    read_input([&] {
+      workload::check_room(*plan, count, ranks.rank() * o.accelerators, o.accelerators);
+      return 0;
+    });
   }
 
   if (!o.spec_out.empty() && root) {
@@ -202,8 +336,12 @@ Outcome workload_command(const WorkloadOptions& o) {
     if (ranks.agree_stop(g != Outcome::kOk, &InterruptGuard::flag()))
       return root ? g : Outcome::kInterrupted;
   }
+  if (!w.train && w.checkpoint) return checkpoint_only(o, w, *plan, out);
   if (!w.train) {
-    std::cerr << "workflow.train is off: nothing to run\n";
+    std::cerr << (w.generate_data ? "workflow: data generation only (train and checkpoint are "
+                                    "off): done\n"
+                                  : "workflow: train, checkpoint and generate_data are off: "
+                                    "nothing to run\n");
     return Outcome::kOk;
   }
   if (w.evaluation) {
@@ -310,16 +448,22 @@ Outcome workload_command(const WorkloadOptions& o) {
   print_summary(std::cout, w, r);
 
   fs::create_directories(out);
-  write_json(out / "summary.json", workload::summary_json(w, r.metrics, r.start, r.end));
-  write_json(out / "per_epoch_stats.json", workload::per_epoch_stats_json(r.run));
+  ExperimentResult x = workload::to_experiment(w, r);
+  const results::CheckpointRecord* checkpoint =
+      x.workload->checkpoint ? &*x.workload->checkpoint : nullptr;
+  if (checkpoint != nullptr) std::cout << checkpoint_table(*checkpoint);
+  write_json(out / "summary.json", workload::summary_json(w, r.metrics, r.start, r.end, checkpoint));
+  write_json(out / "per_epoch_stats.json",
+             workload::per_epoch_stats_json(r.run, r.checkpoints,
+                                            r.checkpoint_plan ? r.checkpoint_plan->size_gib() : 0));
   {
     std::ostringstream log;
     for (const std::string& warning : w.warnings)
       log << "warning: " << warning << "\n";
     print_summary(log, w, r);
+    if (checkpoint != nullptr) log << checkpoint_table(*checkpoint);
     results::write_text_file(out / w.log_file, log.str());
   }
-  ExperimentResult x = workload::to_experiment(w, r);
   if (r.run.trace) {
     trace::save_chrome_json(*r.run.trace, o.trace);
     std::cerr << fmt::format("wrote {} ({} spans; open it in pipeprof-viewer or Perfetto UI)\n",
@@ -398,6 +542,10 @@ CommandRunner add_workload_command(CLI::App& app) {
   cmd->add_flag("--fail-below-au", o->fail_below_au,
                 "Exit 1 when the mean AU is below the workload's metric.au");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
+  cmd->add_flag("--dry-run", o->dry_run,
+                "Print what the run would read, write and generate (files, bytes per rank and in "
+                "all, the dataset against this client's memory, the checkpoint per rank and in "
+                "all) without touching storage");
   cmd->footer(
       "AU = time computing / wall time of the training loop, the first step excluded, as DLIO "
       "computes it (mean over accelerators; throughput summed). Unknown keys of the file are "

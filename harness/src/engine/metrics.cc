@@ -39,6 +39,8 @@ EpochMetrics epoch_metrics(const EpochRecord& epoch, const AuWindow& window, int
   // Python's slices, as DLIO takes them: indices clamp to the list.
   double compute = 0, excluded_proc = 0;
   for (int64_t i = 0; i < n; ++i) {
+    // A pause after a step (a checkpoint) is in no step: DLIO ends its block before it.
+    excluded_proc += trace::ns_to_seconds(st[static_cast<size_t>(i)].pause_ns);
     if (i >= s && i <= e) {
       compute += trace::ns_to_seconds(st[static_cast<size_t>(i)].compute_ns);
     } else {

@@ -120,6 +120,7 @@ nlohmann::json rank_report_json(const RankReport& r) {
                       {"wait_mean_ms", f.wait_mean_ms}};
   }
   if (r.trace) out["trace"] = trace_json(*r.trace, skew);
+  if (!r.payload.empty()) out["payload"] = r.payload;
   return out;
 }
 
@@ -135,6 +136,7 @@ RankReport rank_report_from_json(const nlohmann::json& j, const std::vector<trac
   r.realtime = j.at("realtime").get<bool>();
   r.cpu_ms = j.at("cpu_ms").get<double>();
   r.notes = j.at("notes").get<std::vector<std::string>>();
+  if (const auto p = j.find("payload"); p != j.end()) r.payload = p->get<std::string>();
   for (const nlohmann::json& a : j.at("consumers"))
     r.consumers.push_back(consumer_from_json(a, offsets));
   if (const nlohmann::json& f = j.at("figures"); !f.is_null()) {

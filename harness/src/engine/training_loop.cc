@@ -330,6 +330,11 @@ class Consumer {
           }
           s.barrier_ns = trace::now_ns() - computed;
         }
+        if (o_.after_step) {
+          const int64_t before = trace::now_ns();
+          o_.after_step(rank_, epoch, step);
+          s.pause_ns = trace::now_ns() - before;
+        }
         e.steps.push_back(s);
         if (local_ == 0 && o_.on_step) o_.on_step(epoch, step);  // not timed as the next load
         load_start = trace::now_ns();
@@ -358,7 +363,9 @@ class Consumer {
         if (tuner) record_changes(*tuner, epoch);
       }
       const bool complete = e.complete;
+      const auto steps_done = static_cast<int64_t>(e.steps.size());
       record_.epochs.push_back(std::move(e));
+      if (complete && o_.after_epoch && !shared_.stopping()) o_.after_epoch(rank_, epoch, steps_done);
       if (local_ == 0 && o_.on_epoch_end) o_.on_epoch_end(record_.epochs.back());
       if (!complete) break;  // out of batches or stopping: this consumer leaves
     }

@@ -14,7 +14,14 @@
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::harness::workload {
-namespace {
+
+double host_memory_gb() {
+  const auto pages = ::sysconf(_SC_PHYS_PAGES);
+  const auto page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0
+             ? static_cast<double>(pages) * static_cast<double>(page) / 1024.0 / 1024.0 / 1024.0
+             : 0;
+}
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -28,6 +35,8 @@ double population_stdev(const std::vector<double>& v) {
     sum += (x - m) * (x - m);
   return std::sqrt(sum / static_cast<double>(v.size()));
 }
+
+namespace {
 
 // The lines "key : value" of a /proc file as DLIO's lines_to_dict reads them: lines with exactly
 // one ':', both sides trimmed, the last of a repeated key kept; `processor` skipped.
@@ -50,13 +59,6 @@ nlohmann::ordered_json proc_dict(const std::string& path) {
   return out;
 }
 
-double host_memory_gb() {
-  const auto pages = ::sysconf(_SC_PHYS_PAGES);
-  const auto page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0
-             ? static_cast<double>(pages) * static_cast<double>(page) / 1024.0 / 1024.0 / 1024.0
-             : 0;
-}
 
 std::string hostname() {
   char name[256] = {};
@@ -165,8 +167,10 @@ std::string dlio_timestamp() {
 }
 
 nlohmann::ordered_json summary_json(const DlioWorkload& w, const RunMetrics& m,
-                                    const std::string& start, const std::string& end) {
+                                    const std::string& start, const std::string& end,
+                                    const results::CheckpointRecord* checkpoint) {
   nlohmann::ordered_json metric = nlohmann::ordered_json::object();
+  if (w.train) {
   metric["train_au_percentage"] = m.au_percentage;
   metric["train_au_mean_percentage"] = m.au_mean_percentage;
   metric["train_au_meet_expectation"] = m.meets_au ? "success" : "fail";
@@ -176,6 +180,22 @@ nlohmann::ordered_json summary_json(const DlioWorkload& w, const RunMetrics& m,
   metric["train_throughput_stdev_samples_per_second"] = m.throughput_stdev;
   metric["train_io_mean_MB_per_second"] = m.io_mean_mb_per_s;
   metric["train_io_stdev_MB_per_second"] = m.io_stdev_mb_per_s;
+  }
+  if (checkpoint != nullptr) {  // DLIO's keys; GB is GiB, as DLIO divides by 1024^3
+    const results::CheckpointRecord& c = *checkpoint;
+    auto put = [&](const char* key, const std::optional<double>& v) {
+      if (v) metric[key] = *v;
+    };
+    put("save_checkpoint_io_mean_GB_per_second", c.save_io_mean_gib_per_s);
+    put("save_checkpoint_io_stdev_GB_per_second", c.save_io_stdev_gib_per_s);
+    put("save_checkpoint_duration_mean_seconds", c.save_duration_mean_s);
+    put("save_checkpoint_duration_stdev_seconds", c.save_duration_stdev_s);
+    put("load_checkpoint_io_mean_GB_per_second", c.load_io_mean_gib_per_s);
+    put("load_checkpoint_io_stdev_GB_per_second", c.load_io_stdev_gib_per_s);
+    put("load_checkpoint_duration_mean_seconds", c.load_duration_mean_s);
+    put("load_checkpoint_duration_stdev_seconds", c.load_duration_stdev_s);
+    metric["checkpoint_size_GB"] = c.size_gib;
+  }
 
   const double memory_gb = host_memory_gb();
   const double data_gb = static_cast<double>(w.dataset.num_samples_per_file) *
@@ -202,7 +222,9 @@ nlohmann::ordered_json summary_json(const DlioWorkload& w, const RunMetrics& m,
   return s;
 }
 
-nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run) {
+nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run,
+                                            const std::vector<CheckpointOp>& checkpoints,
+                                            double checkpoint_gib) {
   // The trace clock's epochs as wall-clock times, through the offset between the two clocks now.
   const auto wall_now = std::chrono::system_clock::now();
   const int64_t mono_now = trace::now_ns();
@@ -211,13 +233,40 @@ nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run) {
         wall_now - std::chrono::nanoseconds(mono_now - ns)));
   };
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  if (run.accelerators.empty()) return out;
+  // DLIO's save_ckpt<block> / load_ckpt<block> of an epoch: start, end, rank 0's duration and the
+  // checkpoint's GiB over it.
+  auto add_checkpoints = [&](int64_t epoch, nlohmann::ordered_json& into) {
+    for (const CheckpointOp& op : checkpoints) {
+      if (op.epoch != epoch) continue;
+      double seconds = 0;
+      for (size_t k = 0; k < op.ranks.size(); ++k)
+        if (op.ranks[k] == 0) seconds = op.seconds[k];
+      into[fmt::format("{}_ckpt{}", op.save ? "save" : "load", op.index)] = {
+          {"start", stamp(op.start_ns)},
+          {"end", stamp(op.end_ns)},
+          {"duration", seconds},
+          {"throughput", seconds > 0 ? checkpoint_gib / seconds : 0.0}};
+    }
+  };
+  if (run.accelerators.empty()) {
+    if (!checkpoints.empty()) {  // checkpoint-only: epoch 1 holds them
+      nlohmann::ordered_json epoch = nlohmann::ordered_json::object();
+      epoch["start"] = stamp(checkpoints.front().start_ns);
+      add_checkpoints(1, epoch);
+      epoch["end"] = stamp(checkpoints.back().end_ns);
+      epoch["duration"] = fmt::format(
+          "{:.2f}", trace::ns_to_seconds(checkpoints.back().end_ns - checkpoints.front().start_ns));
+      out["1"] = epoch;
+    }
+    return out;
+  }
   for (const EpochRecord& e : run.accelerators.front().epochs) {
     nlohmann::ordered_json epoch = nlohmann::ordered_json::object();
     epoch["start"] = stamp(e.start_ns);
     epoch["block1"] = {{"start", stamp(e.start_ns)},
                        {"end", stamp(e.end_ns)},
                        {"duration", fmt::format("{:.2f}", trace::ns_to_seconds(e.end_ns - e.start_ns))}};
+    add_checkpoints(e.epoch, epoch);
     epoch["end"] = stamp(e.end_ns);
     epoch["duration"] = fmt::format("{:.2f}", trace::ns_to_seconds(e.end_ns - e.start_ns));
     out[std::to_string(e.epoch)] = epoch;

@@ -47,15 +47,30 @@ struct RunMetrics {
   std::vector<double> epoch_seconds;  // the slowest accelerator's epoch wall time
 };
 
+// This machine's memory in GiB (DLIO's host_memory_GB).
+double host_memory_gb();
+
+// The mean and the population standard deviation (numpy's std), as DLIO reports its figures.
+double mean(const std::vector<double>& v);
+double population_stdev(const std::vector<double>& v);
+
 RunMetrics run_metrics(const DlioWorkload& w, const TrainRun& run, int64_t steps);
 
 // DLIO's summary.json for the run (start and end as DLIO writes them: local time,
 // "%Y-%m-%dT%H:%M:%S.%f").
+// With `checkpoint`: DLIO's checkpoint keys in its metric (save_checkpoint_duration_mean_seconds,
+// ..._io_mean_GB_per_second, their stdevs, load_..., checkpoint_size_GB). Without training
+// (workflow.train off), no train_ keys.
 nlohmann::ordered_json summary_json(const DlioWorkload& w, const RunMetrics& m,
-                                    const std::string& start, const std::string& end);
+                                    const std::string& start, const std::string& end,
+                                    const results::CheckpointRecord* checkpoint = nullptr);
 
 // DLIO's per_epoch_stats.json: per epoch its start, end and duration (seconds as "%.2f" strings).
-nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run);
+// With checkpoints: DLIO's save_ckpt<N> / load_ckpt<N> entries in their epochs (a checkpoint-only
+// run: epoch 1); `checkpoint_gib` is DLIO's checkpoint_size_GB, the throughput's numerator.
+nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run,
+                                            const std::vector<CheckpointOp>& checkpoints = {},
+                                            double checkpoint_gib = 0);
 
 // DLIO's [METRIC] block, as it prints it at the end of a run.
 std::string metric_block(const DlioWorkload& w, const RunMetrics& m);

@@ -133,6 +133,8 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   if (options.on_epoch_end) {
     loop.on_epoch_end = [&options](const EpochRecord& e) { options.on_epoch_end(e.epoch); };
   }
+  loop.after_step = options.after_step;
+  loop.after_epoch = options.after_epoch;
   loop.autotune = options.autotune;
   loop.realtime = options.realtime;
   loop.stop = options.stop;

@@ -41,7 +41,7 @@ const std::vector<std::string_view> kCheckpointKeys{
     "time_between_checkpoints", "num_checkpoints_write", "num_checkpoints_read",
     "recovery_rank_shift", "rank_sync", "mode", "randomize_tensor", "ksm", "model_size",
     "optimization_groups", "num_layers", "layer_parameters", "tensor_parallelism",
-    "pipeline_parallelism"};
+    "pipeline_parallelism", "checkpoint_rank_sync"};
 const std::vector<std::string_view> kOutputKeys{"folder", "log_file", "metric"};
 const std::vector<std::string_view> kOutputMetricKeys{"exclude_start_steps", "exclude_end_steps"};
 const std::vector<std::string_view> kProfilingKeys{"profiler", "iostat_devices"};
@@ -112,7 +112,8 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
   auto section = [&](const char* name) { return Section(file, name, croot[name]); };
 
   // model: a mapping with a name (DLIO's newer files) or a name alone (older ones).
-  if (croot["model"] && croot["model"].IsScalar()) {
+  const bool model_is_name = croot["model"] && croot["model"].IsScalar();
+  if (model_is_name) {
     w.name = croot["model"].Scalar();
   } else {
     const Section model = section("model");
@@ -136,12 +137,6 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     if (s.has("train")) w.train = s.boolean("train");
     if (s.has("evaluation")) w.evaluation = s.boolean("evaluation");
     if (s.has("checkpoint")) w.checkpoint = s.boolean("checkpoint");
-    if (w.checkpoint) {
-      w.warnings.push_back(fmt::format(
-          "{}: workflow.checkpoint: checkpoints are not emulated (the training is measured "
-          "without them)",
-          file));
-    }
     if (s.has("profiling") && s.boolean("profiling")) {
       w.warnings.push_back(fmt::format(
           "{}: workflow.profiling: DLIO's profilers are not run (pipeprof traces with --trace)",
@@ -222,7 +217,12 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     if (s.has("eval_after_epoch")) w.eval_after_epoch = s.whole("eval_after_epoch", 0);
     if (s.has("epochs_between_evals")) w.epochs_between_evals = s.whole("epochs_between_evals", 1);
   }
-  warn_unknown(w, section("checkpoint"), kCheckpointKeys);
+  {
+    const Section checkpoint = section("checkpoint");
+    warn_unknown(w, checkpoint, kCheckpointKeys);
+    read_checkpoint_sections(w, model_is_name ? Section(file, "model", YAML::Node()) : section("model"),
+                             checkpoint);
+  }
   warn_unknown(w, section("profiling"), kProfilingKeys);
   warn_unknown(w, section("storage"), kStorageKeys);
   {
@@ -287,14 +287,17 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     }
   }
 
-  // What DLIO's own validation refuses.
-  if (w.loader == Loader::kPyTorch && w.dataset.format == DataFormat::kTFRecord) {
+  // What DLIO's own validation refuses (of a workload that reads or writes a dataset: a
+  // checkpoint-only file has no dataset section).
+  const bool uses_data = w.train || w.evaluation || w.generate_data;
+  if (uses_data && w.loader == Loader::kPyTorch && w.dataset.format == DataFormat::kTFRecord) {
     throw InputError(fmt::format(
         "{}: reader.data_loader: the pytorch loader does not read tfrecord files (DLIO refuses "
         "this too); use the tensorflow loader",
         file));
   }
-  if (w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kRaw) {
+  if (uses_data &&
+      (w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kRaw)) {
     throw InputError(fmt::format(
         "{}: dataset.format: the workload's reader reads tfrecord, npz, npy and hdf5 files, got "
         "{}",

@@ -18,6 +18,7 @@
 
 #include "pipeprof/pipelines/datagen.h"
 #include "pipeprof/pipelines/time_distribution.h"
+#include "workload/dlio_checkpoint.h"
 
 namespace pipeprof::harness::workload {
 
@@ -97,6 +98,10 @@ struct DlioWorkload {
   int64_t exclude_start_steps = 1;
   int64_t exclude_end_steps = 0;
   double au = 0.90;  // metric.au: the AU an accelerator must keep (a fraction)
+
+  // model and checkpoint (workflow.checkpoint; dlio_checkpoint.h)
+  ModelSettings model;
+  CheckpointSettings checkpoint_settings;
 
   double scale = 1;  // pipeprof.scale
   RemoteSettings remote;  // pipeprof.remote

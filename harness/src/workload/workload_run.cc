@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+
+#include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/pipelines/memory_limit.h"
 #include "pipeprof/results/compare.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/trace/clock.h"
@@ -57,6 +60,29 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                  .stop = options.stop,
                  .on_step = options.on_step,
                  .cluster = ranks};
+  // DLIO's checkpoints during training: every accelerator writes its share where DLIO writes it
+  // (after the step or the epoch), and the training waits.
+  std::unique_ptr<CheckpointIo> checkpoints;
+  if (w.checkpoint && options.checkpoints && mode == LoaderMode::kPipeline) {
+    r.checkpoint_plan = plan_checkpoint(w, total);
+    const int64_t first = ranks != nullptr ? ranks->rank() * options.accelerators : 0;
+    checkpoints = std::make_unique<CheckpointIo>(
+        *r.checkpoint_plan, w.checkpoint_settings, first, options.accelerators,
+        CheckpointIoOptions{.direct = w.odirect, .stop = options.stop});
+    const bool by_step = w.checkpoint_settings.steps_between >= 0;
+    if (by_step) {
+      t.after_step = [&w, &checkpoints](int64_t rank, int64_t epoch, int64_t step) {
+        if (!checkpoint_after_step(w, step)) return;
+        checkpoints->save(rank, epoch, step, step / w.checkpoint_settings.steps_between,
+                          trace::now_ns());
+      };
+    } else {
+      t.after_epoch = [&w, &checkpoints](int64_t rank, int64_t epoch, int64_t steps) {
+        if (!checkpoint_after_epoch(w, epoch)) return;
+        checkpoints->save(rank, epoch, steps + 1, 1, trace::now_ns());
+      };
+    }
+  }
   // A remote dataset: the server (and the copy or the cache) for this run only.
   // Declared before the environment, so removed after it is torn down (preloads stopped).
   std::filesystem::path scratch = options.scratch_dir;
@@ -99,6 +125,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
     r.end = dlio_timestamp();
     r.metrics = run_metrics(w, r.run, r.steps);
     if (remote) r.remote = remote->report(w, r.run, r.metrics, r.steps);
+    if (checkpoints) r.checkpoints = checkpoints->ops();
     return r;
   }
 
@@ -115,6 +142,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                         .notes = run.notes,
                         .consumers = std::move(run.accelerators),
                         .trace = run.trace};
+        if (checkpoints) mine.payload = ops_to_text(checkpoints->ops());
         r.run = std::move(run);
         return mine;
       },
@@ -167,6 +195,10 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
     cpu_ms += rep.cpu_ms;
     for (ConsumerRecord& c : rep.consumers)
       all.accelerators.push_back(std::move(c));
+    if (!rep.payload.empty()) {
+      for (CheckpointOp& op : ops_from_text(rep.payload))
+        r.checkpoints.push_back(std::move(op));
+    }
   }
   std::stable_sort(all.accelerators.begin(), all.accelerators.end(),
                    [](const ConsumerRecord& a, const ConsumerRecord& b) { return a.rank < b.rank; });
@@ -287,6 +319,7 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
     WorkloadOptions o = options;
     o.accelerators = n;
     o.trace = false;
+    o.checkpoints = false;
     Probe p;
     p.accelerators = n;
     if (steps_per_epoch(w, n) < 2) {  // too few samples per accelerator to measure AU
@@ -342,6 +375,7 @@ StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& optio
   StallAnalysis a;
   WorkloadOptions o = options;
   o.trace = false;
+  o.checkpoints = false;
   auto pass = [&](const char* name, LoaderMode mode, bool cold) {
     if (on_pass) on_pass(name);
     o.drop_caches = cold;
@@ -416,6 +450,13 @@ results::WorkloadRecord workload_record(const DlioWorkload& w, const WorkloadRes
   out.notes = r.run.notes;
   out.remote = r.remote;
   out.ranks = r.ranks;
+  if (r.checkpoint_plan) {
+    out.checkpoint = checkpoint_record(w, *r.checkpoint_plan, r.checkpoints);
+    double stall = 0;  // the accelerators waited for the slowest rank of each save
+    for (const results::CheckpointOpRecord& op : out.checkpoint->ops)
+      stall += op.slowest_seconds;
+    out.checkpoint->training_stall_s = stall;
+  }
   return out;
 }
 
@@ -506,6 +547,114 @@ results::StallRecord stall_record(const StallAnalysis& a) {
                           .prep_stall_s = e.prep_stall_s});
   }
   return out;
+}
+
+std::string dry_run_text(const DlioWorkload& w, int64_t ranks) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::string out = fmt::format(
+      "{}: {} rank(s) (--accelerators x processes); nothing is read or written (--dry-run)\n",
+      w.name, ranks);
+  const bool uses_data = w.train || w.evaluation || w.generate_data;
+  if (uses_data) {
+    const std::vector<pipelines::formats::DatasetFile> files = pipelines::formats::dataset_files(w.dataset);
+    double train_bytes = 0, all_bytes = 0;
+    int64_t train_files = 0;
+    for (const auto& f : files) {
+      all_bytes += static_cast<double>(f.bytes);
+      if (!f.eval) {
+        train_bytes += static_cast<double>(f.bytes);
+        ++train_files;
+      }
+    }
+    if (w.generate_data) {
+      out += fmt::format("data generation: {} {} file(s), {}, into {}\n", files.size(),
+                         pipelines::formats::data_format_name(w.dataset.format),
+                         pipelines::format_bytes(all_bytes),
+                         w.dataset.data_folder);
+    }
+    if (w.train) {
+      const int64_t steps = steps_per_epoch(w, ranks);
+      const double per_rank = static_cast<double>(steps) * static_cast<double>(w.batch_size) *
+                              record_bytes(w);
+      out += fmt::format(
+          "training: {} {} file(s) in {}/train, {} (samples of {} bytes); {} epoch(s) x {} "
+          "step(s) of batch {} per rank\n",
+          train_files, pipelines::formats::data_format_name(w.dataset.format),
+          w.dataset.data_folder, pipelines::format_bytes(train_bytes), static_cast<int64_t>(record_bytes(w)),
+          w.epochs, steps, w.batch_size);
+      out += fmt::format(
+          "  reads: {} per rank and epoch, {} per epoch from all ranks, {} in the run\n",
+          pipelines::format_bytes(per_rank),
+          pipelines::format_bytes(per_rank * static_cast<double>(ranks)),
+          pipelines::format_bytes(per_rank * static_cast<double>(ranks) * static_cast<double>(w.epochs)));
+      const double memory = host_memory_gb();
+      if (memory > 0) {
+        const double ratio = train_bytes / kGiB / memory;
+        out += fmt::format(
+            "  this client's memory: {:.1f} GiB; the dataset is {:.2f} x that: {}\n", memory, ratio,
+            ratio >= 5 ? "at least 5 x, as MLPerf Storage asks (reads come from storage)"
+                       : "under the 5 x MLPerf Storage asks: after the first epoch reads come "
+                         "from the page cache unless --drop-caches makes every epoch cold");
+      }
+    }
+  }
+  if (w.checkpoint) {
+    const CheckpointPlan plan = plan_checkpoint(w, ranks);
+    const CheckpointSettings& c = w.checkpoint_settings;
+    out += "checkpoints (workflow.checkpoint):\n";
+    std::istringstream lines(describe_plan(w, plan));
+    for (std::string line; std::getline(lines, line);)
+      out += "  " + line + "\n";
+    const double size = static_cast<double>(plan.file_bytes()) / kGiB;
+    if (w.train) {
+      int64_t count = 0;
+      const int64_t steps = steps_per_epoch(w, ranks);
+      for (int64_t e = 1; e <= w.epochs; ++e) {
+        for (int64_t s = 1; s <= steps; ++s)
+          count += checkpoint_after_step(w, s) ? 1 : 0;
+        count += checkpoint_after_epoch(w, e) ? 1 : 0;
+      }
+      out += fmt::format("  during training: {} checkpoint(s) ({}), {:.2f} GiB written\n", count,
+                         c.steps_between > 0
+                             ? fmt::format("every {} steps of an epoch", c.steps_between)
+                             : fmt::format("after epoch {}, then every {} epoch(s)", c.after_epoch,
+                                           c.epochs_between),
+                         static_cast<double>(count) * size);
+    } else {
+      const int64_t writes = std::max<int64_t>(0, c.num_write);
+      const int64_t reads = std::max<int64_t>(0, c.num_read);
+      out += fmt::format(
+          "  checkpoint-only: {} written ({:.2f} GiB{}), then {} read back cold ({:.2f} GiB)\n",
+          writes, static_cast<double>(writes) * size, c.fsync ? ", fsync" : "", reads,
+          static_cast<double>(reads) * size);
+    }
+  }
+  if (!uses_data && !w.checkpoint) out += "the workflow runs nothing (no train, checkpoint or generate_data)\n";
+  return out;
+}
+
+ExperimentResult checkpoint_experiment(const DlioWorkload& w, const CheckpointPlan& plan,
+                                       const std::vector<CheckpointOp>& ops, int64_t ranks,
+                                       bool interrupted) {
+  ExperimentResult x;
+  x.id = "workload:" + w.name;
+  x.description = fmt::format(
+      "DLIO checkpoint workload {}: {} rank(s), checkpoint of {:.2f} GiB, {} written and {} read",
+      w.name, ranks, plan.size_gib(), std::max<int64_t>(0, w.checkpoint_settings.num_write),
+      std::max<int64_t>(0, w.checkpoint_settings.num_read));
+  x.step = "checkpoint";
+  x.part = std::string("C");
+  x.interrupted = interrupted;
+  x.simulation_note = "a checkpoint workload: no training steps to compare with an ideal";
+  x.kind = results::EntryKind::kWorkload;
+  results::WorkloadRecord rec;
+  rec.file = w.file;
+  rec.name = w.name;
+  rec.format = "checkpoint";
+  rec.accelerators = ranks;
+  rec.checkpoint = checkpoint_record(w, plan, ops);
+  x.workload = std::move(rec);
+  return x;
 }
 
 }  // namespace pipeprof::harness::workload

@@ -37,6 +37,9 @@ struct WorkloadOptions {
   cluster::Cluster* cluster = nullptr;
   // How a rank's error is told apart (bad input or a failure); the command line's by default.
   ErrorClassifier classify;
+  // workflow.checkpoint during training: write DLIO's checkpoints where DLIO writes them (off for
+  // the probes of --find-max-accelerators and --stall-analysis).
+  bool checkpoints = true;
 };
 
 struct WorkloadResult {
@@ -50,6 +53,9 @@ struct WorkloadResult {
   std::optional<results::RemoteRecord> remote;
   // Ranks: every rank's row on rank 0 (none alone).
   std::optional<RanksSummary> ranks;
+  // The checkpoints written during training (every rank's on rank 0), and their plan.
+  std::optional<CheckpointPlan> checkpoint_plan;
+  std::vector<CheckpointOp> checkpoints;
 };
 
 // With ranks, every rank calls it; rank 0 gets the whole run, the others their own. A rank that
@@ -131,6 +137,18 @@ results::WorkloadRecord workload_record(const DlioWorkload& w, const WorkloadRes
 // the storage's measures, the demand and the bound. `cold`: the files were dropped before every
 // epoch and measure; `limit`: the most it tried.
 results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool cold, int64_t limit);
+
+// --dry-run: what a run of the workload on `ranks` ranks (accelerators x processes) would read,
+// write and generate: the files, the bytes per rank and in all, the dataset against this
+// client's memory (MLPerf Storage's rule: at least 5 times, or cold reads), and the checkpoint per
+// rank and in all. Touches no storage. Throws InputError as plan_checkpoint does.
+std::string dry_run_text(const DlioWorkload& w, int64_t ranks);
+
+// A checkpoint-only run (workflow.checkpoint without training) as an experiment result of kind
+// workload: no repetitions, its workload record holding the checkpoint.
+ExperimentResult checkpoint_experiment(const DlioWorkload& w, const CheckpointPlan& plan,
+                                       const std::vector<CheckpointOp>& ops, int64_t ranks,
+                                       bool interrupted);
 
 // A stall analysis as results.json holds it (`workload.stall_analysis`).
 results::StallRecord stall_record(const StallAnalysis& a);

@@ -52,6 +52,9 @@ struct RankReport {
   std::vector<ConsumerRecord> consumers;  // a workload's accelerators (their records)
   std::optional<RankFigures> figures;     // an experiment's figures
   std::shared_ptr<trace::Trace> trace;    // when the run was traced
+  // What else a kind of run reports from each rank, in its own text form (a workload's checkpoint
+  // operations); empty: nothing.
+  std::string payload;
 };
 
 // The wire form of a report (its trace as Chrome JSON, on the rank's clock plus the test skew of

@@ -47,6 +47,9 @@ struct StepRecord {
   int64_t barrier_ns = 0;
   int64_t samples = 0;
   int64_t bytes = 0;  // the batch's sample bytes, where the loader reports them
+  // LoopOptions::after_step's time after this step (a checkpoint the training waited for): in the
+  // epoch's wall time, in neither this step's proc nor the next one's load.
+  int64_t pause_ns = 0;
 };
 
 struct EpochRecord {
@@ -105,6 +108,13 @@ struct LoopOptions {
   std::function<void(int64_t epoch, int64_t step)> on_step;
   // On the first consumer's thread at the end of each of its epochs.
   std::function<void(const EpochRecord& epoch)> on_epoch_end;
+  // On every consumer's thread after each of its steps (after the barrier): work every accelerator
+  // does between two steps and the training waits for (DLIO's checkpoints). Its time is the step's
+  // pause_ns. An exception stops the run as a loader's does.
+  std::function<void(int64_t rank, int64_t epoch, int64_t step)> after_step;
+  // On every consumer's thread after each of its complete epochs (outside the epoch's wall time;
+  // the next epoch starts when every consumer is done with it). `steps`: the epoch's steps.
+  std::function<void(int64_t rank, int64_t epoch, int64_t steps)> after_epoch;
 
   bool autotune = true;  // the online tuner on the loaders' knobs, when they have any
   // The consumers at real-time priority (SCHED_FIFO 1) where permitted; a note says so when not.

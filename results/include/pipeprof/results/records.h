@@ -174,6 +174,42 @@ struct StallRecord {
 
 nlohmann::json to_json(const StallRecord& s);
 
+// DLIO's checkpoints (workflow.checkpoint): the checkpoint's shape and size, and every save and
+// load with DLIO's figures (rank 0's duration; the checkpoint's GiB over it) and MLPerf Storage's
+// (the slowest rank's duration; the bytes of every rank over it).
+struct CheckpointOpRecord {
+  std::string kind;  // "save" or "load"
+  int64_t epoch = 0, step = 0, index = 0;
+  int64_t ranks = 0;
+  int64_t bytes = 0;            // every rank's
+  double rank0_seconds = 0;     // DLIO's duration
+  double slowest_seconds = 0;   // MLPerf's duration
+  double dlio_gib_per_s = 0;    // checkpoint size / rank0_seconds
+  double gib_per_s = 0;         // bytes / 2^30 / slowest_seconds
+};
+struct CheckpointRecord {
+  std::string model;  // "transformer" or the model's type
+  int64_t ranks = 0, tensor = 1, pipeline = 1, data = 1, zero_stage = 0;
+  std::string mode;           // default or subset
+  int64_t parameters = 0;     // transformers: N
+  double size_gib = 0;        // DLIO's checkpoint_size_GB (GiB: model + optimizer state)
+  int64_t files = 0;          // per checkpoint, every rank
+  int64_t bytes = 0;          // per checkpoint, every rank's files
+  std::string folder;
+  bool fsync = false, direct = false, cold_reads = true;
+  std::vector<CheckpointOpRecord> ops;
+  // DLIO's summary figures (summary.json's metric), over the saves and loads.
+  std::optional<double> save_duration_mean_s, save_duration_stdev_s, save_io_mean_gib_per_s,
+      save_io_stdev_gib_per_s;
+  std::optional<double> load_duration_mean_s, load_duration_stdev_s, load_io_mean_gib_per_s,
+      load_io_stdev_gib_per_s;
+  // MLPerf's: the means of the slowest rank's duration and of the throughput over it.
+  std::optional<double> save_slowest_mean_s, save_gib_per_s, load_slowest_mean_s, load_gib_per_s;
+  // During training: the seconds the accelerators waited for checkpoints (outside AU's window).
+  std::optional<double> training_stall_s;
+};
+nlohmann::json to_json(const CheckpointRecord& c);
+
 // The growing sample cache's epochs.
 struct GrowingEpochRecord {
   int64_t epoch = 0, shards = 0, samples = 0, steps = 0, evicted_shards = 0, bytes = 0;
@@ -214,6 +250,7 @@ struct WorkloadRecord {
   std::optional<AcceleratorSearch> max_accelerators;
   std::optional<StallRecord> stall_analysis;
   std::optional<GrowingCacheRecord> growing_cache;
+  std::optional<CheckpointRecord> checkpoint;
 };
 nlohmann::json to_json(const WorkloadRecord& w);
 WorkloadRecord workload_from_json(const nlohmann::json& j, const JsonAt& at);

@@ -1,0 +1,889 @@
+#include "workload/dlio_checkpoint.h"
+
+#include <fmt/format.h>
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "pipeprof/harness/errors.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/files.h"
+#include "pipeprof/pipelines/storage_io.h"
+#include "pipeprof/trace/clock.h"
+#include "pipeprof/trace/recorder.h"
+#include "workload/dlio_metrics.h"
+#include "workload/dlio_workload.h"
+#include "workload/dlio_yaml.h"
+
+namespace pipeprof::harness::workload {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const std::vector<std::string_view> kParallelismKeys{"tensor", "pipeline", "data", "zero_stage"};
+const std::vector<std::string_view> kTransformerKeys{
+    "vocab_size", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_kv_heads"};
+
+int64_t datatype_bytes(const Section& s, std::string_view key, const std::string& name) {
+  if (name == "int8" || name == "uint8") return 1;
+  if (name == "fp16" || name == "bf16") return 2;
+  if (name == "fp32") return 4;
+  if (name == "fp64") return 8;
+  s.fail(key, "one of fp16, bf16, fp32, fp64, int8, uint8");
+}
+
+int64_t datatype_bytes(const std::string& name) {
+  if (name == "int8" || name == "uint8") return 1;
+  if (name == "fp16" || name == "bf16") return 2;
+  if (name == "fp64") return 8;
+  return 4;
+}
+
+std::vector<int64_t> whole_list(const Section& s, std::string_view key) {
+  const YAML::Node v = s.get(key);
+  if (!v.IsSequence()) s.fail(key, "a list of whole numbers");
+  std::vector<int64_t> out;
+  for (const YAML::Node& item : v) {
+    if (!item.IsScalar()) s.fail(key, "a list of whole numbers");
+    try {
+      const double d = std::stod(item.Scalar());
+      if (d < 0 || d != std::floor(d) || d > 9e18) s.fail(key, "a list of whole numbers >= 0");
+      out.push_back(static_cast<int64_t>(d));
+    } catch (const std::logic_error&) {
+      s.fail(key, "a list of whole numbers");
+    }
+  }
+  return out;
+}
+
+// Which file of its share a tensor of the model goes to, per DLIO's layout.
+struct Layers {
+  int64_t start = 0, end = -1;  // inclusive
+};
+
+Layers layer_range(const ModelSettings& m, int64_t pp_rank, bool predefined) {
+  const int64_t L = m.num_layers, pp = m.pipeline;
+  const int64_t n = L / pp, r = L % pp;
+  Layers out;
+  if (pp_rank < r) {
+    out.start = pp_rank * (n + 1) + 1;
+    out.end = out.start + n;
+  } else {
+    out.start = r * (n + 1) + (pp_rank - r) * n + 1;
+    out.end = out.start + n - 1;
+  }
+  if (!predefined) {
+    if (pp_rank == pp - 1) out.end = L + 2;
+    if (pp_rank == 0) out.start = 0;
+  }
+  return out;
+}
+
+// The elements of layer i's tensors held by one rank (DLIO's get_layer_parameters).
+std::vector<int64_t> layer_elements(const ModelSettings& m, int64_t i, int64_t dp) {
+  const int64_t h = m.hidden_size, tp = m.tensor, L = m.num_layers;
+  const int64_t sf = m.zero_stage < 3 ? 1 : dp;
+  const int64_t dim_kv = h / m.num_attention_heads * m.num_kv_heads;
+  if (i == 0 || i == L + 1) return {h * m.vocab_size / tp / sf};
+  if (i == L + 2) return {h / sf};
+  return {h / sf,
+          h * (h + 2 * dim_kv) / tp / sf,
+          h * h / tp / sf,
+          h / sf,
+          h * 2 * m.ffn_hidden_size / tp / sf,
+          h * m.ffn_hidden_size / tp / sf};
+}
+
+int64_t parameters(const ModelSettings& m) {
+  if (m.num_layers <= 0) return 0;
+  const int64_t h = m.hidden_size, L = m.num_layers;
+  const int64_t dim_kv = h / m.num_attention_heads * m.num_kv_heads;
+  const int64_t embedding = m.vocab_size * h;
+  const int64_t layer = h + h * (h + 2 * dim_kv) + h * h + h + m.ffn_hidden_size * 2 * h +
+                        m.ffn_hidden_size * h;
+  return embedding + layer * L + h + embedding;
+}
+
+std::string rank_error_where(const DlioWorkload& w) {
+  return fmt::format("{}", w.file);
+}
+
+// DLIO's emulated compute between checkpoints: a sleep, cut short by a stop.
+void compute_for(double seconds, const std::atomic<bool>* stop) {
+  const int64_t end = trace::now_ns() + static_cast<int64_t>(seconds * 1e9);
+  for (int64_t now = trace::now_ns(); now < end; now = trace::now_ns()) {
+    if (stop != nullptr && stop->load()) return;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(end - now, 50'000'000)));
+  }
+}
+
+trace::NameId checkpoint_category() {
+  static const trace::NameId id = trace::Recorder::global().intern("checkpoint");
+  return id;
+}
+
+}  // namespace
+
+void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Section& checkpoint) {
+  ModelSettings& m = w.model;
+  CheckpointSettings& c = w.checkpoint_settings;
+  // The checkpoint section's older spellings of the model's keys (DLIO's earlier files).
+  if (checkpoint.has("model_size")) m.model_size_bytes = checkpoint.whole("model_size", 0);
+  if (checkpoint.has("num_layers")) m.num_layers = checkpoint.whole("num_layers", -1);
+  if (checkpoint.has("tensor_parallelism")) m.tensor = checkpoint.whole("tensor_parallelism", 1);
+  if (checkpoint.has("pipeline_parallelism"))
+    m.pipeline = checkpoint.whole("pipeline_parallelism", 1);
+  if (checkpoint.has("layer_parameters"))
+    m.layer_parameters = whole_list(checkpoint, "layer_parameters");
+  if (checkpoint.has("optimization_groups"))
+    m.optimization_groups = whole_list(checkpoint, "optimization_groups");
+
+  if (model.has("type")) m.type = model.text("type", "a model type");
+  if (model.has("num_layers")) m.num_layers = model.whole("num_layers", -1);
+  if (model.has("model_size_bytes")) m.model_size_bytes = model.whole("model_size_bytes", 0);
+  if (model.has("model_size")) m.model_size_bytes = model.whole("model_size", 0);
+  if (model.has("model_datatype")) {
+    m.model_datatype = model.text("model_datatype");
+    (void)datatype_bytes(model, "model_datatype", m.model_datatype);
+  }
+  if (model.has("optimizer_datatype")) {
+    m.optimizer_datatype = model.text("optimizer_datatype");
+    (void)datatype_bytes(model, "optimizer_datatype", m.optimizer_datatype);
+  }
+  if (model.has("layer_parameters")) m.layer_parameters = whole_list(model, "layer_parameters");
+  if (model.has("optimization_groups"))
+    m.optimization_groups = whole_list(model, "optimization_groups");
+  if (model.has("parallelism")) {
+    const YAML::Node node = model.get("parallelism");
+    if (!node.IsMap()) model.fail("parallelism", "a mapping (tensor, pipeline, data, zero_stage)");
+    const Section p(w.file, "model.parallelism", node);
+    for (const std::string& key : p.unknown_keys(kParallelismKeys)) {
+      w.warnings.push_back(fmt::format(
+          "{}: unknown key model.parallelism.{} (DLIO does not read it; ignored)", w.file, key));
+    }
+    if (p.has("tensor")) m.tensor = p.whole("tensor", 1);
+    if (p.has("pipeline")) m.pipeline = p.whole("pipeline", 1);
+    if (p.has("data")) m.data = p.whole("data", -1);
+    if (p.has("zero_stage")) {
+      m.zero_stage = p.whole("zero_stage", 0);
+      if (m.zero_stage > 3) p.fail("zero_stage", "0, 1, 2 or 3");
+    }
+  }
+  if (model.has("transformer")) {
+    const YAML::Node node = model.get("transformer");
+    if (!node.IsMap()) model.fail("transformer", "a mapping (vocab_size, hidden_size, ...)");
+    const Section t(w.file, "model.transformer", node);
+    for (const std::string& key : t.unknown_keys(kTransformerKeys)) {
+      w.warnings.push_back(fmt::format(
+          "{}: unknown key model.transformer.{} (DLIO does not read it; ignored)", w.file, key));
+    }
+    if (t.has("vocab_size")) m.vocab_size = t.whole("vocab_size", 1);
+    if (t.has("hidden_size")) m.hidden_size = t.whole("hidden_size", 1);
+    if (t.has("ffn_hidden_size")) m.ffn_hidden_size = t.whole("ffn_hidden_size", 1);
+    if (t.has("num_attention_heads")) m.num_attention_heads = t.whole("num_attention_heads", 1);
+    if (t.has("num_kv_heads")) m.num_kv_heads = t.whole("num_kv_heads", 1);
+  }
+  // Sizes that would overflow 64 bits: refused here rather than wrapped.
+  const double h = static_cast<double>(m.hidden_size);
+  const double estimate =
+      (2 * h * static_cast<double>(m.vocab_size) +
+       static_cast<double>(std::max<int64_t>(m.num_layers, 0)) * (4 * h * h + 3 * h * static_cast<double>(m.ffn_hidden_size))) * 8;
+  if (estimate > 1e18) {
+    throw InputError(fmt::format("{}: model: a model of {:.3g} parameters is beyond what pipeprof sizes",
+                                 w.file, estimate / 8));
+  }
+
+  if (checkpoint.has("checkpoint_folder")) {
+    c.folder = checkpoint.text("checkpoint_folder", "a folder or URL");
+    while (c.folder.size() > 1 && c.folder.back() == '/')
+      c.folder.pop_back();
+    if (c.folder.empty()) checkpoint.fail("checkpoint_folder", "a folder or URL");
+  }
+  if (checkpoint.has("checkpoint_after_epoch"))
+    c.after_epoch = checkpoint.whole("checkpoint_after_epoch", 0);
+  if (checkpoint.has("epochs_between_checkpoints"))
+    c.epochs_between = checkpoint.whole("epochs_between_checkpoints", -1);
+  if (checkpoint.has("steps_between_checkpoints"))
+    c.steps_between = checkpoint.whole("steps_between_checkpoints", -1);
+  if (checkpoint.has("time_between_checkpoints")) {
+    c.time_between_s = checkpoint.number("time_between_checkpoints");
+    if (c.time_between_s > 86400) checkpoint.fail("time_between_checkpoints", "seconds, at most a day");
+  }
+  if (checkpoint.has("num_checkpoints_write"))
+    c.num_write = checkpoint.whole("num_checkpoints_write", -1);
+  if (checkpoint.has("num_checkpoints_read"))
+    c.num_read = checkpoint.whole("num_checkpoints_read", -1);
+  if (c.num_write > 10000) checkpoint.fail("num_checkpoints_write", "at most 10000");
+  if (checkpoint.has("fsync")) c.fsync = checkpoint.boolean("fsync");
+  if (checkpoint.has("type")) {
+    const std::string t = checkpoint.text("type", "rank_zero or all_ranks");
+    if (t != "rank_zero" && t != "all_ranks") checkpoint.fail("type", "rank_zero or all_ranks");
+    c.all_ranks = t == "all_ranks";
+  }
+  if (checkpoint.has("mode")) {
+    const std::string t = checkpoint.text("mode", "default or subset");
+    if (t != "default" && t != "subset") checkpoint.fail("mode", "default or subset");
+    c.subset = t == "subset";
+  }
+  if (checkpoint.has("recovery_rank_shift"))
+    c.recovery_rank_shift = checkpoint.boolean("recovery_rank_shift");
+  if (checkpoint.has("rank_sync")) c.rank_sync = checkpoint.boolean("rank_sync");
+  if (checkpoint.has("checkpoint_rank_sync"))
+    c.rank_sync = checkpoint.boolean("checkpoint_rank_sync");
+  if (checkpoint.has("randomize_tensor")) c.randomize_tensor = checkpoint.boolean("randomize_tensor");
+  if (checkpoint.has("checkpoint_mechanism_classname")) {
+    w.warnings.push_back(fmt::format(
+        "{}: checkpoint.checkpoint_mechanism_classname: pipeprof writes DLIO's PyTorch layout "
+        "(custom classes are not loaded)",
+        w.file));
+  }
+  if (checkpoint.has("ksm")) {
+    w.warnings.push_back(fmt::format(
+        "{}: checkpoint.ksm: memory merging of the tensors is not emulated (it changes no I/O)",
+        w.file));
+  }
+  // DLIO's own refusals that need no rank count.
+  if (m.num_layers > 0 && m.num_layers < m.pipeline) {
+    throw InputError(fmt::format(
+        "{}: model.num_layers: {} layers cannot be split over {} pipeline stages "
+        "(model.parallelism.pipeline)",
+        w.file, m.num_layers, m.pipeline));
+  }
+  if (m.pipeline > 1 && m.zero_stage == 3) {
+    throw InputError(fmt::format(
+        "{}: model.parallelism.zero_stage: ZeRO stage 3 is not compatible with pipeline "
+        "parallelism ({} stages)",
+        w.file, m.pipeline));
+  }
+  if (m.data > 0 && !c.subset) {
+    throw InputError(fmt::format(
+        "{}: model.parallelism.data: set only with checkpoint.mode: subset (in default mode the "
+        "data parallelism is the ranks / (tensor x pipeline))",
+        w.file));
+  }
+  if (c.subset && m.data <= 0) {
+    throw InputError(fmt::format(
+        "{}: model.parallelism.data: subset checkpointing needs the job's data parallelism "
+        "(the replicas of the full job)",
+        w.file));
+  }
+  if (c.num_write > 0 && c.num_read > c.num_write) {
+    throw InputError(fmt::format(
+        "{}: checkpoint.num_checkpoints_read: {} checkpoints cannot be read when {} are written",
+        w.file, c.num_read, c.num_write));
+  }
+}
+
+int64_t RankShare::bytes() const {
+  int64_t b = 0;
+  for (const CheckpointFile& f : files)
+    b += f.bytes;
+  return b;
+}
+
+int64_t CheckpointPlan::file_bytes() const {
+  int64_t b = 0;
+  for (const RankShare& r : per_rank)
+    b += r.bytes();
+  return b;
+}
+
+int64_t CheckpointPlan::files() const {
+  int64_t n = 0;
+  for (const RankShare& r : per_rank)
+    n += static_cast<int64_t>(r.files.size());
+  return n;
+}
+
+double CheckpointPlan::size_gib() const {
+  return (static_cast<double>(model_bytes) + static_cast<double>(optimizer_bytes)) / kGiB;
+}
+
+CheckpointPlan plan_checkpoint(const DlioWorkload& w, int64_t ranks) {
+  const ModelSettings& m = w.model;
+  const CheckpointSettings& c = w.checkpoint_settings;
+  const int64_t mp = m.tensor * m.pipeline;
+  if (ranks < 1) throw InputError("--accelerators: a checkpoint needs at least one rank");
+  if (!c.subset && ranks % mp != 0) {
+    throw InputError(fmt::format(
+        "{}: model.parallelism: {} ranks (--accelerators x mpirun's processes) are not a multiple "
+        "of tensor x pipeline = {}",
+        rank_error_where(w), ranks, mp));
+  }
+  const int64_t dp = m.data < 0 ? ranks / mp : m.data;
+  if (c.subset && dp * mp < ranks) {
+    throw InputError(fmt::format(
+        "{}: model.parallelism.data: {} ranks are more than the job's {} (data x tensor x "
+        "pipeline) in subset mode",
+        rank_error_where(w), ranks, dp * mp));
+  }
+  if (ranks > 1'000'000) throw InputError("--accelerators: at most 1000000 checkpoint ranks");
+  CheckpointPlan plan;
+  plan.ranks = ranks;
+  plan.tensor = m.tensor;
+  plan.pipeline = m.pipeline;
+  plan.data = dp;
+  plan.zero_stage = m.zero_stage;
+  plan.subset = c.subset;
+  plan.parameters = parameters(m);
+  plan.folder = c.folder;
+  const bool transformer = m.type == "transformer";
+  const bool legacy_layers = !m.layer_parameters.empty();
+  const int64_t mdt = datatype_bytes(m.model_datatype);
+  const int64_t odt = datatype_bytes(m.optimizer_datatype);
+  const int64_t h = m.hidden_size;
+  if (!transformer && m.model_size_bytes > 0) plan.model_bytes = m.model_size_bytes;
+
+  plan.per_rank.reserve(static_cast<size_t>(ranks));
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    RankShare r;
+    r.rank = rank;
+    r.pp_rank = (rank / m.tensor) % m.pipeline;
+    r.tp_rank = rank % m.tensor;
+    r.dp_rank = rank / mp;
+    const int64_t mp_rank = rank % mp;
+    const bool writes = m.zero_stage != 0 || rank < mp;
+    if (!writes) {
+      plan.per_rank.push_back(std::move(r));
+      continue;
+    }
+    if (!transformer && m.model_size_bytes > 0) {
+      r.files.push_back({fmt::format("model_states-{}.pt", rank), m.model_size_bytes});
+    }
+    if (m.num_layers > 0 || legacy_layers) {
+      const Layers layers = layer_range(m, r.pp_rank, legacy_layers);
+      const bool allocated = !(m.zero_stage == 1 && r.dp_rank != 0);
+      std::vector<int64_t> layer_bytes;
+      for (int64_t i = layers.start; i <= layers.end; ++i) {
+        int64_t b = 0;
+        if (legacy_layers) {
+          for (int64_t p : m.layer_parameters)
+            b += p / m.tensor;  // int8 tensors
+        } else {
+          for (int64_t e : layer_elements(m, i, dp))
+            if (e > 0) b += e * mdt;
+        }
+        layer_bytes.push_back(b);
+      }
+      int64_t all = 0;
+      for (int64_t b : layer_bytes)
+        all += b;
+      if (allocated && !legacy_layers) r.model_bytes = all;
+      if (m.zero_stage > 0 && m.zero_stage < 3) {
+        if (r.dp_rank == 0 && allocated) {
+          if (m.pipeline > 1) {
+            for (int64_t i = layers.start; i <= layers.end; ++i) {
+              r.files.push_back({fmt::format("layer_{}-model_{}_model_states.pt", i, mp_rank),
+                                 layer_bytes[static_cast<size_t>(i - layers.start)]});
+            }
+          } else {
+            r.files.push_back({fmt::format("model_{}_model_states.pt", mp_rank), all});
+          }
+        }
+      } else {
+        r.files.push_back(
+            {fmt::format("zero_pp_rank_{}_mp_rank_{}_model_states.pt", r.dp_rank, mp_rank), all});
+      }
+    }
+    int64_t optimizer = 0;
+    if (!m.optimization_groups.empty()) {
+      for (int64_t s : m.optimization_groups)
+        if (s > 0) optimizer += 3 * s;  // two int8 tensors of s and their combined copy
+    } else if (plan.parameters > 0) {
+      const int64_t n = m.zero_stage > 0 ? plan.parameters / (dp * mp) : plan.parameters / mp;
+      if (n > 0) {
+        optimizer = (3 * n + 15 * h) * odt;
+        r.optimizer_bytes = optimizer;
+      }
+    }
+    if (optimizer > 0) {
+      r.files.push_back(
+          {fmt::format("zero_pp_rank_{}_mp_rank_{}_optim_states.pt", r.dp_rank, mp_rank), optimizer});
+    }
+    plan.model_bytes += r.model_bytes;
+    plan.optimizer_bytes += r.optimizer_bytes;
+    plan.per_rank.push_back(std::move(r));
+  }
+  return plan;
+}
+
+void check_room(const CheckpointPlan& plan, int64_t count, int64_t first_rank,
+                int64_t local_ranks) {
+  if (plan.folder.find("://") != std::string::npos || count <= 0) return;
+  double needed = 0;
+  for (int64_t r = first_rank; r < first_rank + local_ranks && r < plan.ranks; ++r)
+    needed += static_cast<double>(plan.per_rank[static_cast<size_t>(r)].bytes());
+  needed *= static_cast<double>(count);
+  std::filesystem::path at = std::filesystem::absolute(plan.folder);
+  std::error_code ec;
+  while (!std::filesystem::exists(at, ec) && at.has_parent_path() && at != at.parent_path())
+    at = at.parent_path();
+  struct statvfs fs {};
+  if (::statvfs(at.c_str(), &fs) != 0) return;
+  const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (needed > free) {
+    throw InputError(fmt::format(
+        "checkpoint.checkpoint_folder: {} checkpoint(s) of {:.2f} GiB need {:.2f} GiB, the file "
+        "system of {} has {:.2f} GiB free (--dry-run shows the sizes; a smaller model, fewer "
+        "checkpoints or another folder: ++workload.checkpoint.checkpoint_folder=...)",
+        count, needed / static_cast<double>(count) / kGiB, needed / kGiB, at.string(), free / kGiB));
+  }
+}
+
+std::string checkpoint_id(int64_t epoch, int64_t step) {
+  return fmt::format("global_epoch{}_step{}", epoch, step);
+}
+
+std::string checkpoint_path(const CheckpointPlan& plan, int64_t epoch, int64_t step) {
+  return fmt::format("{}/{}", plan.folder, checkpoint_id(epoch, step));
+}
+
+bool checkpoint_after_step(const DlioWorkload& w, int64_t step) {
+  const int64_t every = w.checkpoint_settings.steps_between;
+  return w.checkpoint && every > 0 && step % every == 0;
+}
+
+bool checkpoint_after_epoch(const DlioWorkload& w, int64_t epoch) {
+  const CheckpointSettings& c = w.checkpoint_settings;
+  if (!w.checkpoint || c.steps_between >= 0 || epoch < c.after_epoch) return false;
+  if (c.epochs_between <= 0) return epoch == c.after_epoch;
+  return (epoch - c.after_epoch) % c.epochs_between == 0;
+}
+
+// ---- writing and reading --------------------------------------------------------------------
+
+namespace {
+
+// The bytes every write hands the storage: one aligned buffer, filled once (random bytes, or the
+// model datatype's 1.0 when checkpoint.randomize_tensor is off), shared by every rank's thread.
+class Payload {
+ public:
+  Payload(size_t bytes, bool randomize, const std::string& datatype) : bytes_(bytes) {
+    data_.reset(static_cast<std::byte*>(std::aligned_alloc(pipelines::kStorageAlignment, bytes)));
+    if (!data_) throw std::bad_alloc();
+    if (randomize) {
+      std::mt19937_64 rng(123);
+      auto* words = reinterpret_cast<uint64_t*>(data_.get());
+      for (size_t i = 0; i < bytes / 8; ++i)
+        words[i] = rng();
+    } else {
+      // 1.0 in the datatype: fp16 0x3C00, bf16 0x3F80, fp32 0x3F800000, ... (little-endian).
+      std::vector<uint8_t> one;
+      if (datatype == "fp16") one = {0x00, 0x3C};
+      else if (datatype == "bf16") one = {0x80, 0x3F};
+      else if (datatype == "fp64") one = {0, 0, 0, 0, 0, 0, 0xF0, 0x3F};
+      else if (datatype == "int8" || datatype == "uint8") one = {1};
+      else one = {0x00, 0x00, 0x80, 0x3F};
+      for (size_t i = 0; i < bytes; ++i)
+        data_.get()[i] = static_cast<std::byte>(one[i % one.size()]);
+    }
+  }
+  std::span<const std::byte> first(size_t n) const { return {data_.get(), std::min(n, bytes_)}; }
+  size_t size() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  size_t bytes_;
+};
+
+const Payload& payload(size_t bytes, bool randomize, const std::string& datatype) {
+  static std::mutex mutex;
+  static std::map<std::tuple<size_t, bool, std::string>, std::unique_ptr<Payload>> made;
+  const std::lock_guard lock(mutex);
+  auto& p = made[{bytes, randomize, datatype}];
+  if (!p) p = std::make_unique<Payload>(bytes, randomize, datatype);
+  return *p;
+}
+
+}  // namespace
+
+CheckpointIo::CheckpointIo(const CheckpointPlan& plan, const CheckpointSettings& settings,
+                           int64_t first_rank, int64_t local_ranks, CheckpointIoOptions options)
+    : plan_(plan), settings_(settings), first_rank_(first_rank), local_ranks_(local_ranks),
+      options_(options) {
+  options_.buffer_bytes = std::max<size_t>(
+      pipelines::kStorageAlignment,
+      options_.buffer_bytes / pipelines::kStorageAlignment * pipelines::kStorageAlignment);
+}
+
+const RankShare& CheckpointIo::share(int64_t rank) const {
+  return plan_.per_rank.at(static_cast<size_t>(rank));
+}
+
+void CheckpointIo::record(bool save, int64_t rank, int64_t epoch, int64_t step, int64_t index,
+                          int64_t start_ns, int64_t end_ns, int64_t bytes) {
+  const std::lock_guard lock(mutex_);
+  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const CheckpointOp& op) {
+    return op.save == save && op.epoch == epoch && op.step == step && op.index == index;
+  });
+  if (it == ops_.end()) {
+    ops_.push_back({.save = save, .epoch = epoch, .step = step, .index = index,
+                    .start_ns = start_ns, .end_ns = end_ns});
+    it = ops_.end() - 1;
+  }
+  it->ranks.push_back(rank);
+  it->seconds.push_back(trace::ns_to_seconds(end_ns - start_ns));
+  it->bytes.push_back(bytes);
+  it->start_ns = std::min(it->start_ns, start_ns);
+  it->end_ns = std::max(it->end_ns, end_ns);
+}
+
+void CheckpointIo::save(int64_t rank, int64_t epoch, int64_t step, int64_t index,
+                        int64_t start_ns) {
+  static const trace::NameId span_name = trace::Recorder::global().intern("checkpoint save");
+  static const trace::NameId write_name = trace::Recorder::global().intern("write checkpoint file");
+  static const trace::NameId step_key = trace::Recorder::global().intern("step");
+  static const trace::NameId bytes_key = trace::Recorder::global().intern("bytes");
+  const RankShare& mine = share(rank);
+  const std::string folder = checkpoint_path(plan_, epoch, step);
+  const Payload& data =
+      payload(options_.buffer_bytes, settings_.randomize_tensor, "fp32");
+  int64_t written = 0;
+  {
+    const trace::ScopedSpan span(span_name, checkpoint_category(), step_key, step);
+    for (const CheckpointFile& f : mine.files) {
+      const trace::ScopedSpan file_span(write_name, trace::category::pipeline(), bytes_key, f.bytes);
+      auto out = pipelines::create_file(folder + "/" + f.name,
+                                        {.direct = options_.direct, .fsync = settings_.fsync});
+      int64_t left = f.bytes;
+      while (left > 0) {
+        if (options_.stop != nullptr && options_.stop->load()) return;  // dropped: removed
+        const auto n = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(data.size())));
+        out->append(data.first(n));
+        left -= static_cast<int64_t>(n);
+      }
+      out->commit();
+      written += f.bytes;
+    }
+  }
+  record(true, rank, epoch, step, index, start_ns, trace::now_ns(), written);
+}
+
+void CheckpointIo::load(int64_t rank, int64_t epoch, int64_t step, int64_t index,
+                        int64_t start_ns) {
+  static const trace::NameId span_name = trace::Recorder::global().intern("checkpoint load");
+  static const trace::NameId read_name = trace::Recorder::global().intern("read checkpoint file");
+  static const trace::NameId step_key = trace::Recorder::global().intern("step");
+  static const trace::NameId bytes_key = trace::Recorder::global().intern("bytes");
+  // With recovery_rank_shift a rank reads the files of the rank one node over (a rank of another
+  // node, so that no node reads what it wrote from its own page cache); within one process the
+  // next process's ranks.
+  int64_t source = rank;
+  if (settings_.recovery_rank_shift && plan_.ranks > local_ranks_) {
+    source = (rank + local_ranks_) % plan_.ranks;
+  }
+  const RankShare& theirs = share(source);
+  const std::string folder = checkpoint_path(plan_, epoch, step);
+  int64_t read = 0;
+  {
+    const trace::ScopedSpan span(span_name, checkpoint_category(), step_key, step);
+    for (const CheckpointFile& f : theirs.files) {
+      const std::string name = folder + "/" + f.name;
+      const trace::ScopedSpan file_span(read_name, trace::category::pipeline(), bytes_key, f.bytes);
+      uint64_t got = 0;
+      try {
+        got = pipelines::read_whole_file(
+            name, {.block_bytes = options_.buffer_bytes, .direct = options_.direct,
+                   .stop = options_.stop});
+      } catch (const pipelines::IoError& e) {
+        std::error_code ec;
+        if (!std::filesystem::exists(name, ec)) {
+          throw InputError(fmt::format(
+              "checkpoint {}: {} is missing (rank {} reads {} bytes from it; write the "
+              "checkpoint first: checkpoint.num_checkpoints_write)",
+              checkpoint_id(epoch, step), name, rank, f.bytes));
+        }
+        throw;
+      }
+      if (options_.stop != nullptr && options_.stop->load()) return;
+      if (static_cast<int64_t>(got) != f.bytes) {
+        throw InputError(fmt::format(
+            "checkpoint {}: {} holds {} bytes, rank {}'s share is {} bytes (a truncated "
+            "checkpoint, or one written for another model or rank count)",
+            checkpoint_id(epoch, step), name, got, source, f.bytes));
+      }
+      read += f.bytes;
+    }
+  }
+  record(false, rank, epoch, step, index, start_ns, trace::now_ns(), read);
+}
+
+void CheckpointIo::drop_from_page_cache(int64_t epoch, int64_t step) const {
+  const std::string folder = checkpoint_path(plan_, epoch, step);
+  for (int64_t r = first_rank_; r < first_rank_ + local_ranks_; ++r) {
+    for (const CheckpointFile& f : share(r).files) {
+      try {
+        pipelines::drop_from_page_cache(folder + "/" + f.name);
+      } catch (const pipelines::InputDataError&) {
+        // A missing file: the read names it, with the size it expects.
+      }
+    }
+  }
+}
+
+std::vector<CheckpointOp> CheckpointIo::ops() const {
+  const std::lock_guard lock(mutex_);
+  std::vector<CheckpointOp> out = ops_;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const CheckpointOp& a, const CheckpointOp& b) { return a.start_ns < b.start_ns; });
+  return out;
+}
+
+// ---- the checkpoint-only run ------------------------------------------------------------------
+
+CheckpointRun run_checkpoints(const DlioWorkload& w, const CheckpointPlan& plan, int64_t first_rank,
+                              int64_t local_ranks, cluster::Cluster* cluster,
+                              const CheckpointIoOptions& options,
+                              const std::function<void(const std::string&)>& on_progress) {
+  const CheckpointSettings& c = w.checkpoint_settings;
+  CheckpointIo io(plan, c, first_rank, local_ranks, options);
+  const int64_t writes = std::max<int64_t>(0, c.num_write);
+  const int64_t reads = std::max<int64_t>(0, c.num_read);
+  const std::atomic<bool>* stop = options.stop;
+  const bool ranks = cluster != nullptr && cluster->size() > 1;
+  std::atomic<bool> failed{false};
+  std::atomic<bool> stopped{false};
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  // The ranks' meeting point: the last local rank to arrive runs the processes' collective (which
+  // carries a stop or a failure to every process) and decides whether they go on.
+  std::barrier meet(local_ranks, [&]() noexcept {
+    bool mine = failed.load() || (stop != nullptr && stop->load());
+    if (ranks) {
+      try {
+        mine = cluster->agree_stop(mine, stop);
+      } catch (...) {
+        mine = true;
+      }
+    }
+    if (mine) stopped = true;
+  });
+  auto phase = [&](const std::string& what) {
+    if (on_progress) on_progress(what);
+  };
+  auto rank_loop = [&](int64_t local) {
+    const int64_t rank = first_rank + local;
+    const bool lead = local == 0;
+    trace::Recorder::global().set_thread_name(fmt::format("rank {}", rank));
+    try {
+      for (int64_t i = 1; i <= writes; ++i) {
+        if (c.time_between_s > 0) compute_for(c.time_between_s, stop);
+        meet.arrive_and_wait();
+        if (stopped) return;
+        if (lead) phase(fmt::format("writing checkpoint {} of {}", i, writes));
+        io.save(rank, 1, i, i, trace::now_ns());
+        if (c.rank_sync) meet.arrive_and_wait();
+      }
+      for (int64_t i = 1; i <= reads; ++i) {
+        io.drop_from_page_cache(1, i);  // cold: what the read phase reads comes from the device
+        meet.arrive_and_wait();
+        if (stopped) return;
+        if (lead) phase(fmt::format("reading checkpoint {} of {}", i, reads));
+        io.load(rank, 1, i, i, trace::now_ns());
+        if (c.rank_sync) meet.arrive_and_wait();
+      }
+      meet.arrive_and_wait();  // the last collective: a failure elsewhere is known everywhere
+    } catch (...) {
+      {
+        const std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+      }
+      failed = true;
+      meet.arrive_and_drop();
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (int64_t k = 1; k < local_ranks; ++k)
+      threads.emplace_back(rank_loop, k);
+    rank_loop(0);
+  }
+  if (first_error) std::rethrow_exception(first_error);
+  CheckpointRun run;
+  run.ops = io.ops();
+  run.interrupted = (stop != nullptr && stop->load()) || stopped.load();
+  if (ranks && stopped && !(stop != nullptr && stop->load())) {
+    throw RunFailure("another rank failed during the checkpoints (its error is on its own output)");
+  }
+  return run;
+}
+
+// ---- figures --------------------------------------------------------------------------------
+
+std::string ops_to_text(const std::vector<CheckpointOp>& ops) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const CheckpointOp& op : ops) {
+    j.push_back({{"save", op.save}, {"epoch", op.epoch}, {"step", op.step}, {"index", op.index},
+                 {"ranks", op.ranks}, {"seconds", op.seconds}, {"bytes", op.bytes},
+                 {"start_ns", op.start_ns}, {"end_ns", op.end_ns}});
+  }
+  return j.dump();
+}
+
+std::vector<CheckpointOp> ops_from_text(const std::string& text) {
+  std::vector<CheckpointOp> out;
+  const nlohmann::json j = nlohmann::json::parse(text);
+  for (const nlohmann::json& x : j) {
+    out.push_back({.save = x.at("save").get<bool>(),
+                   .epoch = x.at("epoch").get<int64_t>(),
+                   .step = x.at("step").get<int64_t>(),
+                   .index = x.at("index").get<int64_t>(),
+                   .ranks = x.at("ranks").get<std::vector<int64_t>>(),
+                   .seconds = x.at("seconds").get<std::vector<double>>(),
+                   .bytes = x.at("bytes").get<std::vector<int64_t>>(),
+                   .start_ns = x.at("start_ns").get<int64_t>(),
+                   .end_ns = x.at("end_ns").get<int64_t>()});
+  }
+  return out;
+}
+
+results::CheckpointRecord checkpoint_record(const DlioWorkload& w, const CheckpointPlan& plan,
+                                            const std::vector<CheckpointOp>& ops) {
+  results::CheckpointRecord r;
+  r.model = w.model.type.empty() ? w.name : w.model.type;
+  r.ranks = plan.ranks;
+  r.tensor = plan.tensor;
+  r.pipeline = plan.pipeline;
+  r.data = plan.data;
+  r.zero_stage = plan.zero_stage;
+  r.mode = plan.subset ? "subset" : "default";
+  r.parameters = plan.parameters;
+  r.size_gib = plan.size_gib();
+  r.files = plan.files();
+  r.bytes = plan.file_bytes();
+  r.folder = plan.folder;
+  r.fsync = w.checkpoint_settings.fsync;
+  r.direct = w.odirect;
+  r.cold_reads = true;
+  // Merge the same operation's ranks (from every process) into one.
+  std::vector<CheckpointOp> merged;
+  for (const CheckpointOp& op : ops) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const CheckpointOp& m) {
+      return m.save == op.save && m.epoch == op.epoch && m.step == op.step && m.index == op.index;
+    });
+    if (it == merged.end()) {
+      merged.push_back(op);
+      continue;
+    }
+    it->ranks.insert(it->ranks.end(), op.ranks.begin(), op.ranks.end());
+    it->seconds.insert(it->seconds.end(), op.seconds.begin(), op.seconds.end());
+    it->bytes.insert(it->bytes.end(), op.bytes.begin(), op.bytes.end());
+  }
+  std::vector<double> save_d, save_io, load_d, load_io, save_slow, save_tp, load_slow, load_tp;
+  for (const CheckpointOp& op : merged) {
+    results::CheckpointOpRecord o;
+    o.kind = op.save ? "save" : "load";
+    o.epoch = op.epoch;
+    o.step = op.step;
+    o.index = op.index;
+    o.ranks = static_cast<int64_t>(op.ranks.size());
+    for (size_t k = 0; k < op.ranks.size(); ++k) {
+      o.bytes += op.bytes[k];
+      o.slowest_seconds = std::max(o.slowest_seconds, op.seconds[k]);
+      if (op.ranks[k] == 0) o.rank0_seconds = op.seconds[k];
+    }
+    o.dlio_gib_per_s = o.rank0_seconds > 0 ? plan.size_gib() / o.rank0_seconds : 0;
+    o.gib_per_s = o.slowest_seconds > 0 ? static_cast<double>(o.bytes) / kGiB / o.slowest_seconds : 0;
+    (op.save ? save_d : load_d).push_back(o.rank0_seconds);
+    (op.save ? save_io : load_io).push_back(o.dlio_gib_per_s);
+    (op.save ? save_slow : load_slow).push_back(o.slowest_seconds);
+    (op.save ? save_tp : load_tp).push_back(o.gib_per_s);
+    r.ops.push_back(o);
+  }
+  if (!save_d.empty()) {
+    r.save_duration_mean_s = mean(save_d);
+    r.save_duration_stdev_s = population_stdev(save_d);
+    r.save_io_mean_gib_per_s = mean(save_io);
+    r.save_io_stdev_gib_per_s = population_stdev(save_io);
+    r.save_slowest_mean_s = mean(save_slow);
+    r.save_gib_per_s = mean(save_tp);
+  }
+  if (!load_d.empty()) {
+    r.load_duration_mean_s = mean(load_d);
+    r.load_duration_stdev_s = population_stdev(load_d);
+    r.load_io_mean_gib_per_s = mean(load_io);
+    r.load_io_stdev_gib_per_s = population_stdev(load_io);
+    r.load_slowest_mean_s = mean(load_slow);
+    r.load_gib_per_s = mean(load_tp);
+  }
+  return r;
+}
+
+// ---- --dry-run --------------------------------------------------------------------------------
+
+std::string describe_plan(const DlioWorkload& w, const CheckpointPlan& plan) {
+  std::ostringstream out;
+  auto gib = [](double bytes) { return bytes / kGiB; };
+  const ModelSettings& m = w.model;
+  if (plan.parameters > 0) {
+    out << fmt::format(
+        "model: {} layers, hidden {}, ffn {}, {} heads ({} kv), vocab {}: {:.3f} B parameters "
+        "({} model, {} optimizer state)\n",
+        m.num_layers, m.hidden_size, m.ffn_hidden_size, m.num_attention_heads, m.num_kv_heads,
+        m.vocab_size, static_cast<double>(plan.parameters) / 1e9, m.model_datatype,
+        m.optimizer_datatype);
+  } else {
+    out << fmt::format("model: {} bytes of model state (model.model_size_bytes)\n",
+                       m.model_size_bytes);
+  }
+  out << fmt::format(
+      "parallelism: {} ranks = tensor {} x pipeline {} x data {}{}, ZeRO stage {}\n", plan.ranks,
+      plan.tensor, plan.pipeline, plan.data,
+      plan.subset ? fmt::format(" (subset: {} of the job's {} ranks)", plan.ranks,
+                                plan.tensor * plan.pipeline * plan.data)
+                  : "",
+      plan.zero_stage);
+  out << fmt::format(
+      "checkpoint: {:.2f} GiB ({:.2f} GiB model + {:.2f} GiB optimizer state; DLIO's "
+      "checkpoint_size_GB), {} files, {:.2f} GiB written\n",
+      plan.size_gib(), gib(static_cast<double>(plan.model_bytes)),
+      gib(static_cast<double>(plan.optimizer_bytes)), plan.files(),
+      gib(static_cast<double>(plan.file_bytes())));
+  // Ranks with the same share, grouped.
+  std::map<std::pair<int64_t, size_t>, std::vector<int64_t>> groups;
+  for (const RankShare& r : plan.per_rank)
+    groups[{r.bytes(), r.files.size()}].push_back(r.rank);
+  for (const auto& [key, ranks] : groups) {
+    const std::string who =
+        ranks.size() == 1 ? fmt::format("rank {}", ranks[0])
+                          : fmt::format("{} ranks ({}{}{})", ranks.size(), ranks[0],
+                                        ranks.size() > 2 ? ", ..., " : ", ", ranks.back());
+    out << fmt::format("  {}: {} file(s), {:.3f} GiB each\n", who, key.second,
+                       gib(static_cast<double>(key.first)));
+  }
+  const RankShare* example = nullptr;
+  for (const RankShare& r : plan.per_rank) {
+    if (!r.files.empty()) {
+      example = &r;
+      break;
+    }
+  }
+  if (example != nullptr) {
+    out << fmt::format("  rank {}'s files in {}/:\n", example->rank,
+                       checkpoint_path(plan, 1, 1));
+    size_t shown = 0;
+    for (const CheckpointFile& f : example->files) {
+      if (++shown > 8) {
+        out << fmt::format("    ... {} more\n", example->files.size() - 8);
+        break;
+      }
+      out << fmt::format("    {}  {} bytes\n", f.name, f.bytes);
+    }
+  }
+  return out.str();
+}
+
+}  // namespace pipeprof::harness::workload
