@@ -229,6 +229,161 @@ TEST(WorkloadCommand, AnOutputThatCannotBeWrittenIsFoundBeforeTheRun) {
       << suite.out;
 }
 
+// ---- DLIO's checkpoints ----
+
+// A small transformer's checkpoint-only workload (ZeRO 1 on 2 ranks: 3 files of about 2.5 MiB).
+std::string checkpoint_text(const TempDir& tmp, const std::string& extra = "") {
+  return "model:\n  name: small\n  type: transformer\n  num_layers: 2\n  parallelism:\n    "
+         "zero_stage: 1\n  transformer:\n    vocab_size: 1000\n    hidden_size: 256\n    "
+         "ffn_hidden_size: 512\n    num_attention_heads: 8\n    num_kv_heads: 8\n"
+         "framework: pytorch\nworkflow:\n  train: False\n  checkpoint: True\ncheckpoint:\n  "
+         "checkpoint_folder: " +
+         (tmp / "ckpt").string() +
+         "\n  num_checkpoints_write: 2\n  num_checkpoints_read: 2\n  fsync: True\n" + extra;
+}
+
+TEST(WorkloadCheckpoints, ACheckpointOnlyWorkloadWritesReadsAndReportsAsDlioAndMlperf) {
+  const TempDir tmp;
+  const auto w = tmp.write("ckpt.yaml", checkpoint_text(tmp));
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string() +
+                               " --trace " + (tmp / "t.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[METRIC] Checkpoint save duration (seconds):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[METRIC] Checkpoint load I/O Throughput (GB/second):"), std::string::npos);
+  for (const char* step : {"global_epoch1_step1", "global_epoch1_step2"}) {
+    EXPECT_TRUE(fs::exists(tmp / "ckpt" / step / "model_0_model_states.pt")) << step;
+    EXPECT_TRUE(fs::exists(tmp / "ckpt" / step / "zero_pp_rank_1_mp_rank_0_optim_states.pt")) << step;
+  }
+  const auto summary = read_json(out / "summary.json");
+  const auto& m = summary["metric"];
+  for (const char* key : {"save_checkpoint_io_mean_GB_per_second", "save_checkpoint_duration_mean_seconds",
+                          "load_checkpoint_io_mean_GB_per_second", "load_checkpoint_duration_stdev_seconds",
+                          "checkpoint_size_GB"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+  }
+  EXPECT_FALSE(m.contains("train_au_percentage"));  // no training
+  EXPECT_EQ(summary["num_accelerators"], 2);
+  const auto epochs = read_json(out / "per_epoch_stats.json");
+  EXPECT_TRUE(epochs["1"].contains("save_ckpt2") && epochs["1"].contains("load_ckpt1")) << epochs.dump();
+  const auto results = read_json(out / "results.json");
+  {
+    const nlohmann::json schema = pipeprof::results::testing::read_json(PIPEPROF_RESULTS_SCHEMA);
+    EXPECT_EQ(pipeprof::results::testing::joined(
+                  pipeprof::results::testing::schema_problems(schema, results)),
+              "");
+  }
+  const auto& c = results["experiments"][0]["workload"]["checkpoint"];
+  EXPECT_EQ(c["ranks"], 2);
+  EXPECT_EQ(c["files"], 3);
+  EXPECT_EQ(c["ops"].size(), 4U);
+  EXPECT_DOUBLE_EQ(c["checkpoint_size_GB"].get<double>(), m["checkpoint_size_GB"].get<double>());
+  std::ifstream report(out / "report.md");
+  const std::string md((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("## Checkpoints"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out / "checkpoints.svg"));
+  std::ifstream trace(tmp / "t.json");
+  const std::string t((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  EXPECT_NE(t.find("write checkpoint file"), std::string::npos);
+  EXPECT_NE(t.find("read checkpoint file"), std::string::npos);
+
+  // Read-only run of what is there (num_checkpoints_write 0) and of what is not.
+  ASSERT_EQ(pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string() +
+                     " ++workload.checkpoint.num_checkpoints_write=0")
+                .code,
+            0);
+  fs::remove_all(tmp / "ckpt" / "global_epoch1_step2");
+  const CliResult missing = pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string() +
+                                     " ++workload.checkpoint.num_checkpoints_write=0");
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find((tmp / "ckpt" / "global_epoch1_step2").string()), std::string::npos)
+      << missing.out;
+  EXPECT_NE(missing.out.find("is missing"), std::string::npos) << missing.out;
+}
+
+TEST(WorkloadCheckpoints, DryRunGivesMlperfsSizesWithoutTouchingStorage) {
+  const TempDir tmp;
+  struct Case {
+    const char* file;
+    int ranks;
+    const char* size;
+  };
+  for (const Case& c : {Case{"llama3_8b", 8, "checkpoint: 104.70 GiB"},
+                        Case{"llama3_70b", 64, "checkpoint: 911.21 GiB"},
+                        Case{"llama3_405b", 512, "checkpoint: 5292.25 GiB"}}) {
+    const CliResult r = pipeprof::testing::run_command(
+        "cd " + tmp.path().string() + " && " + PIPEPROF_BINARY + " workload " +
+        PIPEPROF_WORKLOADS_DIR + "/" + c.file + ".yaml -n " + std::to_string(c.ranks) + " --dry-run");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find(c.size), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("checkpoint-only: 10 written"), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(fs::is_empty(tmp.path()));  // nothing written
+  // A rank count the model's parallelism does not divide: exit 2 naming the key.
+  const CliResult bad = pipeprof("workload " + std::string(PIPEPROF_WORKLOADS_DIR) +
+                                 "/llama3_70b.yaml -n 12 --dry-run");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("model.parallelism: 12 ranks"), std::string::npos) << bad.out;
+  // A training workload: its files, bytes per rank and the dataset against this client's memory.
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  const CliResult train = pipeprof("workload " + w.string() + " -n 2 --dry-run");
+  ASSERT_EQ(train.code, 0) << train.out;
+  EXPECT_NE(train.out.find("data generation: 16 npz file(s)"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("reads: 64.0 KiB per rank and epoch"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("this client's memory"), std::string::npos) << train.out;
+  EXPECT_FALSE(fs::exists(tmp / "data"));
+}
+
+TEST(WorkloadCheckpoints, TrainingWaitsForCheckpointsOutsideAusWindow) {
+  const TempDir tmp;
+  std::string text = workload_text(tmp, "checkpoint:\n  checkpoint_folder: " +
+                                            (tmp / "ckpt").string() +
+                                            "\n  steps_between_checkpoints: 4\n");
+  text.replace(text.find("model:\n  name: tiny\n"), 20,
+               "model:\n  name: tiny\n  type: transformer\n  num_layers: 2\n  transformer:\n    "
+               "vocab_size: 1000\n    hidden_size: 256\n    ffn_hidden_size: 512\n    "
+               "num_attention_heads: 8\n    num_kv_heads: 8\n");
+  text.replace(text.find("  train: True\n"), 14, "  train: True\n  checkpoint: True\n");
+  const auto w = tmp.write("train.yaml", text);
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  // 8 steps an epoch, a checkpoint every 4: steps 4 and 8 of both epochs.
+  for (const char* step : {"global_epoch1_step4", "global_epoch1_step8", "global_epoch2_step4",
+                           "global_epoch2_step8"})
+    EXPECT_TRUE(fs::exists(tmp / "ckpt" / step)) << step;
+  const auto results = read_json(out / "results.json");
+  const auto& x = results["experiments"][0]["workload"];
+  EXPECT_EQ(x["checkpoint"]["ops"].size(), 4U);
+  EXPECT_GT(x["checkpoint"]["training_stall_seconds"].get<double>(), 0);
+  EXPECT_GT(x["dlio"]["train_au_mean_percentage"].get<double>(), 50);
+  EXPECT_TRUE(read_json(out / "per_epoch_stats.json")["2"].contains("save_ckpt2"));
+}
+
+TEST(WorkloadCheckpoints, CtrlCDuringCheckpointsWritesWhatWasMeasuredAndExits130) {
+  const TempDir tmp;
+  const auto w = tmp.write("ckpt.yaml", checkpoint_text(tmp));
+  const auto out = tmp / "out";
+  const std::string cmd = std::string(PIPEPROF_BINARY) + " workload " + w.string() +
+                          " ++workload.checkpoint.num_checkpoints_write=1000 "
+                          "++workload.checkpoint.num_checkpoints_read=0 "
+                          "++workload.checkpoint.time_between_checkpoints=0.2 "
+                          "++workload.checkpoint.fsync=False -n 2 -q --out " +
+                          out.string();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + cmd + " & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  const auto results = read_json(out / "results.json");
+  EXPECT_EQ(results["interrupted"], true);
+  EXPECT_GE(results["experiments"][0]["workload"]["checkpoint"]["ops"].size(), 1U);
+  // No file of a checkpoint cut short is left under its final name's folder half written: every
+  // file there has its full size.
+  for (const auto& e : fs::recursive_directory_iterator(tmp / "ckpt")) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_EQ(e.path().filename().string().find(".partial-"), std::string::npos) << e.path();
+  }
+}
+
 TEST(WorkloadCommand, CtrlCWritesWhatWasMeasuredAndExits130) {
   const TempDir tmp;
   const auto w = tmp.write("tiny.yaml", workload_text(tmp));

@@ -225,6 +225,7 @@ Outcome checkpoint_only(const WorkloadOptions& o, const DlioWorkload& w,
         ops.push_back(std::move(op));
     }
   }
+  const nlohmann::json machine{{"sleep_overshoot", to_json(measure_sleep_overshoot(10, 10))}};
   ExperimentResult x = workload::checkpoint_experiment(w, plan, ops, total, run.interrupted);
   const results::CheckpointRecord& c = *x.workload->checkpoint;
   std::cout << checkpoint_table(c);
@@ -247,7 +248,8 @@ Outcome checkpoint_only(const WorkloadOptions& o, const DlioWorkload& w,
   }
   const nlohmann::json doc = results::make_document(
       results::capture_environment(kVersion), nlohmann::json::array({to_json(x)}),
-      {.repetitions = 1, .interrupted = run.interrupted, .created_utc = results::utc_now()});
+      {.repetitions = 1, .interrupted = run.interrupted, .machine = machine,
+       .created_utc = results::utc_now()});
   results::write_text_file(out / "results.json", doc.dump(2) + "\n");
   results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
   std::cerr << fmt::format(
@@ -265,6 +267,10 @@ Outcome workload_command(const WorkloadOptions& o) {
   const fs::path out = output_folder(o, w);
   cluster::Cluster& ranks = cluster::current();
   const bool root = ranks.rank() == 0;
+  if (o.dry_run) {  // before the output checks, which create the folder
+    if (root) std::cout << workload::dry_run_text(w, o.accelerators * ranks.size());
+    return Outcome::kOk;
+  }
   if (root) {
     check_output_folder("--out", out);
     check_output_file("--trace", o.trace);
@@ -283,10 +289,6 @@ Outcome workload_command(const WorkloadOptions& o) {
     }
   }
 
-  if (o.dry_run) {
-    if (root) std::cout << workload::dry_run_text(w, o.accelerators * ranks.size());
-    return Outcome::kOk;
-  }
   // The checkpoint's shape is checked before anything runs (ranks a multiple of the model's
   // parallelism), and its room on the storage before anything is written.
   std::optional<workload::CheckpointPlan> plan;

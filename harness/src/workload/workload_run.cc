@@ -643,6 +643,7 @@ ExperimentResult checkpoint_experiment(const DlioWorkload& w, const CheckpointPl
       w.name, ranks, plan.size_gib(), std::max<int64_t>(0, w.checkpoint_settings.num_write),
       std::max<int64_t>(0, w.checkpoint_settings.num_read));
   x.step = "checkpoint";
+  x.spec = nlohmann::json::object();  // no pipeline: the checkpoint is in the workload record
   x.part = std::string("C");
   x.interrupted = interrupted;
   x.simulation_note = "a checkpoint workload: no training steps to compare with an ideal";
