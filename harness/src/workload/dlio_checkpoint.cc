@@ -517,6 +517,21 @@ CheckpointIo::CheckpointIo(const CheckpointPlan& plan, const CheckpointSettings&
   options_.buffer_bytes = std::max<size_t>(
       pipelines::kStorageAlignment,
       options_.buffer_bytes / pipelines::kStorageAlignment * pipelines::kStorageAlignment);
+  // No larger than the largest file of this process's ranks; its bytes are made now, not in the
+  // first save's time.
+  int64_t largest = 0;
+  for (int64_t r = first_rank_; r < first_rank_ + local_ranks_ && r < plan_.ranks; ++r) {
+    for (const CheckpointFile& f : share(r).files)
+      largest = std::max(largest, f.bytes);
+  }
+  const auto rounded = static_cast<size_t>(
+      (largest + static_cast<int64_t>(pipelines::kStorageAlignment) - 1) /
+      static_cast<int64_t>(pipelines::kStorageAlignment) *
+      static_cast<int64_t>(pipelines::kStorageAlignment));
+  if (rounded > 0) {
+    options_.buffer_bytes = std::min(options_.buffer_bytes, rounded);
+    (void)payload(options_.buffer_bytes, settings_.randomize_tensor, "fp32");
+  }
 }
 
 const RankShare& CheckpointIo::share(int64_t rank) const {

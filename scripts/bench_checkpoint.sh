@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Checkpoint writes (with fsync) and cold reads against fio, on the same file sizes, block size and
+# number of writers / readers, in one run.
+#
+#   scripts/bench_checkpoint.sh [build dir]      (default: build)
+#
+# pipeprof runs a checkpoint-only DLIO workload whose RANKS ranks each write one file of FILE_MB MiB
+# per checkpoint (a model of model_size_bytes under ZeRO 3: DLIO's model_states-<rank>.pt), written
+# with fsync and then read back cold, once per round; its figure is MLPerf Storage's (every
+# rank's bytes over the slowest rank's time), the median over the rounds. fio runs RANKS jobs, each
+# writing one file of the same size in blocks of the same size (64 MiB: pipeprof's write and read
+# calls) and fsyncing it at the end (end_fsync), then reading it back with its pages dropped first
+# (invalidate=1), ROUNDS times.
+#
+# Environment: CKPT_DIR (default: a temporary folder, removed at the end), RANKS (2), FILE_MB
+# (512), ROUNDS (5), DIRECT=1 (O_DIRECT for both: reader.odirect).
+# Rounds alternate pipeprof and fio; prints each round, then the medians and their ratios.
+set -euo pipefail
+
+BUILD_DIR=${1:-build}
+PIPEPROF="$BUILD_DIR/harness/pipeprof"
+[ -x "$PIPEPROF" ] || { echo "bench_checkpoint.sh: $PIPEPROF not found (build it first)" >&2; exit 2; }
+command -v fio >/dev/null || { echo "bench_checkpoint.sh: fio not found (apt-get install fio)" >&2; exit 2; }
+
+RANKS=${RANKS:-2} FILE_MB=${FILE_MB:-512} ROUNDS=${ROUNDS:-5} DIRECT=${DIRECT:-0}
+BS=$((64 * 1024 * 1024))
+OWN_DIR=0
+if [ -z "${CKPT_DIR:-}" ]; then
+  CKPT_DIR=$(mktemp -d "${TMPDIR:-/var/tmp}/pipeprof_ckpt_XXXXXX")
+  OWN_DIR=1
+fi
+cleanup() { [ "$OWN_DIR" = 1 ] && rm -rf "$CKPT_DIR"; }
+trap cleanup EXIT
+
+BYTES=$((FILE_MB * 1024 * 1024))
+cat >"$CKPT_DIR/bench.yaml" <<EOF
+model:
+  name: bench_checkpoint
+  type: cnn
+  model_size_bytes: $BYTES
+  parallelism:
+    zero_stage: 3
+framework: pytorch
+workflow:
+  train: False
+  checkpoint: True
+reader:
+  odirect: $([ "$DIRECT" = 1 ] && echo True || echo False)
+checkpoint:
+  checkpoint_folder: $CKPT_DIR/pipeprof
+  num_checkpoints_write: 1
+  num_checkpoints_read: 1
+  fsync: True
+EOF
+# One round of pipeprof: one checkpoint written and read back; its MLPerf figures (GiB/s).
+pipeprof_round() {
+  "$PIPEPROF" workload "$CKPT_DIR/bench.yaml" -n "$RANKS" -q --out "$CKPT_DIR/out" >/dev/null 2>&1
+  python3 - "$CKPT_DIR/out/results.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["experiments"][0]["workload"]["checkpoint"]
+print(c["save_GB_per_second"], c["load_GB_per_second"])
+PY
+  rm -rf "$CKPT_DIR/pipeprof"
+}
+
+# fio: RANKS jobs, one file each, the same size and block size; GiB/s of the group.
+fio_gibps() {
+  local rw=$1 extra=$2 job="$CKPT_DIR/$1.fio"
+  {
+    echo "[global]"
+    echo "rw=$rw"; echo "bs=$BS"; echo "size=$BYTES"; echo "ioengine=psync"; echo "direct=$DIRECT"
+    echo "group_reporting=1"; echo "directory=$CKPT_DIR/fio"; echo "$extra"
+    local r
+    for ((r = 0; r < RANKS; r++)); do
+      echo "[rank$r]"; echo "filename=model_states-$r.pt"
+    done
+  } >"$job"
+  fio --output-format=json "$job" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"][0]
+side = j["write"] if j["write"]["io_bytes"] else j["read"]
+print(side["bw_bytes"] / 2**30)'
+}
+# Rounds alternate between the two (a shared disk's bandwidth moves from minute to minute).
+mkdir -p "$CKPT_DIR/fio"
+fw=() fr=() pw=() pr=()
+for ((i = 0; i < ROUNDS; i++)); do
+  read -r w r < <(pipeprof_round)
+  pw+=("$w") pr+=("$r")
+  rm -f "$CKPT_DIR"/fio/*
+  fw+=("$(fio_gibps write end_fsync=1)")
+  fr+=("$(fio_gibps read invalidate=1)")
+  rm -f "$CKPT_DIR"/fio/*
+  printf "round %d: write fio %.3f pipeprof %.3f, read fio %.3f pipeprof %.3f GiB/s\n" $((i + 1)) \
+    "${fw[-1]}" "$w" "${fr[-1]}" "$r"
+done
+# Medians: one round that a neighbour's burst slowed moves a mean by a third on a shared disk.
+median() { python3 -c 'import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
+F_WRITE=$(median "${fw[@]}") F_READ=$(median "${fr[@]}") P_WRITE=$(median "${pw[@]}") P_READ=$(median "${pr[@]}")
+
+printf "checkpoint: %d ranks x %d MiB files, %d rounds, fsync, %s\n" "$RANKS" "$FILE_MB" "$ROUNDS" \
+  "$([ "$DIRECT" = 1 ] && echo O_DIRECT || echo buffered)"
+printf "%-6s %12s %12s %8s   (medians of the rounds)\n" "" "fio GiB/s" "pipeprof" "ratio"
+printf "%-6s %12.3f %12.3f %8.3f\n" write "$F_WRITE" "$P_WRITE" "$(python3 -c "print($P_WRITE/$F_WRITE)")"
+printf "%-6s %12.3f %12.3f %8.3f\n" read "$F_READ" "$P_READ" "$(python3 -c "print($P_READ/$F_READ)")"
