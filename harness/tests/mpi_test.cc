@@ -187,6 +187,47 @@ TEST(Mpi, FailingRankIsNamedByRankZero) {
   expect_no_ranks_left(tmp);
 }
 
+// DLIO's checkpoints under mpirun: every process writes its ranks' files, rank 0 gathers every
+// rank's saves and loads; a rank whose checkpoint is missing is named by rank 0 with exit 2.
+TEST(Mpi, CheckpointsAreWrittenByEveryRankAndAMissingOneIsNamed) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = tmp.write(
+      "w.yaml",
+      "model:\n  name: mpi_ckpt\n  type: transformer\n  num_layers: 2\n  parallelism:\n    "
+      "zero_stage: 1\n    tensor: 2\n  transformer:\n    vocab_size: 1000\n    hidden_size: 256\n"
+      "    ffn_hidden_size: 512\n    num_attention_heads: 8\n    num_kv_heads: 8\n"
+      "framework: pytorch\nworkflow:\n  train: False\n  checkpoint: True\ncheckpoint:\n  "
+      "checkpoint_folder: " + (tmp / "ckpt").string() +
+          "\n  num_checkpoints_write: 2\n  num_checkpoints_read: 2\n");
+  const fs::path out = tmp / "out";
+  const CliResult r = pipeprof::testing::run_command(mpirun(2) + bin() + " workload " + w.string() +
+                                                     " -n 2 -q --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  // 4 ranks of tensor 2: data-parallel ranks 0 and 1, each with two tensor-parallel halves.
+  for (const char* f : {"model_0_model_states.pt", "model_1_model_states.pt",
+                        "zero_pp_rank_1_mp_rank_0_optim_states.pt",
+                        "zero_pp_rank_1_mp_rank_1_optim_states.pt"})
+    EXPECT_TRUE(fs::exists(tmp / "ckpt" / "global_epoch1_step2" / f)) << f;
+  const nlohmann::json c = read_json(out / "results.json")["experiments"][0]["workload"]["checkpoint"];
+  EXPECT_EQ(c["ranks"], 4);
+  ASSERT_EQ(c["ops"].size(), 4U) << c;
+  for (const auto& op : c["ops"])
+    EXPECT_EQ(op["ranks"], 4) << op;  // every process's ranks, gathered
+
+  // MPMD: rank 1 reads from a folder without the checkpoint.
+  const std::string common = " workload " + w.string() + " -n 2 -q --out " + (tmp / "o2").string() +
+                             " ++workload.checkpoint.num_checkpoints_write=0";
+  const CliResult bad = pipeprof::testing::run_command(
+      mpirun_options() + " -np 1 " + bin() + common + " : -np 1 " + bin() + common +
+      " ++workload.checkpoint.checkpoint_folder=" + (tmp / "none").string());
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("rank 1 @ "), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find((tmp / "none").string()), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("is missing"), std::string::npos) << bad.out;
+  expect_no_ranks_left(tmp);
+}
+
 TEST(Mpi, KilledRankEndsTheJobNamingIt) {
   REQUIRE_MPI();
   const TempDir tmp;

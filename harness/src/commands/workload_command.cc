@@ -17,6 +17,7 @@
 #include "commands/interrupt.h"
 #include "pipeprof/harness/cluster.h"
 #include "pipeprof/harness/machine.h"
+#include "pipeprof/harness/ranks.h"
 #include "pipeprof/harness/version.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
@@ -198,35 +199,62 @@ Outcome checkpoint_only(const WorkloadOptions& o, const DlioWorkload& w,
         std::max<int64_t>(0, w.checkpoint_settings.num_read), total, plan.folder);
   }
   const std::string start = workload::dlio_timestamp();
-  trace::Recorder& rec = trace::Recorder::global();
-  if (!o.trace.empty()) rec.start();
-  workload::CheckpointRun run;
-  try {
-    run = workload::run_checkpoints(
-        w, plan, ranks.rank() * o.accelerators, o.accelerators, &ranks,
-        {.direct = w.odirect, .stop = &InterruptGuard::flag()}, [&](const std::string& what) {
-          if (root && !o.quiet) std::cerr << "  " << what << "\n";
-        });
-  } catch (...) {
-    if (!o.trace.empty()) (void)rec.stop();
-    throw;
-  }
+  // This process's ranks; under mpirun every process reports to rank 0 through the one rank path
+  // (ranks.h), which names a failing rank with its exit code and merges the traces.
+  auto body = [&]() {
+    trace::Recorder& rec = trace::Recorder::global();
+    if (!o.trace.empty()) {
+      rec.start();
+      rec.set_thread_name("main");
+    }
+    workload::CheckpointRun run;
+    try {
+      run = workload::run_checkpoints(
+          w, plan, ranks.rank() * o.accelerators, o.accelerators, &ranks,
+          {.direct = w.odirect, .stop = &InterruptGuard::flag()}, [&](const std::string& what) {
+            if (root && !o.quiet) std::cerr << "  " << what << "\n";
+          });
+    } catch (...) {
+      if (!o.trace.empty()) (void)rec.stop();
+      throw;
+    }
+    RankReport report{.interrupted = run.interrupted, .payload = workload::ops_to_text(run.ops)};
+    if (!o.trace.empty()) report.trace = std::make_shared<trace::Trace>(rec.stop());
+    return report;
+  };
+  std::vector<workload::CheckpointOp> ops;
   std::shared_ptr<trace::Trace> traced;
-  if (!o.trace.empty()) traced = std::make_shared<trace::Trace>(rec.stop());
-  const std::string end = workload::dlio_timestamp();
-  std::vector<workload::CheckpointOp> ops = run.ops;
-  if (ranks.size() > 1) {  // rank 0 gathers every rank's operations
-    const std::vector<std::string> all =
-        ranks.gather(workload::ops_to_text(run.ops), &InterruptGuard::flag());
-    if (!root) return run.interrupted ? Outcome::kInterrupted : Outcome::kOk;
-    ops.clear();
-    for (const std::string& text : all) {
-      for (workload::CheckpointOp& op : workload::ops_from_text(text))
+  bool interrupted = false;
+  if (ranks.size() > 1) {
+    RankRun ran = run_on_ranks(ranks, body,
+                               {.stop = &InterruptGuard::flag(), .classify = rank_failure_of});
+    if (ran.broken) {
+      if (ran.mine.error) {
+        if (ran.mine.error->input) throw InputError(ran.mine.error->message);
+        throw RunFailure(ran.mine.error->message);
+      }
+      throw RunFailure("the job broke: another rank stopped answering (mpirun names it)");
+    }
+    if (!root) return ran.mine.interrupted ? Outcome::kInterrupted : Outcome::kOk;
+    if (ran.failure) {
+      if (ran.failure->input) throw InputError(ran.failure->message);
+      throw RunFailure(ran.failure->message);
+    }
+    for (const RankReport& rep : ran.ranks) {
+      interrupted = interrupted || rep.interrupted;
+      for (workload::CheckpointOp& op : workload::ops_from_text(rep.payload))
         ops.push_back(std::move(op));
     }
+    traced = ran.merged;
+  } else {
+    RankReport mine = body();
+    interrupted = mine.interrupted;
+    ops = workload::ops_from_text(mine.payload);
+    traced = mine.trace;
   }
+  const std::string end = workload::dlio_timestamp();
   const nlohmann::json machine{{"sleep_overshoot", to_json(measure_sleep_overshoot(10, 10))}};
-  ExperimentResult x = workload::checkpoint_experiment(w, plan, ops, total, run.interrupted);
+  ExperimentResult x = workload::checkpoint_experiment(w, plan, ops, total, interrupted);
   const results::CheckpointRecord& c = *x.workload->checkpoint;
   std::cout << checkpoint_table(c);
   fs::create_directories(out);
@@ -248,14 +276,14 @@ Outcome checkpoint_only(const WorkloadOptions& o, const DlioWorkload& w,
   }
   const nlohmann::json doc = results::make_document(
       results::capture_environment(kVersion), nlohmann::json::array({to_json(x)}),
-      {.repetitions = 1, .interrupted = run.interrupted, .machine = machine,
+      {.repetitions = 1, .interrupted = interrupted, .machine = machine,
        .created_utc = results::utc_now()});
   results::write_text_file(out / "results.json", doc.dump(2) + "\n");
   results::write_report(results::render_report(doc, out, (out / "results.json").string()), out);
   std::cerr << fmt::format(
       "wrote {}/summary.json, per_epoch_stats.json, {}, results.json and report.md\n",
       out.string(), w.log_file);
-  return run.interrupted ? Outcome::kInterrupted : Outcome::kOk;
+  return interrupted ? Outcome::kInterrupted : Outcome::kOk;
 }
 
 Outcome workload_command(const WorkloadOptions& o) {
