@@ -271,5 +271,23 @@ TEST(CheckpointIo, AFullDiskNamesTheFileAndLeavesNoCheckpointToRead) {
     EXPECT_FALSE(fs::exists(fs::path(checkpoint_path(plan, 1, 1)) / f.name)) << f.name;
 }
 
+// Object storage is refused by name, and a URL never becomes a local folder.
+TEST(StorageType, UnsupportedStorageAndUrlFoldersAreBadInputNamingTheKey) {
+  const TempDir tmp;
+  const auto f = tmp.write("w.yaml", "workflow:\n  train: True\n  checkpoint: True\n"
+                                     "dataset:\n  num_files_train: 1\n  format: npz\n");
+  EXPECT_NE(load_error(f.string(), {"++workload.storage.storage_type=s3"})
+                .find("storage.storage_type: expected local_fs or parallel_fs, got \"s3\""),
+            std::string::npos);
+  EXPECT_NO_THROW(load_workload(f.string(), {"++workload.storage.storage_type=parallel_fs"}));
+  EXPECT_NE(load_error(f.string(), {"++workload.dataset.data_folder=s3://bucket/train"})
+                .find("dataset.data_folder: \"s3://bucket/train\" is a URL"),
+            std::string::npos);
+  EXPECT_NE(load_error(f.string(), {"++workload.checkpoint.checkpoint_folder=s3://bucket/ckpt"})
+                .find("checkpoint.checkpoint_folder: \"s3://bucket/ckpt\" is a URL"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists("s3:"));
+}
+
 }  // namespace
 }  // namespace pipeprof::harness::workload

@@ -224,7 +224,31 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
                              checkpoint);
   }
   warn_unknown(w, section("profiling"), kProfilingKeys);
-  warn_unknown(w, section("storage"), kStorageKeys);
+  {
+    // storage.storage_type (and the reader's older spelling): local and parallel file systems are
+    // folders; object storage is not read by the workload's loader.
+    const Section storage = section("storage");
+    warn_unknown(w, storage, kStorageKeys);
+    const Section reader = croot["data_reader"] ? section("data_reader") : section("reader");
+    for (const Section* s : {&storage, &reader}) {
+      if (!s->has("storage_type")) continue;
+      const std::string t = s->text("storage_type", "local_fs or parallel_fs");
+      if (t != "local_fs" && t != "parallel_fs" && t != "LOCAL_FS" && t != "PARALLEL_FS") {
+        throw InputError(fmt::format(
+            "{}: expected local_fs or parallel_fs, got \"{}\" (pipeprof's workloads read local and "
+            "parallel file systems; a dataset behind an HTTP object server: the pipeprof.remote "
+            "section, docs/remote.md)",
+            s->where("storage_type"), t));
+      }
+    }
+  }
+  if (const std::string& f = w.checkpoint_settings.folder;
+      f.find("://") != std::string::npos && !f.starts_with("file://")) {
+    throw InputError(fmt::format(
+        "{}: checkpoint.checkpoint_folder: \"{}\" is a URL; checkpoints are written to local "
+        "folders",
+        file, f));
+  }
   {
     const Section s = section("output");
     warn_unknown(w, s, kOutputKeys);

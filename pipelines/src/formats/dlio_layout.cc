@@ -99,6 +99,14 @@ std::string data_format_names() {
 
 void validate(const DlioDataset& d) {
   if (d.data_folder.empty()) throw DatasetConfigError("data_folder", "expected a folder, got \"\"");
+  // A URL never becomes a local folder of that name ("s3:/bucket" in the current directory).
+  if (d.data_folder.find("://") != std::string::npos) {
+    throw DatasetConfigError("data_folder",
+                             "\"" + d.data_folder +
+                                 "\" is a URL; datasets are generated and read in local folders (a "
+                                 "dataset behind an HTTP object server: pipeprof.remote, "
+                                 "docs/remote.md)");
+  }
   check_count("num_files_train", d.num_files_train, 0, kMaxFiles);
   check_count("num_files_eval", d.num_files_eval, 0, kMaxFiles);
   if (d.num_files_train + d.num_files_eval == 0) {
