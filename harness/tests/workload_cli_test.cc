@@ -384,6 +384,37 @@ TEST(WorkloadCheckpoints, CtrlCDuringCheckpointsWritesWhatWasMeasuredAndExits130
   }
 }
 
+// DLIO's Megatron-style formats: generated with their index files and read through them (read
+// calls for indexed_binary, a mapping for mmap_indexed_binary).
+TEST(WorkloadCommand, IndexedBinaryFormatsAreGeneratedAndRead) {
+  for (const std::string format : {"indexed_binary", "mmap_indexed_binary"}) {
+    const TempDir tmp;
+    std::string text = workload_text(tmp);
+    text.replace(text.find("format: npz"), 11, "format: " + format);
+    const auto w = tmp.write("ib.yaml", text);
+    const auto out = tmp / "out";
+    const CliResult r = pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string() +
+                                 " --spec-out " + (tmp / "spec.json").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const fs::path first = tmp / "data" / "train" / ("img_01_of_16." + format);
+    EXPECT_TRUE(fs::exists(first.string() + ".off.idx")) << first;
+    EXPECT_TRUE(fs::exists(first.string() + ".sz.idx")) << first;
+    const auto x = read_json(out / "results.json")["experiments"][0]["workload"];
+    EXPECT_EQ(x["format"], format);
+    EXPECT_GE(x["bytes_read"].get<int64_t>(), 2 * 16 * 2 * 4096) << x;
+    const auto spec = read_json(tmp / "spec.json").dump();
+    EXPECT_NE(spec.find(format == "indexed_binary" ? R"("mmap":false)" : R"("mmap":true)"),
+              std::string::npos)
+        << spec;
+    // A damaged index: exit 2 naming it.
+    fs::resize_file(first.string() + ".sz.idx", 5);
+    const CliResult bad = pipeprof("workload " + w.string() + " -q --out " + out.string() +
+                                   " ++workload.workflow.generate_data=False");
+    EXPECT_EQ(bad.code, 2) << bad.out;
+    EXPECT_NE(bad.out.find(first.string() + ".sz.idx: 5 bytes"), std::string::npos) << bad.out;
+  }
+}
+
 TEST(WorkloadCommand, CtrlCWritesWhatWasMeasuredAndExits130) {
   const TempDir tmp;
   const auto w = tmp.write("tiny.yaml", workload_text(tmp));

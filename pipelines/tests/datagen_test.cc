@@ -266,6 +266,22 @@ TEST_P(DatagenFormat, WritesTheLayoutAndReadsBack) {
         EXPECT_EQ(fs::file_size(f.path), static_cast<uint64_t>(n * 4096));
         payloads.insert(contents(f.path));
         break;
+      case DataFormat::kIndexedBinary:
+      case DataFormat::kMmapIndexedBinary: {
+        // The samples back to back, read through their index as the source reads them.
+        const uint64_t sample = static_cast<uint64_t>(f.dim1 * f.dim2);
+        EXPECT_EQ(fs::file_size(f.path), sample * static_cast<uint64_t>(n));
+        const auto elements = indexed_binary({f.path}).collect();
+        ASSERT_EQ(elements.size(), static_cast<size_t>(n));
+        std::string joined;
+        for (const auto& e : elements) {
+          EXPECT_EQ(e[0].nbytes(), sample);
+          joined.append(reinterpret_cast<const char*>(e[0].data()), e[0].nbytes());
+        }
+        EXPECT_EQ(joined, contents(f.path));
+        payloads.insert(joined);
+        break;
+      }
     }
   }
   EXPECT_EQ(r.bytes_written, on_disk);
@@ -276,7 +292,8 @@ TEST_P(DatagenFormat, WritesTheLayoutAndReadsBack) {
 INSTANTIATE_TEST_SUITE_P(AllFormats, DatagenFormat,
                          ::testing::Values(DataFormat::kTFRecord, DataFormat::kNpz,
                                            DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg,
-                                           DataFormat::kRaw),
+                                           DataFormat::kRaw, DataFormat::kIndexedBinary,
+                                           DataFormat::kMmapIndexedBinary),
                          [](const auto& param_info) {
                            return std::string(data_format_name(param_info.param));
                          });
@@ -470,7 +487,8 @@ TEST(Datagen, TFRecordIndexFilesMatchTheRecords) {
   EXPECT_TRUE(other_files(d).empty());
   const auto files = dataset_files(d);
   for (const DatasetFile& f : files) {
-    const std::string index = index_file_of(d, f);
+    ASSERT_EQ(index_files_of(d, f).size(), 1U);
+    const std::string index = index_files_of(d, f)[0];
     EXPECT_EQ(index, (tmp / "data" / "index" / (f.eval ? "valid" : "train") /
                       (fs::path(f.path).filename().string() + ".idx"))
                          .string());
@@ -485,14 +503,35 @@ TEST(Datagen, TFRecordIndexFilesMatchTheRecords) {
       expected += fmt::format("{} {}\n", offsets[i], offsets[i + 1] - offsets[i]);
     EXPECT_EQ(contents(index), expected) << index;
   }
-  EXPECT_EQ(index_file_of(small(tmp, DataFormat::kNpz), files[0]), "");
+  EXPECT_TRUE(index_files_of(small(tmp, DataFormat::kNpz), files[0]).empty());
   // A complete file whose index went missing gets it back; the file itself is kept.
-  fs::remove(index_file_of(d, files[1]));
+  fs::remove(index_files_of(d, files[1])[0]);
   const std::string data_before = contents(files[1].path);
   const GenerateResult again = generate_dataset(d);
   EXPECT_EQ(again.files_written, 0);
-  EXPECT_TRUE(fs::is_regular_file(index_file_of(d, files[1])));
+  EXPECT_TRUE(fs::is_regular_file(index_files_of(d, files[1])[0]));
   EXPECT_EQ(contents(files[1].path), data_before);
+}
+
+// indexed_binary: an index that went missing or short beside a complete data file is written again
+// (the data file kept); the index files are not "other files" of the folder.
+TEST(Datagen, IndexedBinaryIndexesAreRepairedBesideCompleteFiles) {
+  const TempDir tmp;
+  const DlioDataset d = small(tmp, DataFormat::kIndexedBinary);
+  generate_dataset(d);
+  EXPECT_TRUE(other_files(d).empty());
+  const auto files = dataset_files(d);
+  const std::vector<std::string> index = index_files_of(d, files[0]);
+  ASSERT_EQ(index.size(), 2U);
+  EXPECT_EQ(index[0], files[0].path + ".off.idx");
+  EXPECT_EQ(index[1], files[0].path + ".sz.idx");
+  const std::string offsets = contents(index[0]);
+  fs::remove(index[0]);
+  fs::resize_file(index[1], 8);
+  const GenerateResult again = generate_dataset(d);
+  EXPECT_EQ(again.files_written, 0);
+  EXPECT_EQ(contents(index[0]), offsets);
+  EXPECT_EQ(fs::file_size(index[1]), 8 * static_cast<uint64_t>(d.num_samples_per_file));
 }
 
 TEST(Datagen, StopLeavesNoPartialFile) {

@@ -1,4 +1,4 @@
-// The npy, npz and hdf5 sources: files in order, rows, interleave over file-name elements
+// The npy, npz, hdf5 and indexed_binary sources: files in order, rows, interleave over file-name elements
 // ("$element"), spec round trips and errors naming the file.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include "formats/npy.h"
 #include "formats/npz.h"
 #include "pipeprof/pipelines/file_sources.h"
+#include "pipeprof/pipelines/files.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "test_util.h"
 
@@ -225,6 +226,104 @@ TEST(FileSources, BadFilesFailWithADataErrorNamingFileAndOffset) {
                                  {{"op", "interleave"},
                                   {"pipeline", {{"stages", {{{"op", "npy"}, {"file", "$element"}}}}}}}}}};
   EXPECT_THROW(parse_pipeline(spec, "test.json").collect(), PipelineError);
+}
+
+// ---- indexed_binary ----
+
+void write_u64s(const std::filesystem::path& p, const std::vector<uint64_t>& v) {
+  std::string bytes;
+  for (uint64_t x : v)
+    for (int b = 0; b < 8; ++b)
+      bytes.push_back(static_cast<char>((x >> (8 * b)) & 0xFFU));
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A data file of `bytes` bytes 0, 1, 2, ... (mod 251) with the given index.
+std::string indexed_file(const TempDir& tmp, const std::string& name, size_t bytes,
+                         const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& sizes) {
+  std::string data(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i)
+    data[i] = static_cast<char>(i % 251);
+  const auto path = tmp / name;
+  std::ofstream(path, std::ios::binary) << data;
+  write_u64s(path.string() + ".off.idx", offsets);
+  write_u64s(path.string() + ".sz.idx", sizes);
+  return path.string();
+}
+
+TEST(IndexedBinary, SamplesInIndexOrderThroughReadCallsOrAMapping) {
+  const TempDir tmp;
+  // Back to back, then a gap, then one before the others (read again from the start).
+  const std::string f = indexed_file(tmp, "a.indexed_binary", 1000, {0, 100, 300, 50}, {100, 200, 7, 20});
+  for (const bool mmap : {false, true}) {
+    const auto elements = indexed_binary({f, f}, {.mmap = mmap}).collect();
+    ASSERT_EQ(elements.size(), 8U) << mmap;
+    const std::vector<std::pair<uint64_t, uint64_t>> want{{0, 100}, {100, 200}, {300, 7}, {50, 20}};
+    for (size_t k = 0; k < elements.size(); ++k) {
+      const Tensor& t = elements[k][0];
+      const auto [offset, size] = want[k % 4];
+      ASSERT_EQ(t.dtype(), DType::kUInt8);
+      ASSERT_EQ(t.shape(), (Shape{static_cast<int64_t>(size)}));
+      const auto* b = reinterpret_cast<const uint8_t*>(t.data());
+      for (uint64_t i = 0; i < size; ++i)
+        ASSERT_EQ(b[i], (offset + i) % 251) << "sample " << k << " byte " << i;
+    }
+  }
+  // As a spec, over file-name elements.
+  const nlohmann::json spec = {
+      {"stages",
+       {{{"op", "list_files"}, {"files", {f}}, {"shuffle", false}},
+        {{"op", "interleave"},
+         {"pipeline", {{"stages", {{{"op", "indexed_binary"}, {"files", "$element"}, {"mmap", false}}}}}}}}}};
+  EXPECT_EQ(parse_pipeline(spec, "test.json").collect().size(), 4U);
+}
+
+TEST(IndexedBinary, AnIndexThatDisagreesWithItsFileNamesTheIndexAndTheSample) {
+  const TempDir tmp;
+  struct Case {
+    std::vector<uint64_t> offsets, sizes;
+    std::string expect;
+  };
+  for (const Case& c : {Case{{0, 90}, {50, 20}, "sample 1 at byte 90 of 20 bytes runs past the end"},
+                        Case{{0, 10}, {10}, "1 sizes for 2 offsets"},
+                        Case{{0}, {0}, "sample 0: size 0"},
+                        Case{{~uint64_t{0}}, {2}, "runs past the end"}}) {
+    const std::string f = indexed_file(tmp, "b.indexed_binary", 100, c.offsets, c.sizes);
+    try {
+      (void)indexed_binary({f}).collect();
+      FAIL() << "no error for " << c.expect;
+    } catch (const InputDataError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("b.indexed_binary."), std::string::npos) << e.what();
+    }
+  }
+  // An index file of a partial entry, and a missing one.
+  const std::string f = indexed_file(tmp, "c.indexed_binary", 100, {0}, {10});
+  std::ofstream(f + ".off.idx", std::ios::binary | std::ios::app) << "xyz";
+  try {
+    (void)indexed_binary({f}).collect();
+    FAIL() << "no error";
+  } catch (const InputDataError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.indexed_binary.off.idx: 11 bytes, not a whole number"),
+              std::string::npos)
+        << e.what();
+  }
+  write_u64s(f + ".off.idx", {0});
+  std::filesystem::remove(f + ".sz.idx");
+  try {
+    (void)indexed_binary({f}).collect();
+    FAIL() << "no error";
+  } catch (const InputDataError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.indexed_binary.sz.idx"), std::string::npos) << e.what();
+  }
+  // An index claiming more samples than the data file has bytes is refused before it is read.
+  const std::string g = indexed_file(tmp, "d.indexed_binary", 4, {0, 1, 2, 3, 0}, {1, 1, 1, 1, 1});
+  try {
+    (void)indexed_binary({g}).collect();
+    FAIL() << "no error";
+  } catch (const InputDataError& e) {
+    EXPECT_NE(std::string(e.what()).find("5 entries, more than"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -171,7 +171,9 @@ CommandRunner add_datagen_command(CLI::App& app) {
       "Formats: tfrecord (one tf.Example per sample: image bytes, size int64), npz (x: uint8 [d1, "
       "d2, samples], y: zeros), npy (uint8 [d1, d2, samples]), hdf5 (records: uint8 [samples, d1, "
       "d2], labels), jpeg (one grayscale image per file), raw (records of exactly record-length "
-      "bytes, fixed_length_records' layout).\n"
+      "bytes, fixed_length_records' layout), indexed_binary and mmap_indexed_binary (Megatron's "
+      "layout: the samples back to back, with <file>.off.idx and <file>.sz.idx of uint64 offsets "
+      "and sizes, written before the data file).\n"
       "Files are written in parallel under hidden temporary names, synced to the disk and renamed "
       "when complete, so Ctrl-C or a crash leaves no partial file. A second run keeps the files "
       "that are what this layout writes (their size; for hdf5 and jpeg the signature too) and "
@@ -185,7 +187,8 @@ CommandRunner add_datagen_command(CLI::App& app) {
   flag("data_folder", cmd->add_option("--data-folder", o->data_folder,
                                       "The dataset's root folder (DLIO's data_folder)"));
   flag("format", cmd->add_option("--format", o->format,
-                                 "tfrecord, npz, npy, hdf5, jpeg or raw (default tfrecord)"));
+                                 "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary or "
+                                 "mmap_indexed_binary (default tfrecord)"));
   flag("num_files_train",
        cmd->add_option("--num-files-train", o->num_files_train, "Files in train/ (default 8)"));
   flag("num_files_eval",

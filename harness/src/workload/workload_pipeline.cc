@@ -34,6 +34,12 @@ nlohmann::json file_source(const DlioWorkload& w) {
                   : nlohmann::json{{"op", "npy"}, {"file", "$element"}};
     case DataFormat::kHdf5:  // records: uint8 [samples, d1, d2]
       return {{"op", "hdf5"}, {"file", "$element"}, {"datasets", {"records"}}, {"rows", true}};
+    case DataFormat::kIndexedBinary:  // DLIO's reader: a read call per sample
+      return {{"op", "indexed_binary"}, {"files", "$element"}, {"mmap", false},
+              {"direct", w.odirect}};
+    case DataFormat::kMmapIndexedBinary:  // DLIO's reader: views of the mapped file
+      return {{"op", "indexed_binary"}, {"files", "$element"},
+              {"mmap", !w.dont_use_mmap && !w.odirect}, {"direct", w.odirect}};
     case DataFormat::kJpeg:
     case DataFormat::kRaw:
       break;

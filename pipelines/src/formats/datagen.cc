@@ -106,17 +106,35 @@ void write_small_file(const std::string& path, std::string_view bytes) {
   }
 }
 
-// The tfrecord index of `file` (DALI's tfrecord2idx, as DLIO writes it): every record of a file
-// has the same framed size, so the index follows from the layout alone.
-void write_tfrecord_index(const DlioDataset& d, const DatasetFile& file) {
-  const ExampleFrame frame = tfrecord_frame_of(d, file);
+// The index files of `file` (index_files_of), which follow from the layout alone: every sample
+// of a file has the same size.
+//   tfrecord: DALI's tfrecord2idx, as DLIO writes it (the framed record's offset and length).
+//   indexed_binary: each sample's offset and size as uint64 (little-endian, DLIO's numpy
+//   arrays), samples back to back from byte 0.
+void write_index_files(const DlioDataset& d, const DatasetFile& file) {
+  const std::vector<std::string> names = index_files_of(d, file);
   const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
-  const uint64_t framed = kTFRecordHeaderBytes + frame.head.size() + sample + frame.tail.size() +
-                          kTFRecordFooterBytes;
-  std::string text;
-  for (int64_t i = 0; i < d.num_samples_per_file; ++i)
-    text += fmt::format("{} {}\n", static_cast<uint64_t>(i) * framed, framed);
-  write_small_file(index_file_of(d, file), text);
+  if (d.format == DataFormat::kTFRecord) {
+    const ExampleFrame frame = tfrecord_frame_of(d, file);
+    const uint64_t framed = kTFRecordHeaderBytes + frame.head.size() + sample + frame.tail.size() +
+                            kTFRecordFooterBytes;
+    std::string text;
+    for (int64_t i = 0; i < d.num_samples_per_file; ++i)
+      text += fmt::format("{} {}\n", static_cast<uint64_t>(i) * framed, framed);
+    write_small_file(names.at(0), text);
+  } else if (is_indexed_binary(d.format)) {
+    std::string offsets, sizes;
+    auto put = [](std::string& out, uint64_t v) {
+      for (int b = 0; b < 8; ++b)
+        out.push_back(static_cast<char>((v >> (8 * b)) & 0xFFU));
+    };
+    for (int64_t i = 0; i < d.num_samples_per_file; ++i) {
+      put(offsets, static_cast<uint64_t>(i) * sample);
+      put(sizes, sample);
+    }
+    write_small_file(names.at(0), offsets);
+    write_small_file(names.at(1), sizes);
+  }
 }
 
 // Writes `file` (its payload from `seed`) to `out`; returns the bytes the file holds when the
@@ -128,11 +146,20 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
   const Shape shape{file.dim1, file.dim2, samples};
   std::vector<std::byte> buffer;
   if (d.format == DataFormat::kRaw || d.format == DataFormat::kNpy ||
-      d.format == DataFormat::kTFRecord) {
+      d.format == DataFormat::kTFRecord || is_indexed_binary(d.format)) {
     buffer.resize(static_cast<size_t>(std::min<uint64_t>(kChunkBytes, file.bytes)));
   }
   switch (d.format) {
     case DataFormat::kRaw: {
+      FileOut f(out);
+      stream_random(file.bytes, rng, buffer, shared, [&](auto chunk) { f.write(chunk); });
+      f.close();
+      return 0;
+    }
+    case DataFormat::kIndexedBinary:
+    case DataFormat::kMmapIndexedBinary: {
+      // The index first: the data file appears under its name (after this returns) with it.
+      write_index_files(d, file);
       FileOut f(out);
       stream_random(file.bytes, rng, buffer, shared, [&](auto chunk) { f.write(chunk); });
       f.close();
@@ -247,6 +274,8 @@ std::string mismatch(const DlioDataset& d, const DatasetFile& file) {
   };
   switch (d.format) {
     case DataFormat::kRaw:
+    case DataFormat::kIndexedBinary:
+    case DataFormat::kMmapIndexedBinary:
       return expect(file.bytes);
     case DataFormat::kNpy:
       return expect(encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes);
@@ -329,10 +358,15 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
         continue;
       }
       ++result.files_kept;
-      // A complete file whose index is missing (a run stopped between the two): the index alone.
-      if (const std::string index = index_file_of(d, files[k]);
-          !index.empty() && !fs::is_regular_file(index, ec)) {
-        write_tfrecord_index(d, files[k]);
+      // A complete file whose index is missing (a run stopped between the two, or an index
+      // removed): the index alone.
+      for (const std::string& index : index_files_of(d, files[k])) {
+        const uint64_t want = 8 * static_cast<uint64_t>(d.num_samples_per_file);
+        if (!fs::is_regular_file(index, ec) ||
+            (is_indexed_binary(d.format) && fs::file_size(index, ec) != want)) {
+          write_index_files(d, files[k]);
+          break;
+        }
       }
     } else {
       todo.push_back(k);
@@ -362,7 +396,7 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
           throw FormatError(
               fmt::format("{}: cannot rename {} into place: {}", file.path, tmp, ec.message()));
         }
-        if (d.format == DataFormat::kTFRecord) write_tfrecord_index(d, file);
+        if (d.format == DataFormat::kTFRecord) write_index_files(d, file);
         written.fetch_add(1);
       } catch (...) {
         std::error_code ec;

@@ -17,13 +17,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<std::pair<DataFormat, std::string_view>, 6> kFormats{{
+constexpr std::array<std::pair<DataFormat, std::string_view>, 8> kFormats{{
     {DataFormat::kTFRecord, "tfrecord"},
     {DataFormat::kNpz, "npz"},
     {DataFormat::kNpy, "npy"},
     {DataFormat::kHdf5, "hdf5"},
     {DataFormat::kJpeg, "jpeg"},
     {DataFormat::kRaw, "raw"},
+    {DataFormat::kIndexedBinary, "indexed_binary"},
+    {DataFormat::kMmapIndexedBinary, "mmap_indexed_binary"},
 }};
 
 // The largest sample a generator holds in memory (npz, hdf5, jpeg build the whole file) and the
@@ -219,11 +221,16 @@ std::vector<std::string> dataset_folders(const DlioDataset& d) {
   return out;
 }
 
-std::string index_file_of(const DlioDataset& d, const DatasetFile& f) {
-  if (d.format != DataFormat::kTFRecord) return "";
+bool is_indexed_binary(DataFormat format) {
+  return format == DataFormat::kIndexedBinary || format == DataFormat::kMmapIndexedBinary;
+}
+
+std::vector<std::string> index_files_of(const DlioDataset& d, const DatasetFile& f) {
+  if (is_indexed_binary(d.format)) return {f.path + ".off.idx", f.path + ".sz.idx"};
+  if (d.format != DataFormat::kTFRecord) return {};
   std::string name = fs::path(f.path).filename().string();
   name += ".idx";
-  return (root_of(d) / "index" / (f.eval ? "valid" : "train") / name).string();
+  return {(root_of(d) / "index" / (f.eval ? "valid" : "train") / name).string()};
 }
 
 std::string temporary_name(const std::string& path) {
@@ -247,7 +254,7 @@ std::vector<std::string> other_files(const DlioDataset& d, size_t limit) {
   for (const DatasetFile& f : dataset_files(d)) {
     known.insert(rel(f.path));
     known.insert(rel(temporary_name(f.path)));
-    if (const std::string index = index_file_of(d, f); !index.empty()) {
+    for (const std::string& index : index_files_of(d, f)) {
       known.insert(rel(index));
       known.insert(rel(temporary_name(index)));
     }

@@ -12,6 +12,7 @@
   X(list_files)                 \
   X(tfrecord)                   \
   X(fixed_length_records)       \
+  X(indexed_binary)             \
   X(zip)                        \
   X(multiprocess)               \
   X(shared_store)               \

@@ -15,6 +15,11 @@
 //   jpeg      one grayscale d1 x d2 image (quality 75, as PIL's default); samples are ignored
 //   raw       samples records of exactly record_length bytes back to back (fixed_length_records'
 //             layout: no header or footer), so record_length_stdev must be 0
+//   indexed_binary, mmap_indexed_binary
+//             Megatron-style: the samples (d1 x d2 bytes each) back to back, and beside the file
+//             <file>.off.idx and <file>.sz.idx, each a uint64 per sample (little-endian, no
+//             header): its offset and its size; the two names differ in how DLIO reads them
+//             (read calls, or a mapping of the file)
 //
 // Each file is written under a hidden temporary name in its folder (".<name>.tmp") and renamed
 // when complete, so a file with its final name is always complete; a run finds complete files and
@@ -34,11 +39,11 @@
 
 namespace pipeprof::pipelines::formats {
 
-enum class DataFormat { kTFRecord, kNpz, kNpy, kHdf5, kJpeg, kRaw };
+enum class DataFormat { kTFRecord, kNpz, kNpy, kHdf5, kJpeg, kRaw, kIndexedBinary, kMmapIndexedBinary };
 
 std::string_view data_format_name(DataFormat format);  // also the files' extension
 std::optional<DataFormat> parse_data_format(std::string_view name);
-std::string data_format_names();  // "tfrecord, npz, npy, hdf5, jpeg, raw"
+std::string data_format_names();  // "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary, ..."
 
 // The keys of DLIO's `dataset` section that data generation reads, with DLIO's defaults.
 // record_length_resize only matters to readers (DLIO's resized image); it is kept for them.
@@ -91,11 +96,16 @@ struct DatasetFile {
 std::vector<DatasetFile> dataset_files(const DlioDataset& dataset);
 std::vector<std::string> dataset_folders(const DlioDataset& dataset);
 
-// tfrecord only: the index file DLIO writes beside each file for DALI (its tfrecord2idx: a line
-// "<offset> <length>" per record, both in bytes, the length framing included), at
-// data_folder/index/{train,valid}/<file name>.idx; "" for the other formats. Its folders are among
-// dataset_folders.
-std::string index_file_of(const DlioDataset& dataset, const DatasetFile& file);
+// The index files DLIO writes with a data file, none for most formats:
+//   tfrecord   the index for DALI (its tfrecord2idx: a line "<offset> <length>" per record, both
+//              in bytes, the length framing included), at data_folder/index/{train,valid}/<file
+//              name>.idx (its folders are among dataset_folders)
+//   indexed_binary, mmap_indexed_binary   <file>.off.idx and <file>.sz.idx beside the file
+// A data file under its final name has its index files complete: they are written first.
+std::vector<std::string> index_files_of(const DlioDataset& dataset, const DatasetFile& file);
+
+// Whether a format's samples are found through index files (indexed_binary, mmap_indexed_binary).
+bool is_indexed_binary(DataFormat format);
 
 // The hidden name a file is written under before it is renamed into place.
 std::string temporary_name(const std::string& path);

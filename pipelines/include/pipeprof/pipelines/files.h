@@ -1,5 +1,5 @@
-// File sources: list_files (tf.data's Dataset.list_files), tfrecord (TFRecordDataset) and
-// fixed_length_records (FixedLengthRecordDataset). A file name travels through a pipeline as a
+// File sources: list_files (tf.data's Dataset.list_files), tfrecord (TFRecordDataset),
+// fixed_length_records (FixedLengthRecordDataset) and indexed_binary (Megatron's indexed files). A file name travels through a pipeline as a
 // rank-1 uint8 tensor of the path's bytes (file_name() reads it back), so the parallel-read pattern
 // is list_files(...).interleave(tfrecord of the file, cycle_length, parallelism):
 //
@@ -62,6 +62,12 @@ struct FixedLengthRecordOptions {
 // The fixed-size records of the files, each a rank-1 uint8 tensor of record_bytes bytes. A file
 // whose body (size - header - footer) is not a whole number of records is an error naming it.
 Dataset fixed_length_records(std::vector<std::string> files, FixedLengthRecordOptions options);
+
+// The samples of Megatron-style indexed binary files (DLIO's indexed_binary and
+// mmap_indexed_binary): each found through <file>.off.idx and <file>.sz.idx (one little-endian
+// uint64 per sample: its offset and its size), a rank-1 uint8 tensor, in index order. read.mmap:
+// samples are views of the mapped file (mmap_indexed_binary); off: read calls (indexed_binary).
+Dataset indexed_binary(std::vector<std::string> files, FileReadOptions read = {});
 
 // The paths matching `pattern` (glob: *, ?, [...]), sorted bytewise, as list_files lists them; an
 // empty list when none match. Throws InputDataError when a folder cannot be read.
