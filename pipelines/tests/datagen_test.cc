@@ -176,7 +176,7 @@ TEST(DatagenLayout, BadValuesNameTheirKey) {
   EXPECT_EQ(key_of(d), "record_length");
   EXPECT_EQ(parse_data_format("hdf5"), DataFormat::kHdf5);
   EXPECT_EQ(parse_data_format("png"), std::nullopt);
-  EXPECT_EQ(data_format_names(), "tfrecord, npz, npy, hdf5, jpeg, raw");
+  EXPECT_EQ(data_format_names(), "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary, mmap_indexed_binary");
 }
 
 // ---- every format, read back ----
