@@ -415,6 +415,21 @@ TEST(WorkloadCommand, IndexedBinaryFormatsAreGeneratedAndRead) {
   }
 }
 
+// reader.odirect and reader.dont_use_mmap reach the loader's file source, which reads with them.
+TEST(WorkloadCommand, ODirectAndNoMmapReachTheReader) {
+  const TempDir tmp;
+  const auto w = tmp.write("tiny.yaml", workload_text(tmp));
+  for (const std::string& key : {"odirect", "dont_use_mmap"}) {
+    const CliResult r = pipeprof("workload " + w.string() + " -q --out " + (tmp / "out").string() +
+                                 " ++workload.reader." + key + "=True --spec-out " +
+                                 (tmp / "spec.json").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const std::string spec = read_json(tmp / "spec.json").dump();
+    EXPECT_NE(spec.find(key == "odirect" ? R"("direct":true)" : R"("mmap":false)"), std::string::npos)
+        << spec;
+  }
+}
+
 TEST(WorkloadCommand, CtrlCWritesWhatWasMeasuredAndExits130) {
   const TempDir tmp;
   const auto w = tmp.write("tiny.yaml", workload_text(tmp));

@@ -228,6 +228,45 @@ TEST(FileSources, BadFilesFailWithADataErrorNamingFileAndOffset) {
   EXPECT_THROW(parse_pipeline(spec, "test.json").collect(), PipelineError);
 }
 
+// mmap off (read calls) and direct (O_DIRECT) read the same arrays as the default, for files below
+// and above the size that is mapped.
+TEST(FileSources, ReadCallsAndODirectReadTheSameArrays) {
+  const TempDir tmp;
+  const auto stems = write_files(tmp);
+  Tensor big(DType::kInt64, {300'000});  // 2.4 MB: mapped by default
+  auto v = big.mutable_values<int64_t>();
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<int64_t>(i * 7);
+  formats::write_npy((tmp / "big.npy").string(), big);
+  formats::write_npz((tmp / "big.npz").string(), {{"x", big}}, false);
+  formats::write_hdf5((tmp / "big.h5").string(), {{"x", big}});
+  for (const std::string ext : {"npy", "npz", "h5"}) {
+    std::vector<std::string> files = with_ext(stems, "." + ext);
+    files.push_back((tmp / ("big." + ext)).string());
+    const std::string op = ext == "h5" ? "hdf5" : ext;
+    auto run = [&](const std::string& extra) {
+      return parse_pipeline(nlohmann::json::parse(
+                                R"({"stages": [{"op": ")" + op + R"(", "files": )" +
+                                nlohmann::json(files).dump() + extra + "}]}"),
+                            "test.json")
+          .collect();
+    };
+    const auto plain = run("");
+    ASSERT_EQ(plain.size(), 4U) << ext;
+    const auto read = run(R"(, "mmap": false)");
+    EXPECT_EQ(element_to_json(read[3]), element_to_json(plain[3])) << ext;
+    EXPECT_EQ(element_to_json(read[1]), element_to_json(plain[1])) << ext;
+    try {
+      const auto direct = run(R"(, "direct": true)");
+      EXPECT_EQ(element_to_json(direct[3]), element_to_json(plain[3])) << ext;
+      EXPECT_EQ(element_to_json(direct[0]), element_to_json(plain[0])) << ext;
+    } catch (const InputDataError& e) {
+      // tmpfs has no O_DIRECT: said so, naming the file.
+      EXPECT_NE(std::string(e.what()).find("does not support O_DIRECT"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- indexed_binary ----
 
 void write_u64s(const std::filesystem::path& p, const std::vector<uint64_t>& v) {

@@ -14,6 +14,13 @@ using pipelines::formats::DataFormat;
 
 // The source reading one file (the interleave's "$element"), with the read options the reader's
 // keys ask for.
+// reader.odirect (DLIO's O_DIRECT readers) and reader.dont_use_mmap on an array file's source.
+nlohmann::json read_mode(const DlioWorkload& w, nlohmann::json source) {
+  if (w.odirect) source["direct"] = true;
+  if (w.dont_use_mmap) source["mmap"] = false;
+  return source;
+}
+
 nlohmann::json file_source(const DlioWorkload& w) {
   const bool many = w.dataset.num_samples_per_file > 1;
   switch (w.dataset.format) {
@@ -25,15 +32,16 @@ nlohmann::json file_source(const DlioWorkload& w) {
       return s;
     }
     case DataFormat::kNpz:  // x: uint8 [d1, d2, samples]
-      return many ? nlohmann::json{{"op", "npz"}, {"file", "$element"}, {"keys", {"x"}},
-                                   {"rows", true}, {"rows_axis", -1}}
-                  : nlohmann::json{{"op", "npz"}, {"file", "$element"}, {"keys", {"x"}}};
+      return read_mode(w, many ? nlohmann::json{{"op", "npz"}, {"file", "$element"},
+                                                {"keys", {"x"}}, {"rows", true}, {"rows_axis", -1}}
+                               : nlohmann::json{{"op", "npz"}, {"file", "$element"}, {"keys", {"x"}}});
     case DataFormat::kNpy:  // uint8 [d1, d2, samples]
-      return many ? nlohmann::json{{"op", "npy"}, {"file", "$element"}, {"rows", true},
-                                   {"rows_axis", -1}}
-                  : nlohmann::json{{"op", "npy"}, {"file", "$element"}};
+      return read_mode(w, many ? nlohmann::json{{"op", "npy"}, {"file", "$element"},
+                                                {"rows", true}, {"rows_axis", -1}}
+                               : nlohmann::json{{"op", "npy"}, {"file", "$element"}});
     case DataFormat::kHdf5:  // records: uint8 [samples, d1, d2]
-      return {{"op", "hdf5"}, {"file", "$element"}, {"datasets", {"records"}}, {"rows", true}};
+      return read_mode(w, {{"op", "hdf5"}, {"file", "$element"}, {"datasets", {"records"}},
+                           {"rows", true}});
     case DataFormat::kIndexedBinary:  // DLIO's reader: a read call per sample
       return {{"op", "indexed_binary"}, {"files", "$element"}, {"mmap", false},
               {"direct", w.odirect}};

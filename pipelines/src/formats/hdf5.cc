@@ -217,12 +217,14 @@ std::vector<std::string> all_datasets(hid_t file, const std::string& path) {
 }  // namespace
 
 NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets,
-                       const Storage& storage) {
-  const bool remote = !io::is_local(path);
+                       const Storage& storage, WholeFile how) {
+  // A remote object, or a file read with O_DIRECT, is read whole into memory and opened as a file
+  // image; a local file otherwise through libhdf5's own read calls.
+  const bool remote = !io::is_local(path) || how == WholeFile::kDirect;
   uint64_t file_size = 0;
-  std::shared_ptr<const MappedFile> image;  // a remote object, whole in memory
+  std::shared_ptr<const MappedFile> image;
   if (remote) {
-    image = MappedFile::open(path, storage);
+    image = MappedFile::open(path, storage, how);
     file_size = image->size();
   } else {
     struct stat st {};
@@ -251,7 +253,10 @@ NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& 
       throw FormatError(fmt::format("{}: offset 0: not an HDF5 file (no superblock signature)", path));
     }
   }
-  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, remote ? fapl.get() : H5P_DEFAULT), H5Fclose);
+  // A file image of a local file opens under another name: the core driver refuses to open an
+  // image under the name of a file that exists.
+  const std::string open_name = remote && io::is_local(path) ? path + " (read with O_DIRECT)" : path;
+  Handle file(H5Fopen(open_name.c_str(), H5F_ACC_RDONLY, remote ? fapl.get() : H5P_DEFAULT), H5Fclose);
   if (!file.ok()) throw FormatError(fmt::format("{}: cannot open as HDF5: {}", path, last_error()));
   const std::vector<std::string> names = datasets.empty() ? all_datasets(file.get(), path) : datasets;
   NamedTensors out;

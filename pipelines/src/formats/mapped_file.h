@@ -17,8 +17,10 @@ class MappedFile {
   // Files up to this size are read rather than mapped.
   static constexpr size_t kReadBelowBytes = size_t{1} << 20;
 
-  // Throws FormatError naming the file when it cannot be opened or mapped.
-  static std::shared_ptr<const MappedFile> open(const std::string& path, const Storage& storage = nullptr);
+  // Throws FormatError naming the file when it cannot be opened, read or mapped. `how`: see
+  // WholeFile (formats.h).
+  static std::shared_ptr<const MappedFile> open(const std::string& path, const Storage& storage = nullptr,
+                                                WholeFile how = WholeFile::kAuto);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

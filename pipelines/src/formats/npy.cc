@@ -416,8 +416,8 @@ Tensor decode_npy(std::span<const std::byte> bytes, const std::string& where,
   return out;
 }
 
-Tensor read_npy(const std::string& path, const Storage& storage) {
-  const auto file = MappedFile::open(path, storage);
+Tensor read_npy(const std::string& path, const Storage& storage, WholeFile how) {
+  const auto file = MappedFile::open(path, storage, how);
   return decode_npy(file->bytes(), path, file);
 }
 

@@ -282,8 +282,8 @@ std::vector<std::string> npz_keys(const std::string& path, const Storage& storag
 }
 
 NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys,
-                      const Storage& storage) {
-  const auto file = MappedFile::open(path, storage);
+                      const Storage& storage, WholeFile how) {
+  const auto file = MappedFile::open(path, storage, how);
   const Archive za = open_archive(*file);
   NamedTensors out;
   const zip_int64_t n = zip_get_num_entries(za.get(), 0);

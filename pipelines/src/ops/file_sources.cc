@@ -43,12 +43,14 @@ const char* names_key(FileFormat format) {
 class FileSourceNode final : public DatasetNode {
  public:
   FileSourceNode(FileFormat format_, std::vector<std::string> files_,
-                 std::vector<std::string> names_, bool rows_, int64_t rows_axis_ = 0)
+                 std::vector<std::string> names_, bool rows_, int64_t rows_axis_ = 0,
+                 formats::WholeFile how_ = formats::WholeFile::kAuto)
       : format(format_),
         files(std::move(files_)),
         names(std::move(names_)),
         rows(rows_),
-        rows_axis(rows_axis_) {
+        rows_axis(rows_axis_),
+        how(how_) {
     for (const std::string& f : files) {
       if (f.empty()) throw std::invalid_argument(std::string(format_op(format)) + ": an empty file name");
     }
@@ -59,6 +61,8 @@ class FileSourceNode final : public DatasetNode {
   nlohmann::json params() const override {
     nlohmann::json out{{"files", files}, {"rows", rows}, {"rows_axis", rows_axis}};
     if (format != FileFormat::kNpy) out[names_key(format)] = names;
+    if (how == formats::WholeFile::kRead) out["mmap"] = false;
+    if (how == formats::WholeFile::kDirect) out["direct"] = true;
     return out;
   }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
@@ -67,11 +71,11 @@ class FileSourceNode final : public DatasetNode {
   Element read(const std::string& file, const formats::Storage& storage) const {
     switch (format) {
       case FileFormat::kNpy:
-        return Element{formats::read_npy(file, storage)};
+        return Element{formats::read_npy(file, storage, how)};
       case FileFormat::kNpz:
-        return values(formats::read_npz(file, names, storage));
+        return values(formats::read_npz(file, names, storage, how));
       case FileFormat::kHdf5:
-        return values(formats::read_hdf5(file, names, storage));
+        return values(formats::read_hdf5(file, names, storage, how));
     }
     return {};
   }
@@ -81,6 +85,7 @@ class FileSourceNode final : public DatasetNode {
   const std::vector<std::string> names;
   const bool rows;
   const int64_t rows_axis;  // >= 0: that dimension of every array; < 0: counted from the last
+  const formats::WholeFile how;  // mapped, read or read with O_DIRECT
 
  private:
   static Element values(formats::NamedTensors named) {
@@ -257,6 +262,13 @@ OpRegistration file_source_registration(FileFormat format, std::string summary) 
                     .doc = "with rows: the dimension rows are taken along (-1: each array's "
                            "last, as DLIO's npz and npy samples lie; other than 0: copied)",
                     .spelled_out = false});
+  fields.push_back({.name = "mmap", .type = FieldType::kBoolean, .fallback = true,
+                    .doc = "map files larger than 1 MiB (arrays are views of the page cache); "
+                           "off: read calls into memory",
+                    .spelled_out = false});
+  fields.push_back({.name = "direct", .type = FieldType::kBoolean, .fallback = false,
+                    .doc = "O_DIRECT: read whole files into memory bypassing the page cache",
+                    .spelled_out = false});
   const std::string name(format_op(format));
   return OpRegistration{
       .name = name,
@@ -266,9 +278,12 @@ OpRegistration file_source_registration(FileFormat format, std::string summary) 
       .build = [format](const StageReader& s, const Dataset*) {
         std::vector<std::string> names;
         if (format != FileFormat::kNpy) names = string_list(s, names_key(format));
+        const formats::WholeFile how = s.boolean("direct") ? formats::WholeFile::kDirect
+                                       : s.boolean("mmap")  ? formats::WholeFile::kAuto
+                                                            : formats::WholeFile::kRead;
         return Dataset(std::make_shared<FileSourceNode>(format, file_list(s), std::move(names),
                                                         s.boolean("rows"),
-                                                        s.integer("rows_axis")));
+                                                        s.integer("rows_axis"), how));
       },
       .simulate = [name](const sim::SimStage&) -> sim::NodePtr {
         throw sim::Unsupported(name + ": reads files; its timing depends on the storage");

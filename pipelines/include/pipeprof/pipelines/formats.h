@@ -33,20 +33,28 @@ class FormatError : public std::runtime_error {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// How a whole array file (npy, npz, hdf5) comes into memory:
+//   kAuto    mapped when larger than 1 MiB (arrays are views of the page cache), read otherwise
+//   kRead    read calls into memory, never mapped (DLIO's reader.dont_use_mmap)
+//   kDirect  O_DIRECT reads into aligned memory, bypassing the page cache (DLIO's reader.odirect)
+// Remote objects are always read into memory.
+enum class WholeFile { kAuto, kRead, kDirect };
+
 // --- numpy .npy (versions 1.0, 2.0, 3.0; C or Fortran order) ---
 struct NpyWriteOptions {
   int major = 0;               // 0: 1.0 when the header fits, else 2.0; or 1, 2, 3
   bool fortran_order = false;  // write the values in column-major order
 };
 // Maps `path` and decodes it (a zero-copy view of the mapping where the layout allows).
-Tensor read_npy(const std::string& path, const Storage& storage = nullptr);
+Tensor read_npy(const std::string& path, const Storage& storage = nullptr,
+                WholeFile how = WholeFile::kAuto);
 std::vector<std::byte> encode_npy(const Tensor& tensor, const NpyWriteOptions& options = {});
 void write_npy(const std::string& path, const Tensor& tensor, const NpyWriteOptions& options = {});
 
 // --- numpy .npz (a zip of .npy members, stored or deflated) ---
 // The arrays by key (member name without ".npy"), in archive order or in the order of `keys`.
 NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys = {},
-                      const Storage& storage = nullptr);
+                      const Storage& storage = nullptr, WholeFile how = WholeFile::kAuto);
 std::vector<std::string> npz_keys(const std::string& path, const Storage& storage = nullptr);
 // As numpy's savez (stored) or savez_compressed (deflated).
 void write_npz(const std::string& path, const NamedTensors& arrays, bool compressed);
@@ -54,7 +62,7 @@ void write_npz(const std::string& path, const NamedTensors& arrays, bool compres
 // --- HDF5 (libhdf5) ---
 // The datasets at the given paths, in that order; every dataset (depth-first, by name) when empty.
 NamedTensors read_hdf5(const std::string& path, const std::vector<std::string>& datasets = {},
-                       const Storage& storage = nullptr);
+                       const Storage& storage = nullptr, WholeFile how = WholeFile::kAuto);
 struct Hdf5WriteOptions {
   int deflate_level = 0;  // 0: contiguous, stored; 1..9: chunked (by rows) and deflated
 };
