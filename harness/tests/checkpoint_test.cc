@@ -140,6 +140,18 @@ TEST(CheckpointPlan, DliosRefusalsNameTheKey) {
             std::string::npos);
   EXPECT_NE(load_error(file, {"++workload.model.num_layers=16"}).find("model.num_layers"),
             std::string::npos);
+  // Values whose products would not fit in 64 bits, and a checkpoint of nothing.
+  EXPECT_NE(load_error(file, {"++workload.model.parallelism.tensor=4294967296"})
+                .find("model.parallelism.tensor: expected at most 65536"),
+            std::string::npos);
+  EXPECT_NE(load_error(file, {"++workload.model.transformer.num_kv_heads=1000000000000000"})
+                .find("model.transformer.num_kv_heads"),
+            std::string::npos);
+  EXPECT_NE(plan_error(llama("8b", {"~workload.model.num_layers"}), 8).find("the checkpoint holds nothing"),
+            std::string::npos);
+  // Settings a workload that does not checkpoint never uses are not refused.
+  EXPECT_NO_THROW(load_workload(file, {"++workload.workflow.checkpoint=False",
+                                       "++workload.model.parallelism.zero_stage=3"}));
   // Subset: the first ranks of a job of `data` replicas.
   const auto subset = llama("70b", {"++workload.checkpoint.mode=subset",
                                     "++workload.model.parallelism.data=8"});
@@ -226,6 +238,8 @@ TEST(CheckpointIo, WritesEveryRanksFilesAndReadsThemBackColdWithTheirSizes) {
               std::string::npos)
         << e.what();
   }
+  // The same, of a checkpoint this run wrote: the storage lost it, a failed run (exit 1).
+  EXPECT_THROW(io.load(1, 1, 2, 1, 0, true), RunFailure);
   fs::remove(victim);
   try {
     io.load(1, 1, 2, 1, 0);

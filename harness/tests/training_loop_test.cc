@@ -83,6 +83,35 @@ TEST(TrainingLoop, ConsumersMeetAtTheBarrierAndStopTogether) {
   EXPECT_GT(fast_barrier, 4 * 2'000'000);
 }
 
+// A pause after a step (a checkpoint only consumer 0 writes): every consumer waits for it inside
+// its own pause, not in the next step's barrier, and the epoch's AU leaves it out.
+TEST(TrainingLoop, APauseAfterAStepIsEveryConsumersAndOutsideAu) {
+  LoopOptions o;
+  o.consumers = 3;
+  o.epochs = 1;
+  o.steps = 4;
+  o.barrier = true;
+  o.open = range_loader(1000);
+  o.step = [](int64_t, Element&, int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  o.after_step = [](int64_t rank, int64_t, int64_t step) {
+    if (step != 2) return false;
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    return true;
+  };
+  const LoopRun run = run_loop(o);
+  ASSERT_EQ(run.consumers.size(), 3u);
+  for (const ConsumerRecord& c : run.consumers) {
+    const auto& steps = c.epochs.at(0).steps;
+    ASSERT_EQ(steps.size(), 4u);
+    EXPECT_GE(steps[1].pause_ns, 55'000'000) << "consumer " << c.rank;
+    EXPECT_EQ(steps[0].pause_ns + steps[2].pause_ns + steps[3].pause_ns, 0);
+    EXPECT_LT(steps[2].barrier_ns, 40'000'000) << "consumer " << c.rank << " waited in step 3";
+    // 2 ms steps, the 60 ms pause left out: AU stays high.
+    const EpochMetrics m = epoch_metrics(c.epochs[0], {.exclude_start = 0, .steps = 4}, 1);
+    EXPECT_GT(m.au, 0.5) << "consumer " << c.rank;
+  }
+}
+
 TEST(TrainingLoop, ALoaderThatRunsOutIsNotedAndItsEpochIsIncomplete) {
   LoopOptions o;
   o.consumers = 2;

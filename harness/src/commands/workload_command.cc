@@ -332,10 +332,23 @@ Outcome workload_command(const WorkloadOptions& o) {
         count += workload::checkpoint_after_epoch(w, e) ? 1 : 0;
       }
     }
-    read_input([&] {
-      workload::check_room(*plan, count, ranks.rank() * o.accelerators, o.accelerators);
-      return 0;
-    });
+    // Every process checks its ranks' share; under mpirun they agree, so that none waits for a
+    // process that refused.
+    std::exception_ptr no_room;
+    try {
+      read_input([&] {
+        workload::check_room(*plan, count, ranks.rank() * o.accelerators, o.accelerators);
+        return 0;
+      });
+    } catch (...) {
+      no_room = std::current_exception();
+    }
+    if (ranks.size() > 1 && ranks.agree_stop(no_room != nullptr, &InterruptGuard::flag()) && !no_room) {
+      throw InputError(
+          "checkpoint.checkpoint_folder: another rank has no room for its checkpoints (its message "
+          "names the folder)");
+    }
+    if (no_room) std::rethrow_exception(no_room);
   }
 
   if (!o.spec_out.empty() && root) {

@@ -69,6 +69,7 @@ LoopFigures loop_figures(const std::vector<ConsumerRecord>& consumers,
       wall += e.end_ns - e.start_ns;
       for (size_t i = 0; i < e.steps.size(); ++i) {
         const StepRecord& s = e.steps[i];
+        wall -= s.pause_ns;  // a checkpoint between steps is no step's time
         waits.push_back(s.load_ns);
         if (i > 0) steady.push_back(s.load_ns);
         compute += s.compute_ns;

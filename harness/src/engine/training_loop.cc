@@ -332,8 +332,13 @@ class Consumer {
         }
         if (o_.after_step) {
           const int64_t before = trace::now_ns();
-          o_.after_step(rank_, epoch, step);
-          s.pause_ns = trace::now_ns() - before;
+          if (o_.after_step(rank_, epoch, step)) {
+            if (o_.barrier) {
+              trace::ScopedSpan wait(names.barrier, trace::category::wait());
+              shared_.barrier().arrive_and_wait();
+            }
+            s.pause_ns = trace::now_ns() - before;
+          }
         }
         e.steps.push_back(s);
         if (local_ == 0 && o_.on_step) o_.on_step(epoch, step);  // not timed as the next load

@@ -57,7 +57,10 @@ std::vector<int64_t> whole_list(const Section& s, std::string_view key) {
     if (!item.IsScalar()) s.fail(key, "a list of whole numbers");
     try {
       const double d = std::stod(item.Scalar());
-      if (d < 0 || d != std::floor(d) || d > 9e18) s.fail(key, "a list of whole numbers >= 0");
+      if (d < 0 || d != std::floor(d) || d > 1e12) {
+        s.fail(key, "a list of whole numbers from 0 to 1e12");
+      }
+      if (v.size() > 100'000) s.fail(key, "at most 100000 numbers");
       out.push_back(static_cast<int64_t>(d));
     } catch (const std::logic_error&) {
       s.fail(key, "a list of whole numbers");
@@ -118,11 +121,12 @@ std::string rank_error_where(const DlioWorkload& w) {
   return fmt::format("{}", w.file);
 }
 
-// DLIO's emulated compute between checkpoints: a sleep, cut short by a stop.
-void compute_for(double seconds, const std::atomic<bool>* stop) {
+// DLIO's emulated compute between checkpoints: a sleep, cut short when `cut()` is true (a stop,
+// a failed rank).
+void compute_for(double seconds, const std::function<bool()>& cut) {
   const int64_t end = trace::now_ns() + static_cast<int64_t>(seconds * 1e9);
   for (int64_t now = trace::now_ns(); now < end; now = trace::now_ns()) {
-    if (stop != nullptr && stop->load()) return;
+    if (cut()) return;
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(end - now, 50'000'000)));
   }
 }
@@ -139,6 +143,9 @@ void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Secti
   CheckpointSettings& c = w.checkpoint_settings;
   // The checkpoint section's older spellings of the model's keys (DLIO's earlier files).
   if (checkpoint.has("model_size")) m.model_size_bytes = checkpoint.whole("model_size", 0);
+  if (m.num_layers > 1'000'000 || (checkpoint.has("num_layers") && checkpoint.whole("num_layers", -1) > 1'000'000)) {
+    checkpoint.fail("num_layers", "at most 1000000");
+  }
   if (checkpoint.has("num_layers")) m.num_layers = checkpoint.whole("num_layers", -1);
   if (checkpoint.has("tensor_parallelism")) m.tensor = checkpoint.whole("tensor_parallelism", 1);
   if (checkpoint.has("pipeline_parallelism"))
@@ -150,8 +157,12 @@ void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Secti
 
   if (model.has("type")) m.type = model.text("type", "a model type");
   if (model.has("num_layers")) m.num_layers = model.whole("num_layers", -1);
+  if (m.num_layers > 1'000'000) model.fail("num_layers", "at most 1000000");
   if (model.has("model_size_bytes")) m.model_size_bytes = model.whole("model_size_bytes", 0);
   if (model.has("model_size")) m.model_size_bytes = model.whole("model_size", 0);
+  if (m.model_size_bytes > int64_t{1} << 50) {
+    throw InputError(fmt::format("{}: model.model_size_bytes: at most 2^50 bytes (1 PiB)", w.file));
+  }
   if (model.has("model_datatype")) {
     m.model_datatype = model.text("model_datatype");
     (void)datatype_bytes(model, "model_datatype", m.model_datatype);
@@ -174,6 +185,10 @@ void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Secti
     if (p.has("tensor")) m.tensor = p.whole("tensor", 1);
     if (p.has("pipeline")) m.pipeline = p.whole("pipeline", 1);
     if (p.has("data")) m.data = p.whole("data", -1);
+    // Bounds that keep every product of them in 64 bits (a million ranks and more).
+    if (m.tensor > 65536) p.fail("tensor", "at most 65536");
+    if (m.pipeline > 65536) p.fail("pipeline", "at most 65536");
+    if (m.data > 1'000'000) p.fail("data", "at most 1000000");
     if (p.has("zero_stage")) {
       m.zero_stage = p.whole("zero_stage", 0);
       if (m.zero_stage > 3) p.fail("zero_stage", "0, 1, 2 or 3");
@@ -192,6 +207,15 @@ void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Secti
     if (t.has("ffn_hidden_size")) m.ffn_hidden_size = t.whole("ffn_hidden_size", 1);
     if (t.has("num_attention_heads")) m.num_attention_heads = t.whole("num_attention_heads", 1);
     if (t.has("num_kv_heads")) m.num_kv_heads = t.whole("num_kv_heads", 1);
+    if (m.hidden_size > 10'000'000) t.fail("hidden_size", "at most 10000000");
+    if (m.vocab_size > 1'000'000'000) t.fail("vocab_size", "at most 1000000000");
+    if (m.ffn_hidden_size > 100'000'000) t.fail("ffn_hidden_size", "at most 100000000");
+    if (m.num_attention_heads > m.hidden_size) {
+      t.fail("num_attention_heads", fmt::format("at most hidden_size ({})", m.hidden_size));
+    }
+    if (m.num_kv_heads > m.num_attention_heads) {
+      t.fail("num_kv_heads", fmt::format("at most num_attention_heads ({})", m.num_attention_heads));
+    }
   }
   // Sizes that would overflow 64 bits: refused here rather than wrapped.
   const double h = static_cast<double>(m.hidden_size);
@@ -205,6 +229,7 @@ void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Secti
 
   if (checkpoint.has("checkpoint_folder")) {
     c.folder = checkpoint.text("checkpoint_folder", "a folder or URL");
+    if (c.folder.starts_with("file://")) c.folder = c.folder.substr(7);
     while (c.folder.size() > 1 && c.folder.back() == '/')
       c.folder.pop_back();
     if (c.folder.empty()) checkpoint.fail("checkpoint_folder", "a folder or URL");
@@ -252,7 +277,14 @@ void read_checkpoint_sections(DlioWorkload& w, const Section& model, const Secti
         "{}: checkpoint.ksm: memory merging of the tensors is not emulated (it changes no I/O)",
         w.file));
   }
-  // DLIO's own refusals that need no rank count.
+  if (c.steps_between == 0 && w.checkpoint) {
+    w.warnings.push_back(fmt::format(
+        "{}: checkpoint.steps_between_checkpoints: 0 writes no checkpoint during training (as in "
+        "DLIO); -1 checkpoints after epochs",
+        w.file));
+  }
+  // DLIO's own refusals that need no rank count (of a workload that checkpoints).
+  if (!w.checkpoint) return;
   if (m.num_layers > 0 && m.num_layers < m.pipeline) {
     throw InputError(fmt::format(
         "{}: model.num_layers: {} layers cannot be split over {} pipeline stages "
@@ -345,6 +377,7 @@ CheckpointPlan plan_checkpoint(const DlioWorkload& w, int64_t ranks) {
   if (!transformer && m.model_size_bytes > 0) plan.model_bytes = m.model_size_bytes;
 
   plan.per_rank.reserve(static_cast<size_t>(ranks));
+  long double total = 0;  // every rank's bytes, counted as they are added: no sum may wrap
   for (int64_t rank = 0; rank < ranks; ++rank) {
     RankShare r;
     r.rank = rank;
@@ -412,7 +445,21 @@ CheckpointPlan plan_checkpoint(const DlioWorkload& w, int64_t ranks) {
     }
     plan.model_bytes += r.model_bytes;
     plan.optimizer_bytes += r.optimizer_bytes;
+    total += static_cast<long double>(r.bytes()) + static_cast<long double>(r.model_bytes) +
+             static_cast<long double>(r.optimizer_bytes);
+    if (total > static_cast<long double>(int64_t{1} << 62)) {
+      throw InputError(fmt::format(
+          "{}: model: a checkpoint of {} ranks of this model is beyond what pipeprof sizes (2^62 "
+          "bytes)",
+          w.file, ranks));
+    }
     plan.per_rank.push_back(std::move(r));
+  }
+  if (plan.file_bytes() == 0) {
+    throw InputError(fmt::format(
+        "{}: model: the checkpoint holds nothing (a transformer needs model.num_layers; another "
+        "model model.model_size_bytes)",
+        w.file));
   }
   return plan;
 }
@@ -464,8 +511,9 @@ bool checkpoint_after_epoch(const DlioWorkload& w, int64_t epoch) {
 
 namespace {
 
-// The bytes every write hands the storage: one aligned buffer, filled once (random bytes, or the
-// model datatype's 1.0 when checkpoint.randomize_tensor is off), shared by every rank's thread.
+// The bytes every write hands the storage: one aligned buffer, filled once (random bytes, or
+// fp32 1.0 when checkpoint.randomize_tensor is off: DLIO's ones, in one datatype for every file),
+// shared by every rank's thread.
 class Payload {
  public:
   Payload(size_t bytes, bool randomize, const std::string& datatype) : bytes_(bytes) {
@@ -557,15 +605,16 @@ void CheckpointIo::record(bool save, int64_t rank, int64_t epoch, int64_t step, 
 }
 
 void CheckpointIo::save(int64_t rank, int64_t epoch, int64_t step, int64_t index,
-                        int64_t start_ns) {
+                        int64_t start_ns, const std::function<void()>& sync) {
   static const trace::NameId span_name = trace::Recorder::global().intern("checkpoint save");
   static const trace::NameId write_name = trace::Recorder::global().intern("write checkpoint file");
   static const trace::NameId step_key = trace::Recorder::global().intern("step");
   static const trace::NameId bytes_key = trace::Recorder::global().intern("bytes");
   const RankShare& mine = share(rank);
   const std::string folder = checkpoint_path(plan_, epoch, step);
-  const Payload& data =
-      payload(options_.buffer_bytes, settings_.randomize_tensor, "fp32");
+  // Made in the constructor when this process's ranks write anything (not in this clock).
+  const Payload* data =
+      mine.files.empty() ? nullptr : &payload(options_.buffer_bytes, settings_.randomize_tensor, "fp32");
   int64_t written = 0;
   {
     const trace::ScopedSpan span(span_name, checkpoint_category(), step_key, step);
@@ -576,19 +625,20 @@ void CheckpointIo::save(int64_t rank, int64_t epoch, int64_t step, int64_t index
       int64_t left = f.bytes;
       while (left > 0) {
         if (options_.stop != nullptr && options_.stop->load()) return;  // dropped: removed
-        const auto n = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(data.size())));
-        out->append(data.first(n));
+        const auto n = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(data->size())));
+        out->append(data->first(n));
         left -= static_cast<int64_t>(n);
       }
       out->commit();
       written += f.bytes;
     }
   }
+  if (sync) sync();
   record(true, rank, epoch, step, index, start_ns, trace::now_ns(), written);
 }
 
 void CheckpointIo::load(int64_t rank, int64_t epoch, int64_t step, int64_t index,
-                        int64_t start_ns) {
+                        int64_t start_ns, bool written_here, const std::function<void()>& sync) {
   static const trace::NameId span_name = trace::Recorder::global().intern("checkpoint load");
   static const trace::NameId read_name = trace::Recorder::global().intern("read checkpoint file");
   static const trace::NameId step_key = trace::Recorder::global().intern("step");
@@ -616,23 +666,31 @@ void CheckpointIo::load(int64_t rank, int64_t epoch, int64_t step, int64_t index
       } catch (const pipelines::IoError& e) {
         std::error_code ec;
         if (!std::filesystem::exists(name, ec)) {
-          throw InputError(fmt::format(
-              "checkpoint {}: {} is missing (rank {} reads {} bytes from it; write the "
-              "checkpoint first: checkpoint.num_checkpoints_write)",
-              checkpoint_id(epoch, step), name, rank, f.bytes));
+          const std::string what = fmt::format(
+              "checkpoint {}: {} is missing (rank {} reads {} bytes from it{})",
+              checkpoint_id(epoch, step), name, rank, f.bytes,
+              written_here ? "; this run wrote it" : "; write the checkpoint first: "
+                                                     "checkpoint.num_checkpoints_write");
+          if (written_here) throw RunFailure(what);
+          throw InputError(what);
         }
         throw;
       }
       if (options_.stop != nullptr && options_.stop->load()) return;
       if (static_cast<int64_t>(got) != f.bytes) {
-        throw InputError(fmt::format(
-            "checkpoint {}: {} holds {} bytes, rank {}'s share is {} bytes (a truncated "
-            "checkpoint, or one written for another model or rank count)",
-            checkpoint_id(epoch, step), name, got, source, f.bytes));
+        const std::string what = fmt::format(
+            "checkpoint {}: {} holds {} bytes, rank {}'s share is {} bytes ({})",
+            checkpoint_id(epoch, step), name, got, source, f.bytes,
+            written_here ? "this run wrote it whole: the storage lost bytes"
+                         : "a truncated checkpoint, or one written for another model or rank "
+                           "count");
+        if (written_here) throw RunFailure(what);
+        throw InputError(what);
       }
       read += f.bytes;
     }
   }
+  if (sync) sync();
   record(false, rank, epoch, step, index, start_ns, trace::now_ns(), read);
 }
 
@@ -689,41 +747,58 @@ CheckpointRun run_checkpoints(const DlioWorkload& w, const CheckpointPlan& plan,
   auto phase = [&](const std::string& what) {
     if (on_progress) on_progress(what);
   };
+  auto fail = [&] {
+    {
+      const std::lock_guard lock(error_mutex);
+      if (!first_error) first_error = std::current_exception();
+    }
+    failed = true;
+  };
+  // The compute before a write ends early once anything stops the run.
+  auto cut = [&] { return failed.load() || stopped.load() || (stop != nullptr && stop->load()); };
+  auto sync = [&] { meet.arrive_and_wait(); };  // checkpoint.rank_sync: before the end is taken
+  const std::function<void()> no_sync;
   auto rank_loop = [&](int64_t local) {
     const int64_t rank = first_rank + local;
     const bool lead = local == 0;
-    trace::Recorder::global().set_thread_name(fmt::format("rank {}", rank));
     try {
+      trace::Recorder::global().set_thread_name(fmt::format("rank {}", rank));
       for (int64_t i = 1; i <= writes; ++i) {
-        if (c.time_between_s > 0) compute_for(c.time_between_s, stop);
+        if (c.time_between_s > 0) compute_for(c.time_between_s, cut);
         meet.arrive_and_wait();
         if (stopped) return;
         if (lead) phase(fmt::format("writing checkpoint {} of {}", i, writes));
-        io.save(rank, 1, i, i, trace::now_ns());
-        if (c.rank_sync) meet.arrive_and_wait();
+        io.save(rank, 1, i, i, trace::now_ns(), c.rank_sync ? std::function<void()>(sync) : no_sync);
+        if (stopped) return;
       }
       for (int64_t i = 1; i <= reads; ++i) {
         io.drop_from_page_cache(1, i);  // cold: what the read phase reads comes from the device
         meet.arrive_and_wait();
         if (stopped) return;
         if (lead) phase(fmt::format("reading checkpoint {} of {}", i, reads));
-        io.load(rank, 1, i, i, trace::now_ns());
-        if (c.rank_sync) meet.arrive_and_wait();
+        io.load(rank, 1, i, i, trace::now_ns(), i <= writes,
+                c.rank_sync ? std::function<void()>(sync) : no_sync);
+        if (stopped) return;
       }
       meet.arrive_and_wait();  // the last collective: a failure elsewhere is known everywhere
     } catch (...) {
-      {
-        const std::lock_guard lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
-      }
-      failed = true;
+      fail();
       meet.arrive_and_drop();
     }
   };
   {
     std::vector<std::jthread> threads;
-    for (int64_t k = 1; k < local_ranks; ++k)
-      threads.emplace_back(rank_loop, k);
+    int64_t started = 1;  // this thread's rank
+    try {
+      for (int64_t k = 1; k < local_ranks; ++k, ++started)
+        threads.emplace_back(rank_loop, k);
+    } catch (...) {
+      // A thread that could not start (a process limit): its place at the barrier is dropped, so
+      // the others are not kept waiting for it.
+      fail();
+      for (int64_t k = started; k < local_ranks; ++k)
+        meet.arrive_and_drop();
+    }
     rank_loop(0);
   }
   if (first_error) std::rethrow_exception(first_error);
@@ -763,6 +838,28 @@ std::vector<CheckpointOp> ops_from_text(const std::string& text) {
   return out;
 }
 
+std::vector<CheckpointOp> merge_ops(const std::vector<CheckpointOp>& ops) {
+  std::vector<CheckpointOp> merged;
+  for (const CheckpointOp& op : ops) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const CheckpointOp& m) {
+      return m.save == op.save && m.epoch == op.epoch && m.step == op.step && m.index == op.index;
+    });
+    if (it == merged.end()) {
+      merged.push_back(op);
+      continue;
+    }
+    it->ranks.insert(it->ranks.end(), op.ranks.begin(), op.ranks.end());
+    it->seconds.insert(it->seconds.end(), op.seconds.begin(), op.seconds.end());
+    it->bytes.insert(it->bytes.end(), op.bytes.begin(), op.bytes.end());
+    it->start_ns = std::min(it->start_ns, op.start_ns);
+    it->end_ns = std::max(it->end_ns, op.end_ns);
+  }
+  std::stable_sort(merged.begin(), merged.end(), [](const CheckpointOp& a, const CheckpointOp& b) {
+    return a.start_ns < b.start_ns;
+  });
+  return merged;
+}
+
 results::CheckpointRecord checkpoint_record(const DlioWorkload& w, const CheckpointPlan& plan,
                                             const std::vector<CheckpointOp>& ops) {
   results::CheckpointRecord r;
@@ -781,20 +878,12 @@ results::CheckpointRecord checkpoint_record(const DlioWorkload& w, const Checkpo
   r.fsync = w.checkpoint_settings.fsync;
   r.direct = w.odirect;
   r.cold_reads = true;
-  // Merge the same operation's ranks (from every process) into one.
-  std::vector<CheckpointOp> merged;
-  for (const CheckpointOp& op : ops) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](const CheckpointOp& m) {
-      return m.save == op.save && m.epoch == op.epoch && m.step == op.step && m.index == op.index;
-    });
-    if (it == merged.end()) {
-      merged.push_back(op);
-      continue;
-    }
-    it->ranks.insert(it->ranks.end(), op.ranks.begin(), op.ranks.end());
-    it->seconds.insert(it->seconds.end(), op.seconds.begin(), op.seconds.end());
-    it->bytes.insert(it->bytes.end(), op.bytes.begin(), op.bytes.end());
-  }
+  // The same operation's ranks (from every process) as one; an operation that not every rank
+  // finished (stopped by Ctrl-C) is no measure of the storage.
+  std::vector<CheckpointOp> merged = merge_ops(ops);
+  std::erase_if(merged, [&](const CheckpointOp& op) {
+    return static_cast<int64_t>(op.ranks.size()) < plan.ranks;
+  });
   std::vector<double> save_d, save_io, load_d, load_io, save_slow, save_tp, load_slow, load_tp;
   for (const CheckpointOp& op : merged) {
     results::CheckpointOpRecord o;

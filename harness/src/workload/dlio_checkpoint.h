@@ -15,10 +15,14 @@
 //                                     or model_<mp>_model_states.pt
 //   ZeRO 0, 3: zero_pp_rank_<dp>_mp_rank_<mp>_model_states.pt
 //   every writing rank: zero_pp_rank_<dp>_mp_rank_<mp>_optim_states.pt
-//   other model types: model_states-<rank>.pt of model.model_size_bytes
-// The checkpoint's size (DLIO's checkpoint_size_GB) is the model and optimizer bytes every rank
-// holds, in GiB. checkpoint.mode subset sizes the ranks of a job of model.parallelism.data
-// replicas of which this run is the first ranks.
+//   models other than transformers: model_states-<rank>.pt of model.model_size_bytes (and, as in
+//   DLIO, the layers above when they set num_layers, sized with the transformer keys' defaults)
+// The checkpoint's size (DLIO's checkpoint_size_GB) is the model and optimizer bytes the ranks
+// hold, in GiB, as DLIO counts them: model_size_bytes once, not per rank; DLIO's older
+// layer_parameters and optimization_groups not at all; ZeRO 2's layers on every data-parallel
+// rank though only the first writes them. checkpoint.mode subset sizes the ranks of a job of
+// model.parallelism.data replicas of which this run is the first ranks. A checkpoint that holds
+// nothing (a transformer without num_layers) is refused.
 //
 // Where pipeprof differs from DLIO's code: checkpoint.fsync and checkpoint.recovery_rank_shift
 // take effect (DLIO's configuration loader stores them under misspelled names, so they never do);
@@ -135,6 +139,11 @@ struct CheckpointOp {
   int64_t start_ns = 0, end_ns = 0;     // the first start, the last end (trace clock)
 };
 
+// The operations of every process merged into one per checkpoint (its ranks together, the first
+// start and the last end; under mpirun those are on each process's own clock, so only rank 0's
+// durations are exact across hosts), in the order they began.
+std::vector<CheckpointOp> merge_ops(const std::vector<CheckpointOp>& ops);
+
 struct CheckpointIoOptions {
   bool direct = false;                       // O_DIRECT (reader.odirect)
   size_t buffer_bytes = size_t{64} << 20;    // per write / read call
@@ -150,11 +159,16 @@ class CheckpointIo {
                int64_t local_ranks, CheckpointIoOptions options);
 
   // Rank `rank` writes its files of checkpoint (epoch, step). Throws IoError (a full disk, ...)
-  // naming the file; nothing partial is left under a final name.
-  void save(int64_t rank, int64_t epoch, int64_t step, int64_t index, int64_t start_ns);
-  // Rank `rank` reads its files back. Throws InputError naming a file that is missing or whose
-  // size is not the one the plan gives.
-  void load(int64_t rank, int64_t epoch, int64_t step, int64_t index, int64_t start_ns);
+  // naming the file; nothing partial is left under a final name. `sync`, when given, runs before
+  // the end is taken (checkpoint.rank_sync: a barrier of the ranks). A stop (Ctrl-C) drops the
+  // file being written and records nothing: the operation is then incomplete.
+  void save(int64_t rank, int64_t epoch, int64_t step, int64_t index, int64_t start_ns,
+            const std::function<void()>& sync = {});
+  // Rank `rank` reads its files back. A file that is missing or whose size is not the one the
+  // plan gives: InputError naming it (bad input: a checkpoint of another run), or RunFailure when
+  // `written_here` (the storage lost what this run wrote).
+  void load(int64_t rank, int64_t epoch, int64_t step, int64_t index, int64_t start_ns,
+            bool written_here = false, const std::function<void()>& sync = {});
   // Drops this process's ranks' files of (epoch, step) from the page cache (a cold read).
   void drop_from_page_cache(int64_t epoch, int64_t step) const;
 
@@ -187,7 +201,8 @@ CheckpointRun run_checkpoints(const DlioWorkload& w, const CheckpointPlan& plan,
                               const std::function<void(const std::string&)>& on_progress);
 
 // Every rank's operations together (rank 0 gathers the others' under mpirun), as results.json
-// holds them, with DLIO's and MLPerf's figures (records.h CheckpointRecord).
+// holds them, with DLIO's and MLPerf's figures (records.h CheckpointRecord). An operation that not
+// every rank finished (Ctrl-C) is left out of the figures.
 results::CheckpointRecord checkpoint_record(const DlioWorkload& w, const CheckpointPlan& plan,
                                             const std::vector<CheckpointOp>& ops);
 

@@ -235,8 +235,9 @@ nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run,
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   // DLIO's save_ckpt<block> / load_ckpt<block> of an epoch: start, end, rank 0's duration and the
   // checkpoint's GiB over it.
+  const std::vector<CheckpointOp> merged = merge_ops(checkpoints);  // every process's ranks as one
   auto add_checkpoints = [&](int64_t epoch, nlohmann::ordered_json& into) {
-    for (const CheckpointOp& op : checkpoints) {
+    for (const CheckpointOp& op : merged) {
       if (op.epoch != epoch) continue;
       double seconds = 0;
       for (size_t k = 0; k < op.ranks.size(); ++k)
@@ -249,13 +250,17 @@ nlohmann::ordered_json per_epoch_stats_json(const TrainRun& run,
     }
   };
   if (run.accelerators.empty()) {
-    if (!checkpoints.empty()) {  // checkpoint-only: epoch 1 holds them
+    if (!merged.empty()) {  // checkpoint-only: epoch 1 holds them
+      int64_t first = merged.front().start_ns, last = merged.front().end_ns;
+      for (const CheckpointOp& op : merged) {
+        first = std::min(first, op.start_ns);
+        last = std::max(last, op.end_ns);
+      }
       nlohmann::ordered_json epoch = nlohmann::ordered_json::object();
-      epoch["start"] = stamp(checkpoints.front().start_ns);
+      epoch["start"] = stamp(first);
       add_checkpoints(1, epoch);
-      epoch["end"] = stamp(checkpoints.back().end_ns);
-      epoch["duration"] = fmt::format(
-          "{:.2f}", trace::ns_to_seconds(checkpoints.back().end_ns - checkpoints.front().start_ns));
+      epoch["end"] = stamp(last);
+      epoch["duration"] = fmt::format("{:.2f}", trace::ns_to_seconds(last - first));
       out["1"] = epoch;
     }
     return out;

@@ -57,7 +57,7 @@ struct TrainOptions {
   std::function<void(int64_t epoch)> on_epoch_end;
   // Called on every accelerator's thread after each step and after each complete epoch (the run
   // engine's after_step / after_epoch: DLIO's checkpoints, which the training waits for).
-  std::function<void(int64_t rank, int64_t epoch, int64_t step)> after_step;
+  std::function<bool(int64_t rank, int64_t epoch, int64_t step)> after_step;
   std::function<void(int64_t rank, int64_t epoch, int64_t steps)> after_epoch;
   // The files to read (paths or URLs); empty: the workload's training files (training_files).
   std::vector<std::string> files;

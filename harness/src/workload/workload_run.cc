@@ -72,9 +72,10 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
     const bool by_step = w.checkpoint_settings.steps_between >= 0;
     if (by_step) {
       t.after_step = [&w, &checkpoints](int64_t rank, int64_t epoch, int64_t step) {
-        if (!checkpoint_after_step(w, step)) return;
+        if (!checkpoint_after_step(w, step)) return false;
         checkpoints->save(rank, epoch, step, step / w.checkpoint_settings.steps_between,
                           trace::now_ns());
+        return true;  // every accelerator waits for the slowest writer
       };
     } else {
       t.after_epoch = [&w, &checkpoints](int64_t rank, int64_t epoch, int64_t steps) {

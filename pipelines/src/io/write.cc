@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "io/filesystem.h"
 #include "io/storage.h"
@@ -47,7 +48,13 @@ class LocalWritableFile final : public WritableFile {
         fsync_(options.fsync) {
     const std::filesystem::path folder = std::filesystem::path(name_).parent_path();
     if (!folder.empty()) {
+      // The folders made here, so that a durable commit syncs their entries too.
       std::error_code ec;
+      for (std::filesystem::path p = folder; !p.empty() && !std::filesystem::exists(p, ec);
+           p = p.parent_path()) {
+        created_.push_back(p);
+        if (p == p.parent_path()) break;
+      }
       std::filesystem::create_directories(folder, ec);
       if (ec) {
         throw IoError(fmt::format("{}: its folder cannot be created: {}", name_, ec.message()));
@@ -97,6 +104,12 @@ class LocalWritableFile final : public WritableFile {
                                   size_ + done));
       }
       done += static_cast<size_t>(n);
+      // A short O_DIRECT write (the disk filling up) leaves the rest unaligned: it goes through
+      // the page cache, which then reports why it stopped (ENOSPC rather than EINVAL).
+      if (direct_ && done < bytes.size()) {
+        (void)::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_DIRECT);
+        direct_ = false;
+      }
     }
     size_ += done;
   }
@@ -115,7 +128,11 @@ class LocalWritableFile final : public WritableFile {
       throw IoError(fmt::format("{}: cannot be renamed into place: {}", name_, write_errno(errno)));
     }
     committed_ = true;
-    if (fsync_) fsync_folder(std::filesystem::path(name_).parent_path(), name_);
+    if (fsync_) {
+      fsync_folder(std::filesystem::path(name_).parent_path(), name_);
+      for (const std::filesystem::path& made : created_)  // each new folder's entry in its parent
+        fsync_folder(made.parent_path(), name_);
+    }
   }
 
  private:
@@ -126,6 +143,7 @@ class LocalWritableFile final : public WritableFile {
   int fd_ = -1;
   uint64_t size_ = 0;
   bool committed_ = false;
+  std::vector<std::filesystem::path> created_;
 };
 
 }  // namespace

@@ -55,12 +55,9 @@ class IndexedBinaryIterator final : public Iterator {
     sample_ = 0;
   }
 
-  // Moves the stream to `offset`: forward by reading past the bytes between, backward by opening
-  // the file again (samples DLIO generates lie back to back: neither happens).
+  // Moves the stream forward to `offset`, reading past the bytes between (the index is in file
+  // order: read_sample_index checks it; samples DLIO generates lie back to back).
   void seek(uint64_t offset) {
-    if (offset < stream_->position()) {
-      stream_ = open_source_file(file_, io::Compression::kNone, node_.read, accounting_, storage());
-    }
     while (stream_->position() < offset) {
       const auto gap = static_cast<size_t>(std::min<uint64_t>(offset - stream_->position(), 1 << 20));
       if (stream_->read_shared(gap).size < gap) {

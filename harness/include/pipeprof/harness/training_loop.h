@@ -109,9 +109,12 @@ struct LoopOptions {
   // On the first consumer's thread at the end of each of its epochs.
   std::function<void(const EpochRecord& epoch)> on_epoch_end;
   // On every consumer's thread after each of its steps (after the barrier): work every accelerator
-  // does between two steps and the training waits for (DLIO's checkpoints). Its time is the step's
-  // pause_ns. An exception stops the run as a loader's does.
-  std::function<void(int64_t rank, int64_t epoch, int64_t step)> after_step;
+  // does between two steps and the training waits for (DLIO's checkpoints). It returns true when
+  // the step is such a pause, and must return the same on every consumer for the same step: with
+  // a barrier the consumers then meet again before the pause ends, so that the slowest one's work
+  // is in every consumer's pause_ns (outside AU's window) rather than in the next step's barrier
+  // wait. An exception stops the run as a loader's does.
+  std::function<bool(int64_t rank, int64_t epoch, int64_t step)> after_step;
   // On every consumer's thread after each of its complete epochs (outside the epoch's wall time;
   // the next epoch starts when every consumer is done with it). `steps`: the epoch's steps.
   std::function<void(int64_t rank, int64_t epoch, int64_t steps)> after_epoch;
