@@ -79,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unknown_source_op", R"({"stages": [{"op": "rang", "stop": 5}]})",
                   "spec.json: stages[0].op: expected a source operation (range, from_tensors, "
                   "from_tensor_slices, from_vector, generator, artificial, list_files, tfrecord, "
-                  "fixed_length_records, zip, multiprocess, shared_store, npy, npz, hdf5), got "
+                  "fixed_length_records, indexed_binary, zip, multiprocess, shared_store, npy, npz, hdf5), got "
                   "\"rang\""},
         ErrorCase{"unknown_transformation",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "mapp"}]})",
