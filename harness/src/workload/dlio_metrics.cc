@@ -182,19 +182,12 @@ nlohmann::ordered_json summary_json(const DlioWorkload& w, const RunMetrics& m,
   metric["train_io_stdev_MB_per_second"] = m.io_stdev_mb_per_s;
   }
   if (checkpoint != nullptr) {  // DLIO's keys; GB is GiB, as DLIO divides by 1024^3
-    const results::CheckpointRecord& c = *checkpoint;
-    auto put = [&](const char* key, const std::optional<double>& v) {
-      if (v) metric[key] = *v;
-    };
-    put("save_checkpoint_io_mean_GB_per_second", c.save_io_mean_gib_per_s);
-    put("save_checkpoint_io_stdev_GB_per_second", c.save_io_stdev_gib_per_s);
-    put("save_checkpoint_duration_mean_seconds", c.save_duration_mean_s);
-    put("save_checkpoint_duration_stdev_seconds", c.save_duration_stdev_s);
-    put("load_checkpoint_io_mean_GB_per_second", c.load_io_mean_gib_per_s);
-    put("load_checkpoint_io_stdev_GB_per_second", c.load_io_stdev_gib_per_s);
-    put("load_checkpoint_duration_mean_seconds", c.load_duration_mean_s);
-    put("load_checkpoint_duration_stdev_seconds", c.load_duration_stdev_s);
-    metric["checkpoint_size_GB"] = c.size_gib;
+    // The record holds them under DLIO's names (results.json's checkpoint object).
+    const nlohmann::json record = results::to_json(*checkpoint);
+    for (const auto& [key, value] : record.items()) {
+      if (key.starts_with("save_checkpoint_") || key.starts_with("load_checkpoint_")) metric[key] = value;
+    }
+    metric["checkpoint_size_GB"] = record.at("checkpoint_size_GB");
   }
 
   const double memory_gb = host_memory_gb();
