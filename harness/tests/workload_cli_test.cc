@@ -419,7 +419,7 @@ TEST(WorkloadCommand, IndexedBinaryFormatsAreGeneratedAndRead) {
 TEST(WorkloadCommand, ODirectAndNoMmapReachTheReader) {
   const TempDir tmp;
   const auto w = tmp.write("tiny.yaml", workload_text(tmp));
-  for (const std::string& key : {"odirect", "dont_use_mmap"}) {
+  for (const std::string key : {"odirect", "dont_use_mmap"}) {
     const CliResult r = pipeprof("workload " + w.string() + " -q --out " + (tmp / "out").string() +
                                  " ++workload.reader." + key + "=True --spec-out " +
                                  (tmp / "spec.json").string());
