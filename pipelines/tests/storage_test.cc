@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <array>
@@ -768,6 +770,40 @@ TEST(WritableFile, ReadOnlySchemesAndMissingObjectsAreNamed) {
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("missing.pt"), std::string::npos);
   }
+}
+
+// What a writer killed outright leaves (its temporary file) is removed by the next run on this
+// host; a live writer's, and another host's, are not.
+TEST(WritableFile, AbandonedPartialsOfDeadWritersAreRemoved) {
+  const TempDir tmp;
+  {
+    auto f = create_file((tmp / "a/x.pt").string());
+    f->append(pattern_bytes(100, 6));
+    // Its temporary file carries this host and pid: find it, and make one of a dead pid beside it.
+    std::string live;
+    for (const auto& e : std::filesystem::directory_iterator(tmp / "a"))
+      live = e.path().filename().string();
+    ASSERT_NE(live.find(".partial-"), std::string::npos) << live;
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ::waitpid(child, nullptr, 0);  // reaped: its pid is free
+    const std::string mine = std::to_string(::getpid());
+    const auto at = live.find("-" + mine + "-");
+    ASSERT_NE(at, std::string::npos) << live;
+    std::string dead = live;
+    dead.replace(at, mine.size() + 2, "-" + std::to_string(child) + "-");
+    write_all(tmp / "a" / dead, "left by a killed writer");
+    std::filesystem::create_directories(tmp / "b");
+    const auto other = tmp / ("b/y.pt.partial-otherhost-" + std::to_string(child) + "-0");
+    write_all(other, "another host's");
+    EXPECT_EQ(remove_abandoned_partials(tmp.path().string()), 1U);
+    EXPECT_FALSE(std::filesystem::exists(tmp / "a" / dead));
+    EXPECT_TRUE(std::filesystem::exists(tmp / "a" / live));  // this live writer's
+    EXPECT_TRUE(std::filesystem::exists(other));
+    f->commit();
+  }
+  EXPECT_EQ(remove_abandoned_partials((tmp / "missing").string()), 0U);
 }
 
 }  // namespace

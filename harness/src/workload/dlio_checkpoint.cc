@@ -565,6 +565,8 @@ CheckpointIo::CheckpointIo(const CheckpointPlan& plan, const CheckpointSettings&
   options_.buffer_bytes = std::max<size_t>(
       pipelines::kStorageAlignment,
       options_.buffer_bytes / pipelines::kStorageAlignment * pipelines::kStorageAlignment);
+  // What writers of an earlier run on this host left when they were killed outright.
+  if (first_rank_ == 0) (void)pipelines::remove_abandoned_partials(plan_.folder);
   // No larger than the largest file of this process's ranks; its bytes are made now, not in the
   // first save's time.
   int64_t largest = 0;

@@ -3,6 +3,7 @@
 // registry (io/filesystem.h).
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,10 +25,25 @@ std::string write_errno(int err) {
   return std::strerror(err);
 }
 
-// A unique temporary name beside `path` (same folder: the rename stays on one file system).
+// This host's name as it goes into temporary names (no '-' or '/': the name is split on '-').
+const std::string& host_tag() {
+  static const std::string tag = [] {
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) != 0) return std::string("host");
+    std::string out;
+    for (const char* c = name; *c != '\0'; ++c)
+      out.push_back(*c == '-' || *c == '/' || *c == '.' ? '_' : *c);
+    return out.empty() ? std::string("host") : out;
+  }();
+  return tag;
+}
+
+// A unique temporary name beside `path` (same folder: the rename stays on one file system):
+// <path>.partial-<host>-<pid>-<n>, so that what a killed writer left can be told from what a
+// live one is writing (remove_abandoned_partials).
 std::string temporary_name(const std::string& path) {
   static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}.partial-{}-{}", path, ::getpid(), counter.fetch_add(1));
+  return fmt::format("{}.partial-{}-{}-{}", path, host_tag(), ::getpid(), counter.fetch_add(1));
 }
 
 void fsync_folder(const std::filesystem::path& folder, const std::string& name) {
@@ -172,6 +188,36 @@ uint64_t read_whole_file(const std::string& name, const WholeReadOptions& option
     if (n < block) break;
   }
   return offset;
+}
+
+size_t remove_abandoned_partials(const std::string& folder) {
+  if (!io::is_local(folder)) return 0;
+  const std::string root = io::scheme_of(folder) == "file" ? folder.substr(7) : folder;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) return 0;
+  const std::string mine = ".partial-" + io::host_tag() + "-";
+  size_t removed = 0;
+  std::filesystem::recursive_directory_iterator it(
+      root, std::filesystem::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const auto at = name.rfind(mine);
+    if (at == std::string::npos || !it->is_regular_file(ec)) continue;
+    // <pid>-<n> after the host: the writer's pid, alive or not.
+    const std::string rest = name.substr(at + mine.size());
+    const auto dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    pid_t pid = 0;
+    try {
+      pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    } catch (const std::logic_error&) {
+      continue;
+    }
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    if (std::filesystem::remove(it->path(), rm)) ++removed;
+  }
+  return removed;
 }
 
 uint64_t object_size(const std::string& name, const std::shared_ptr<const StorageContext>& storage) {

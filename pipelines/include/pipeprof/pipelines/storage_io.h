@@ -10,7 +10,9 @@
 //
 // An object is written under a temporary name and appears under its own only at commit(): one
 // dropped before (an error, a full disk, Ctrl-C) is removed, so a reader never takes a partial
-// object for a complete one. Every failure is an IoError naming the object (and the byte offset).
+// object for a complete one (a writer killed outright leaves its temporary file, which
+// remove_abandoned_partials clears). Every failure is an IoError naming the object (and the byte
+// offset).
 #pragma once
 
 #include <atomic>
@@ -70,6 +72,11 @@ struct WholeReadOptions {
 // discarded) and returns how many bytes it read: the object's size unless `stop` was set. Throws
 // IoError naming the object when it is missing or cannot be read.
 uint64_t read_whole_file(const std::string& name, const WholeReadOptions& options = {});
+
+// Removes, under a local folder, the temporary files of writers on this host that are no longer
+// running (a writer killed with SIGKILL, or by the OOM killer, cannot remove its own); returns how
+// many. Other hosts' files, and live writers', are left alone.
+size_t remove_abandoned_partials(const std::string& folder);
 
 // An object's size in bytes. Throws IoError naming it when it is missing.
 uint64_t object_size(const std::string& name,
