@@ -1,4 +1,5 @@
-// DLIO's checkpointing (MLPerf Storage's checkpoint workloads): each rank's share of a model's
+// DLIO's checkpointing (MLPerf Storage's checkpoint workloads; planned in dlio_checkpoint_plan.cc,
+// written and read in dlio_checkpoint.cc): each rank's share of a model's
 // state and its optimizer's, sized exactly as DLIO sizes them, written as DLIO names the files,
 // and read back.
 //
@@ -42,6 +43,8 @@
 #include "pipeprof/results/records.h"
 
 namespace pipeprof::harness::workload {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;  // DLIO's "GB"
 
 struct DlioWorkload;
 class Section;

@@ -551,7 +551,6 @@ results::StallRecord stall_record(const StallAnalysis& a) {
 }
 
 std::string dry_run_text(const DlioWorkload& w, int64_t ranks) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::string out = fmt::format(
       "{}: {} rank(s) (--accelerators x processes); nothing is read or written (--dry-run)\n",
       w.name, ranks);
