@@ -42,6 +42,9 @@ PACKAGES=(
   # Remote object storage: libcurl for HTTP reads; nginx (with its echo module for a time to first
   # byte) as the object server of the remote experiments and tests
   libcurl4-openssl-dev nginx-light libnginx-mod-http-echo
+  # S3 object storage: expat for S3's XML replies; OpenStack Swift with its S3 API (s3api, which
+  # checks Signature Version 4) and memcached, its token cache, as the S3 server of the tests
+  libexpat1-dev python3-swift swift swift-proxy swift-object swift-container swift-account memcached
   # The PyTorch peer (harness/peers/pytorch_dataloader.py): PyTorch's DataLoader on the same
   # workloads, in the suite's storage section and its test
   python3-torch python3-yaml

@@ -7,6 +7,7 @@
 
 #include "io/http.h"
 #include "io/remote_cache.h"
+#include "io/s3.h"
 
 namespace pipeprof::pipelines::io {
 namespace {
@@ -38,6 +39,21 @@ class HttpFileSystem final : public FileSystem {
   }
 };
 
+class S3FileSystem final : public FileSystem {
+ public:
+  std::unique_ptr<RandomAccessFile> open(const std::string& name,
+                                         const OpenOptions& options) override {
+    if (options.direct) throw IoError(fmt::format("{}: O_DIRECT applies to local files only", name));
+    return open_remote(name, options.storage);  // through the context's disk cache, if it has one
+  }
+  std::vector<std::string> match(const std::string& pattern, const StorageContext* storage) override {
+    return match_s3(pattern, access_of(storage));
+  }
+  std::unique_ptr<WritableFile> create(const std::string& name, const WriteOptions& options) override {
+    return create_s3(name, access_of(options.storage.get()));
+  }
+};
+
 struct Registry {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<FileSystem>> schemes;
@@ -48,6 +64,7 @@ struct Registry {
     auto http = std::make_shared<HttpFileSystem>();
     schemes["http"] = http;
     schemes["https"] = http;
+    schemes["s3"] = std::make_shared<S3FileSystem>();
   }
 };
 
@@ -97,7 +114,7 @@ std::shared_ptr<FileSystem> filesystem_for(const std::string& name) {
 }
 
 std::unique_ptr<WritableFile> FileSystem::create(const std::string& name, const WriteOptions&) {
-  throw IoError(fmt::format("{}: {}:// objects cannot be written (writable storage: local paths)",
+  throw IoError(fmt::format("{}: {}:// objects cannot be written (writable storage: local paths, s3://)",
                             name, scheme_of(name)));
 }
 

@@ -6,6 +6,8 @@
 //                          (remote_cache.cc) of the running pipeline's StorageContext when it has
 //                          one: the cache decorates the scheme's file system, it is not a scheme
 //                          of its own
+//   s3://                  S3 object storage (s3.cc): signed requests over the HTTP layer, read
+//                          through the same disk cache; listings and writes too
 //
 // A new scheme implements FileSystem (open an object for ranged reads, list what a pattern
 // matches, and create objects where it can write) and registers it once, by name, before the file sources read; nothing else in the

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "io/s3.h"
 #include "pipeprof/trace/json_depth.h"
 
 namespace pipeprof::pipelines::io {
@@ -53,8 +54,8 @@ CURL* thread_handle() {
 
 // Where a response's body goes: a fixed span (ranged reads into the caller's buffer) or a growing
 // vector (whole objects, listings).
-// The body of a response that is not 200 or 206 (an error page) is dropped: it never reaches the
-// caller's memory and is not counted.
+// The body of a response that is not 2xx (an error page) never reaches the caller's memory and is
+// not counted; its start is kept for the error's message.
 struct Sink {
   std::byte* out = nullptr;
   size_t capacity = 0;
@@ -63,14 +64,21 @@ struct Sink {
   bool overflow = false;
   CURL* curl = nullptr;
   HttpCounters* counters = nullptr;
+  std::string error_body;  // the start of a response that is not 2xx (its error's gist)
 };
+
+constexpr size_t kErrorBodyBytes = 8192;
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<Sink*>(user);
   const size_t n = size * count;
   long status = 0;
   curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status != 200 && status != 206) return n;
+  if (status < 200 || status >= 300) {
+    if (sink->error_body.size() < kErrorBodyBytes)
+      sink->error_body.append(data, std::min(n, kErrorBodyBytes - sink->error_body.size()));
+    return n;
+  }
   if (sink->grow != nullptr) {
     const auto* p = reinterpret_cast<const std::byte*>(data);
     sink->grow->insert(sink->grow->end(), p, p + n);
@@ -97,23 +105,47 @@ bool stopped(const HttpOptions& options) {
   return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
 }
 
-// The headers we read: Content-Range (the object's size). A new status line (a redirect or a 100
-// Continue before the real response) starts over.
-size_t on_header(char* data, size_t size, size_t count, void* user) {
-  auto* content_range = static_cast<std::string*>(user);
-  const size_t n = size * count;
-  std::string_view line(data, n);
-  if (line.starts_with("HTTP/")) content_range->clear();
-  constexpr std::string_view kName = "content-range:";
-  if (line.size() > kName.size() &&
-      std::equal(kName.begin(), kName.end(), line.begin(),
-                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
-    std::string_view value = line.substr(kName.size());
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-      value.remove_suffix(1);
-    content_range->assign(value);
+// The headers we read: Content-Range (the object's size) and ETag (an uploaded part's). A new status
+// line (a redirect or a 100 Continue before the real response) starts over.
+struct Headers {
+  std::string content_range;
+  std::string etag;
+};
+
+std::string_view header_value(std::string_view line, std::string_view lower_name) {
+  if (line.size() <= lower_name.size() ||
+      !std::equal(lower_name.begin(), lower_name.end(), line.begin(),
+                  [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+    return {};
   }
+  std::string_view value = line.substr(lower_name.size());
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+    value.remove_suffix(1);
+  return value;
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* headers = static_cast<Headers*>(user);
+  const size_t n = size * count;
+  const std::string_view line(data, n);
+  if (line.starts_with("HTTP/")) *headers = {};
+  if (const auto v = header_value(line, "content-range:"); !v.empty()) headers->content_range.assign(v);
+  if (const auto v = header_value(line, "etag:"); !v.empty()) headers->etag.assign(v);
+  return n;
+}
+
+// A request's body, read by libcurl from memory (from the start again on every attempt).
+struct Upload {
+  std::span<const std::byte> body;
+  size_t sent = 0;
+};
+
+size_t on_read(char* out, size_t size, size_t count, void* user) {
+  auto* upload = static_cast<Upload*>(user);
+  const size_t n = std::min(size * count, upload->body.size() - upload->sent);
+  std::memcpy(out, upload->body.data() + upload->sent, n);
+  upload->sent += n;
   return n;
 }
 
@@ -178,13 +210,30 @@ struct Response {
   long status = 0;
   std::optional<uint64_t> total;  // from Content-Range
   size_t received = 0;
+  std::string etag;
 };
 
-// One GET (of [begin, begin + length), or the whole object when length is 0), retried as the
-// options say. Statuses that are not retried come back to the caller when `accept_status` says so
-// (a listing may be 404); other failures throw IoError naming the URL, the range and why.
+// What errors call a request: the access's name (or the URL), and where.
+std::string label_of(const HttpAccess& access, const std::string& url) {
+  const std::string& name = access.name.empty() ? url : access.name;
+  return access.where.empty() ? name : fmt::format("{} ({})", name, access.where);
+}
+
+// "HTTP 403 Forbidden" and, where the access reads error bodies, their gist.
+std::string failure_text(const HttpAccess& access, long status, const std::string& body) {
+  std::string text = fmt::format("HTTP {}", status_text(status));
+  if (access.describe_error != nullptr && !body.empty()) {
+    if (const std::string gist = access.describe_error(body); !gist.empty()) text += ": " + gist;
+  }
+  return text;
+}
+
+// One request (a GET of [begin, begin + length), or of the whole object when length is 0; or
+// `request`'s method and body), retried as the options say. Statuses that are not retried come
+// back to the caller when `accept_status` says so (a listing may be 404); other failures throw
+// IoError naming the object, the range and why.
 Response get(const HttpAccess& access, const std::string& url, uint64_t begin, size_t length,
-             Sink& sink, bool (*accept_status)(long) = nullptr) {
+             Sink& sink, bool (*accept_status)(long) = nullptr, const HttpRequest* request = nullptr) {
   const HttpOptions& options = access.options;
   HttpCounters* const counters = access.counters;
   sink.counters = counters;
@@ -192,8 +241,12 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
   const auto started = std::chrono::steady_clock::now();
   std::string last_error;
   const int attempts = std::max(1, options.max_attempts);
+  const std::string label = label_of(access, url);
+  const std::string what = request != nullptr && request->method != "GET"
+                               ? request->method
+                               : range_text(begin, length);
   auto stopped_error = [&] {
-    return IoError(fmt::format("{}: {}: stopped (interrupted)", url, range_text(begin, length)));
+    return IoError(fmt::format("{}: {}: stopped (interrupted)", label, what));
   };
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) {
@@ -207,10 +260,12 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
     if (stopped(options)) throw stopped_error();
     curl_easy_reset(curl);  // keeps the handle's live connections
     char error_buffer[CURL_ERROR_SIZE] = {};
-    std::string content_range;
+    Headers headers;
+    Upload upload;
     sink.received = 0;
     sink.overflow = false;
     sink.curl = curl;
+    sink.error_body.clear();
     if (sink.grow != nullptr) sink.grow->clear();
     const std::string range =
         length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
@@ -220,7 +275,7 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &content_range);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &headers);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
@@ -229,6 +284,42 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
     if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+    // The request's headers: S3's signing.
+    struct curl_slist* header_list = nullptr;
+    const auto add_header = [&](const std::string& h) {
+      struct curl_slist* grown = curl_slist_append(header_list, h.c_str());
+      if (grown == nullptr) throw std::bad_alloc();
+      header_list = grown;
+    };
+    struct FreeHeaders {
+      curl_slist** list;
+      ~FreeHeaders() { curl_slist_free_all(*list); }
+    } free_headers{&header_list};
+    if (!access.signing.provider.empty()) {
+      curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, access.signing.provider.c_str());
+      curl_easy_setopt(curl, CURLOPT_USERNAME, access.signing.user.c_str());
+      curl_easy_setopt(curl, CURLOPT_PASSWORD, access.signing.password.c_str());
+      add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
+      if (!access.signing.session_token.empty())
+        add_header("x-amz-security-token: " + access.signing.session_token);
+    }
+    if (request != nullptr) {
+      if (request->send_body) {
+        upload.body = request->body;
+        curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(curl, CURLOPT_READDATA, &upload);
+        curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
+        // (No "Expect:" to save the 100-continue round trip: libcurl would sign it, empty, and
+        // the server would see a request without it.)
+      }
+      if (request->method == "HEAD") {
+        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+      } else if (request->method != "GET" && !(request->method == "PUT" && request->send_body)) {
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request->method.c_str());
+      }
+    }
+    if (header_list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, header_list);
     if (options.stop != nullptr) {
       curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
       curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options.stop);
@@ -242,7 +333,7 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
     if (sink.overflow) {
       add_count(&HttpCounters::failures, counters);
       throw IoError(fmt::format(
-          "{}: {}: {}", url, range_text(begin, length),
+          "{}: {}: {}", label, what,
           status == 200 ? std::string("the server ignored the Range header (HTTP 200 with the whole "
                                       "object)")
                         : fmt::format("the server sent more than the {} bytes asked for", length)));
@@ -257,11 +348,11 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
       }
       if (retryable(rc)) continue;
       add_count(&HttpCounters::failures, counters);
-      throw IoError(fmt::format("{}: {}: {}", url, range_text(begin, length), last_error));
+      throw IoError(fmt::format("{}: {}: {}", label, what, last_error));
     }
-    Response response{.status = status, .total = total_from_content_range(content_range),
-                      .received = sink.received};
-    if (status == 200 || status == 206) {
+    Response response{.status = status, .total = total_from_content_range(headers.content_range),
+                      .received = sink.received, .etag = headers.etag};
+    if (status >= 200 && status < 300) {
       // A ranged body shorter than the range asked for, where the object goes on, is cut short.
       if (length != 0 && status == 206 && response.total) {
         const uint64_t expected = std::min<uint64_t>(length, *response.total > begin
@@ -275,21 +366,25 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
       return response;
     }
     if (accept_status != nullptr && accept_status(status)) return response;
-    last_error = fmt::format("HTTP {}", status_text(status));
+    last_error = failure_text(access, status, sink.error_body);
     if (retryable_status(status)) continue;
     add_count(&HttpCounters::failures, counters);
-    throw IoError(fmt::format("{}: {}: {}", url, range_text(begin, length), last_error));
+    throw IoError(fmt::format("{}: {}: {}", label, what, last_error));
   }
   add_count(&HttpCounters::failures, counters);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  throw IoError(fmt::format("{}: {}: {} (gave up after {} attempts in {:.1f} s)", url,
-                            range_text(begin, length), last_error, attempts, seconds));
+  throw IoError(fmt::format("{}: {}: {} (gave up after {} attempts in {:.1f} s)", label, what,
+                            last_error, attempts, seconds));
 }
 
 class HttpFile final : public RandomAccessFile {
  public:
-  HttpFile(std::string url, HttpAccess access) : url_(std::move(url)), access_(std::move(access)) {
+  HttpFile(std::string url, HttpAccess access)
+      : url_(std::move(url)),
+        access_(std::move(access)),
+        name_(access_.name.empty() ? url_ : access_.name),
+        label_(label_of(access_, url_)) {
     const size_t first = std::max<size_t>(1, access_.options.first_request_bytes);
     std::unique_ptr<std::byte[]> buffer(new std::byte[first]);  // not zero-filled
     Sink sink{.out = buffer.get(), .capacity = first};
@@ -297,7 +392,7 @@ class HttpFile final : public RandomAccessFile {
     const Response r = get(access_, url_, 0, first, sink, [](long status) { return status == 416; });
     if (r.status == 416) {
       if (!r.total || *r.total != 0) {
-        throw IoError(fmt::format("{}: bytes 0-{}: HTTP 416 Range Not Satisfiable", url_, first - 1));
+        throw IoError(fmt::format("{}: bytes 0-{}: HTTP 416 Range Not Satisfiable", label_, first - 1));
       }
       size_ = 0;
       return;
@@ -310,11 +405,11 @@ class HttpFile final : public RandomAccessFile {
     } else {
       throw IoError(fmt::format("{}: the server does not give the object's size for a ranged "
                                 "GET (HTTP {}, no Content-Range)",
-                                url_, r.status));
+                                label_, r.status));
     }
   }
 
-  const std::string& name() const override { return url_; }
+  const std::string& name() const override { return name_; }
   uint64_t size() const override { return size_; }
 
   size_t read_at(uint64_t offset, std::span<std::byte> out) override {
@@ -333,11 +428,11 @@ class HttpFile final : public RandomAccessFile {
       if ((r.status == 206 || r.status == 416) && r.total && *r.total != size_) {
         throw IoError(fmt::format("{}: {}: the object changed while it was read ({} bytes when "
                                   "opened, {} now)",
-                                  url_, range_text(offset + done, want - done), size_, *r.total));
+                                  label_, range_text(offset + done, want - done), size_, *r.total));
       }
       if (r.status != 206 || sink.received != want - done) {
         throw IoError(fmt::format("{}: {}: expected a 206 response of {} bytes, got HTTP {} with {}",
-                                  url_, range_text(offset + done, want - done), want - done,
+                                  label_, range_text(offset + done, want - done), want - done,
                                   r.status, sink.received));
       }
       done = want;
@@ -348,6 +443,8 @@ class HttpFile final : public RandomAccessFile {
  private:
   std::string url_;
   HttpAccess access_;
+  std::string name_;
+  std::string label_;
   std::vector<std::byte> head_;
   uint64_t size_ = 0;
 };
@@ -381,16 +478,33 @@ bool is_http_url(const std::string& name) {
 }
 
 std::unique_ptr<RandomAccessFile> open_http(const std::string& url, const HttpAccess& access) {
+  if (is_s3_url(url)) {
+    auto [http_url, signed_access] = s3_request_for(url, access);
+    return std::make_unique<HttpFile>(http_url, signed_access);
+  }
   return std::make_unique<HttpFile>(url, access);
 }
 
-std::vector<std::byte> fetch_http(const std::string& url, const HttpAccess& access) {
+std::vector<std::byte> fetch_http(const std::string& name, const HttpAccess& name_access) {
+  const auto [url, access] =
+      is_s3_url(name) ? s3_request_for(name, name_access) : std::pair{name, name_access};
   HttpFile file(url, access);
   std::vector<std::byte> out(static_cast<size_t>(file.size()));
   if (!out.empty() && file.read_at(0, out) != out.size()) {
-    throw IoError(fmt::format("{}: the object ended before its {} bytes", url, out.size()));
+    throw IoError(fmt::format("{}: the object ended before its {} bytes", label_of(access, url),
+                              out.size()));
   }
   return out;
+}
+
+HttpReply http_exchange(const std::string& url, const HttpRequest& request, const HttpAccess& access,
+                        bool (*accept_status)(long)) {
+  HttpReply reply;
+  Sink sink{.grow = &reply.body};
+  const Response r = get(access, url, 0, 0, sink, accept_status, &request);
+  reply.status = r.status;
+  reply.etag = r.etag;
+  return reply;
 }
 
 std::vector<std::string> match_http(const std::string& pattern, const HttpAccess& access) {

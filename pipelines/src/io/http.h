@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/storage.h"
+#include "pipeprof/pipelines/remote.h"
 
 namespace pipeprof::pipelines::io {
 
@@ -45,13 +46,50 @@ struct HttpCounters {
   std::atomic<int64_t> failures{0};  // requests that gave up (an IoError)
 };
 
+// Requests signed with AWS Signature Version 4 (libcurl's CURLOPT_AWS_SIGV4): S3 (io/s3.h).
+struct HttpSigning {
+  std::string provider;  // "aws:amz:<region>:s3"; empty: requests are not signed
+  std::string user;      // the access key id
+  std::string password;  // the secret access key
+  std::string session_token;  // temporary credentials' token (x-amz-security-token), or empty
+};
+
 // How a read is made: its options, and the counters it adds to (none: not counted). An open file
 // keeps `owner` alive (the StorageContext or cache that holds the counters).
 struct HttpAccess {
   HttpOptions options;
   HttpCounters* counters = nullptr;
   std::shared_ptr<const void> owner;
+  HttpSigning signing;
+  // The name an open file reports and errors name ("": the URL), and what errors add after it
+  // (an S3 object's endpoint and bucket).
+  std::string name;
+  std::string where;
+  // The gist of an error response's body (an S3 <Error>'s code and message); null: not read.
+  std::string (*describe_error)(std::string_view body) = nullptr;
+  // Where and as whom s3:// names are read (io/s3.h turns them into signed HTTP requests).
+  S3Options s3;
 };
+
+// A request other than a ranged GET: S3's listings, uploads and their multipart calls.
+struct HttpRequest {
+  std::string method = "GET";
+  // Sent as the body when `send_body` (a PUT or POST; an empty span sends Content-Length: 0).
+  std::span<const std::byte> body;
+  bool send_body = false;
+};
+
+struct HttpReply {
+  long status = 0;
+  std::vector<std::byte> body;  // a 2xx response's body
+  std::string etag;             // the ETag header, quotes kept
+};
+
+// Sends `request` to `url` with the access's signing, retried as its options say (a request is
+// sent again whole). A 2xx status is returned; so is one `accept_status` accepts; any other throws
+// IoError naming the access's name (or the URL), where, the status and the error body's gist.
+HttpReply http_exchange(const std::string& url, const HttpRequest& request, const HttpAccess& access,
+                        bool (*accept_status)(long) = nullptr);
 
 // In a child process just forked: forgets this thread's connections without closing them (their
 // descriptors are the parent's, or closed and reused in the child); the next request opens new
@@ -63,6 +101,7 @@ bool is_http_url(const std::string& name);
 
 // Opens an object: its first request (first_request_bytes from byte 0) gives its size. Throws
 // IoError naming the URL (404, 403, a server that cannot be reached after the retries, ...).
+// An s3:// name is read from its endpoint with the access's S3 settings (io/s3.h).
 std::unique_ptr<RandomAccessFile> open_http(const std::string& url, const HttpAccess& access = {});
 
 // Reads the whole object into memory (an open and one more request for the rest).

@@ -153,7 +153,9 @@ struct RemoteCache::Impl {
       damaged{0}, write_failures{0}, too_large{0}, preloaded{0}, preload_failures{0};
   io::HttpCounters http;  // the requests of this cache's preloads
 
-  io::HttpAccess access() { return {.options = io::http_options_of(options.read), .counters = &http}; }
+  io::HttpAccess access() {
+    return {.options = io::http_options_of(options.read), .counters = &http, .s3 = options.s3};
+  }
 
   std::vector<std::thread> preloaders;
   std::atomic<bool> stop_preload{false};
@@ -511,8 +513,8 @@ RemoteCounters RemoteCache::http_counters() const {
   return snapshot(impl_->http);
 }
 
-StorageContext::StorageContext(RemoteReadOptions read, std::shared_ptr<RemoteCache> cache)
-    : read_(read), cache_(std::move(cache)), counters_(std::make_unique<Counters>()) {
+StorageContext::StorageContext(RemoteReadOptions read, std::shared_ptr<RemoteCache> cache, S3Options s3)
+    : read_(read), cache_(std::move(cache)), s3_(std::move(s3)), counters_(std::make_unique<Counters>()) {
   if (cache_) counters_->cache_base = cache_->http_counters();
 }
 
@@ -577,7 +579,9 @@ HttpOptions http_options_of(const RemoteReadOptions& read) {
 
 HttpAccess access_of(const StorageContext* storage) {
   if (storage == nullptr) return {};
-  return {.options = http_options_of(storage->read_options()), .counters = &storage->live_counters().http};
+  return {.options = http_options_of(storage->read_options()),
+          .counters = &storage->live_counters().http,
+          .s3 = storage->s3()};
 }
 
 std::unique_ptr<RandomAccessFile> open_remote(const std::string& url,

@@ -1,5 +1,7 @@
 #include "pipeprof/testbed/object_server.h"
 
+#include "server_process.h"
+
 // The object server: nginx started on 127.0.0.1 with a generated configuration in a temporary
 // folder of its own (config, error log, pid file, nginx's temporary files), in a process group of
 // its own so that every nginx process can be signalled at once, and with a parent-death signal so
@@ -47,80 +49,10 @@ std::string find_nginx(const std::string& configured) {
   return "";
 }
 
-// A port nobody listens on now (the kernel's pick for port 0).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw RemoteError(fmt::format("object server: socket: {}", std::strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw RemoteError(fmt::format("object server: no free port on 127.0.0.1: {}", std::strerror(err)));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool answers(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
-
 bool pid_file_holds(const std::filesystem::path& file, pid_t pid) {
   std::ifstream in(file);
   long value = 0;
   return static_cast<bool>(in >> value) && value == pid;
-}
-
-// The process whose pid a file holds is still there (a pid of another user's counts as there).
-bool pid_alive(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  long value = 0;
-  if (!(in >> value) || value <= 0) return false;
-  return ::kill(static_cast<pid_t>(value), 0) == 0 || errno == EPERM;
-}
-
-// Folders of servers whose process is gone (a pipeprof killed with SIGKILL cannot remove its own):
-// owner.pid names the process that made it; a folder without it (being made this moment, or left
-// by an older pipeprof) goes when nginx's pid file names no process either and it is an hour old.
-void remove_stale_folders(const std::filesystem::path& tmp) {
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator(tmp, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::filesystem::path dir = it->path();
-    if (!dir.filename().string().starts_with("pipeprof-nginx-")) continue;
-    std::error_code e2;
-    if (!std::filesystem::is_directory(dir, e2)) continue;
-    bool stale = false;
-    if (std::filesystem::exists(dir / "owner.pid", e2)) {
-      stale = !pid_alive(dir / "owner.pid");
-    } else {
-      const auto age = std::filesystem::file_time_type::clock::now() -
-                       std::filesystem::last_write_time(dir, e2);
-      stale = !e2 && age > std::chrono::hours(1) && !pid_alive(dir / "nginx.pid");
-    }
-    if (stale) std::filesystem::remove_all(dir, e2);  // another user's: left alone (no permission)
-  }
-}
-
-std::string tail_of(const std::filesystem::path& file, size_t max_bytes = 2000) {
-  std::ifstream in(file, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.size() > max_bytes) text = "..." + text.substr(text.size() - max_bytes);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
 }
 
 // nginx's quoting for a path in its configuration.
@@ -134,56 +66,6 @@ std::string quoted(const std::string& s) {
 }
 
 }  // namespace
-
-// A thread that runs jobs handed to it (the fork of nginx) and lives until the server goes.
-class ObjectServer::Spawner {
- public:
-  Spawner() : thread_([this] { loop(); }) {}
-  ~Spawner() {
-    {
-      const std::lock_guard lock(mutex_);
-      quit_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  Spawner(const Spawner&) = delete;
-  Spawner& operator=(const Spawner&) = delete;
-
-  // Runs `job` on the thread; returns its result (errno is the job's).
-  pid_t run(const std::function<pid_t()>& job) {
-    std::unique_lock lock(mutex_);
-    job_ = &job;
-    done_ = false;
-    wake_.notify_all();
-    wake_.wait(lock, [&] { return done_; });
-    errno = error_;
-    return result_;
-  }
-
- private:
-  void loop() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [&] { return quit_ || job_ != nullptr; });
-      if (quit_) return;
-      result_ = (*job_)();
-      error_ = errno;
-      job_ = nullptr;
-      done_ = true;
-      wake_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  const std::function<pid_t()>* job_ = nullptr;
-  pid_t result_ = -1;
-  int error_ = 0;
-  bool done_ = false;
-  bool quit_ = false;
-  std::thread thread_;
-};
 
 bool ObjectServer::available(bool with_latency, std::string* why) {
   if (find_nginx("").empty()) {
@@ -216,7 +98,7 @@ ObjectServer::ObjectServer(ObjectServerOptions options)
   std::string why;
   if (!available(options_.latency.count() > 0, &why)) throw RemoteError("object server: " + why);
   const std::filesystem::path tmp = std::filesystem::temp_directory_path();
-  remove_stale_folders(tmp);
+  remove_stale_folders(tmp, "pipeprof-nginx-", "nginx.pid");
   std::string tmpl = (tmp / "pipeprof-nginx-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
     throw RemoteError(fmt::format("object server: cannot create a temporary folder: {}",
@@ -256,7 +138,7 @@ void ObjectServer::launch() {
   }
   const bool pick_port = port_ == 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    if (pick_port) port_ = free_port();
+    if (pick_port) port_ = free_port("object server");
     const auto conf = dir_ / "nginx.conf";
     const auto log = dir_ / "error.log";
     {
@@ -313,32 +195,9 @@ void ObjectServer::launch() {
     const std::string prefix = dir_.string() + "/";
     const std::string conf_s = conf.string();
     const std::string log_s = log.string();
-    std::vector<const char*> argv = {nginx.c_str(), "-p", prefix.c_str(), "-c", conf_s.c_str(),
-                                     "-e", log_s.c_str(), nullptr};
-    const pid_t parent = ::getpid();
-    // The parent-death signal fires when the thread that forked exits, not the process: nginx is
-    // forked by the server's own thread, which lives as long as the server.
-    const pid_t pid = spawner_->run([&]() -> pid_t {
-      const pid_t child = ::fork();
-      if (child != 0) return child;
-      // Only async-signal-safe calls until exec.
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(127);
-      const int null = ::open("/dev/null", O_RDWR);
-      if (null >= 0) {
-        ::dup2(null, STDIN_FILENO);
-        ::dup2(null, STDOUT_FILENO);
-      }
-      const int err = ::open(log_s.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (err >= 0) ::dup2(err, STDERR_FILENO);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::close_range(3, ~0U, 0);  // nothing of the parent's but the standard streams
-      ::execv(nginx.c_str(), const_cast<char* const*>(argv.data()));
-      ::_exit(127);
-    });
+    // nginx is forked by the server's own thread, which lives as long as the server (the
+    // parent-death signal fires when the forking thread exits).
+    const pid_t pid = spawner_->spawn({nginx, "-p", prefix, "-c", conf_s, "-e", log_s}, log);
     if (pid < 0) throw RemoteError(fmt::format("object server: fork: {}", std::strerror(errno)));
     ::setpgid(pid, pid);  // also here, so that it holds before either side runs on
     pid_ = pid;

@@ -1,5 +1,5 @@
-// Remote object storage: datasets behind http:// URLs, and a read-through disk cache in front of
-// them.
+// Remote object storage: datasets behind http:// and s3:// URLs, and a read-through disk cache in
+// front of them.
 //
 // - Any file source takes http(s):// URLs where it takes paths (list_files patterns with wildcards
 //   in the last part, tfrecord, npy, npz, jpeg, ...): objects are read with ranged GETs (libcurl),
@@ -57,6 +57,27 @@ struct RemoteReadOptions {
 };
 class StorageContext;
 
+// ---- S3 object storage (s3://bucket/key) ----
+
+// Where and as whom s3:// objects are read and written. An empty field takes the AWS environment's
+// value (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN, AWS_REGION or AWS_DEFAULT_REGION), then the default. Requests are signed
+// with AWS Signature Version 4; without a key pair they go unsigned (public buckets).
+struct S3Options {
+  std::string endpoint_url;  // default: https://s3.<region>.amazonaws.com
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  std::string region;  // default: us-east-1
+  // Path-style URLs (<endpoint>/<bucket>/<key>) rather than virtual-hosted ones
+  // (<bucket>.<endpoint host>/<key>). Unset: path style for an endpoint given by address
+  // (127.0.0.1, [::1], localhost) or a bucket name with dots, virtual-hosted otherwise.
+  std::optional<bool> force_path_style;
+  // Objects written larger than this go up as a multipart upload in parts of this size
+  // (S3: at least 5 MiB but the last).
+  uint64_t part_bytes = uint64_t{16} << 20;
+};
+
 // Copies the object at `url` to the file `to` (written under a temporary name, then renamed);
 // returns its size. The read follows `storage`'s policy and is counted there (the default policy,
 // uncounted, without one). Throws RemoteError naming the URL when the object cannot be fetched (the
@@ -77,6 +98,8 @@ struct RemoteCacheOptions {
   // The policy of the cache's preloads; they are counted by the cache (http_counters()) and by
   // every StorageContext that reads through it. A reader's miss follows the reader's context.
   RemoteReadOptions read;
+  // Where the preloads of s3:// objects read from.
+  S3Options s3;
 };
 
 struct RemoteCacheCounters {
@@ -130,13 +153,16 @@ class RemoteCache {
 class StorageContext {
  public:
   // Without a cache, objects are read from their server with ranged GETs; with one, through it.
-  explicit StorageContext(RemoteReadOptions read = {}, std::shared_ptr<RemoteCache> cache = nullptr);
+  // s3:// objects are read and written with `s3`.
+  explicit StorageContext(RemoteReadOptions read = {}, std::shared_ptr<RemoteCache> cache = nullptr,
+                          S3Options s3 = {});
   ~StorageContext();
   StorageContext(const StorageContext&) = delete;
   StorageContext& operator=(const StorageContext&) = delete;
 
   const RemoteReadOptions& read_options() const { return read_; }
   const std::shared_ptr<RemoteCache>& cache() const { return cache_; }
+  const S3Options& s3() const { return s3_; }
 
   // The requests of this context's reads since it was made or reset: its own (a miss of its cache
   // included, fetched with its policy) and its cache's preloads (which count in every context that
@@ -150,6 +176,7 @@ class StorageContext {
  private:
   RemoteReadOptions read_;
   std::shared_ptr<RemoteCache> cache_;
+  S3Options s3_;
   std::unique_ptr<Counters> counters_;
 };
 

@@ -78,6 +78,11 @@ uint64_t read_whole_file(const std::string& name, const WholeReadOptions& option
 // many. Other hosts' files, and live writers', are left alone.
 size_t remove_abandoned_partials(const std::string& folder);
 
+// Creates the bucket of an s3:// name (s3://bucket or any object in it), as `storage`'s S3
+// settings say; a bucket this account already has is not an error. Throws IoError naming the
+// endpoint and the bucket.
+void create_bucket(const std::string& name, const std::shared_ptr<const StorageContext>& storage = nullptr);
+
 // An object's size in bytes. Throws IoError naming it when it is missing.
 uint64_t object_size(const std::string& name,
                      const std::shared_ptr<const StorageContext>& storage = nullptr);

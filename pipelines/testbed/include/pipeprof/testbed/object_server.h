@@ -18,6 +18,7 @@
 namespace pipeprof::testbed {
 
 using pipelines::RemoteError;
+class Spawner;
 
 struct ObjectServerOptions {
   std::filesystem::path root;  // the folder served: <root>/a/b is http://127.0.0.1:<port>/a/b
@@ -66,7 +67,6 @@ class ObjectServer {
   void launch();
   void reap(std::chrono::milliseconds grace);
 
-  class Spawner;
   ObjectServerOptions options_;
   std::unique_ptr<Spawner> spawner_;
   std::filesystem::path dir_;  // config, logs, nginx's temporary files

@@ -1,0 +1,199 @@
+// S3 object storage against a real S3 server this suite starts on 127.0.0.1 (testbed::S3Server:
+// OpenStack Swift's S3 API, which checks each request's Signature Version 4): ranged reads,
+// listings page by page, single and multipart uploads, and the errors of a wrong key, a missing
+// bucket or object, and an upload dropped before its commit.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "io/remote_cache.h"
+#include "io/s3.h"
+#include "io/storage.h"
+#include "pipeprof/pipelines/remote.h"
+#include "pipeprof/pipelines/storage_io.h"
+#include "pipeprof/testbed/s3_server.h"
+
+namespace pipeprof::pipelines {
+namespace {
+
+using testbed::S3Server;
+
+std::vector<std::byte> random_bytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::byte> out(n);
+  for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
+  return out;
+}
+
+class S3Test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    if (!S3Server::available(&why)) {
+      skip_ = why;
+      return;
+    }
+    server_ = new S3Server();
+    server_->create_bucket("data");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << skip_;
+  }
+
+  static std::shared_ptr<StorageContext> storage(S3Options change = {}) {
+    S3Options o = server_->options();
+    if (!change.secret_access_key.empty()) o.secret_access_key = change.secret_access_key;
+    o.part_bytes = change.part_bytes;
+    RemoteReadOptions read;
+    read.max_attempts = 2;
+    read.backoff_initial = std::chrono::milliseconds(20);
+    return std::make_shared<StorageContext>(read, nullptr, o);
+  }
+
+  static void put(const std::string& name, const std::vector<std::byte>& bytes,
+                  const std::shared_ptr<StorageContext>& s = storage()) {
+    auto f = create_file(name, {.storage = s});
+    f->append(bytes);
+    f->commit();
+  }
+
+  static std::vector<std::byte> get(const std::string& name,
+                                    const std::shared_ptr<StorageContext>& s = storage()) {
+    auto f = io::open_file(name, {.storage = s});
+    std::vector<std::byte> out(f->size());
+    out.resize(io::read_fully(*f, 0, out));
+    return out;
+  }
+
+  static inline S3Server* server_ = nullptr;
+  static inline std::string skip_;
+};
+
+TEST_F(S3Test, AnObjectWrittenIsReadBackWholeAndByRanges) {
+  const auto bytes = random_bytes(3'000'123, 1);
+  put("s3://data/small/a b+c.bin", bytes);  // a key with characters that are encoded
+  auto f = io::open_file("s3://data/small/a b+c.bin", {.storage = storage()});
+  EXPECT_EQ(f->name(), "s3://data/small/a b+c.bin");
+  ASSERT_EQ(f->size(), bytes.size());
+  std::vector<std::byte> part(1000);
+  ASSERT_EQ(f->read_at(2'500'000, part), part.size());  // past the first request's bytes
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), bytes.begin() + 2'500'000));
+  EXPECT_EQ(get("s3://data/small/a b+c.bin"), bytes);
+  EXPECT_EQ(object_size("s3://data/small/a b+c.bin", storage()), bytes.size());
+  EXPECT_EQ(read_whole_file("s3://data/small/a b+c.bin", {.block_bytes = 1 << 20, .storage = storage()}),
+            bytes.size());
+}
+
+TEST_F(S3Test, ALargeObjectGoesUpInPartsAndReadsBackTheSame) {
+  const auto s = storage({.part_bytes = 5 << 20});
+  const auto bytes = random_bytes((12 << 20) + 4321, 2);
+  auto f = create_file("s3://data/large/ckpt.pt", {.storage = s});
+  // Appends of odd sizes across the part boundaries.
+  for (size_t at = 0; at < bytes.size();) {
+    const size_t n = std::min<size_t>(bytes.size() - at, 3'333'333);
+    f->append(std::span(bytes).subspan(at, n));
+    at += n;
+  }
+  EXPECT_EQ(f->size(), bytes.size());
+  // Nothing under the name before the commit.
+  EXPECT_THROW(io::open_file("s3://data/large/ckpt.pt", {.storage = s}), IoError);
+  f->commit();
+  EXPECT_EQ(get("s3://data/large/ckpt.pt", s), bytes);
+}
+
+TEST_F(S3Test, AnUploadDroppedBeforeItsCommitLeavesNoObject) {
+  const auto s = storage({.part_bytes = 5 << 20});
+  {
+    auto f = create_file("s3://data/dropped/ckpt.pt", {.storage = s});
+    f->append(random_bytes(11 << 20, 3));  // two parts gone up
+  }
+  try {
+    io::open_file("s3://data/dropped/ckpt.pt", {.storage = s});
+    FAIL() << "an object appeared";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("NoSuchKey"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(S3Test, ListingsGoPageByPageAndMatchTheLastPart) {
+  std::vector<std::string> expected;
+  for (int i = 0; i < 7; ++i) {
+    const std::string name = "s3://data/list/obj_" + std::to_string(i) + ".bin";
+    put(name, random_bytes(10 + i, 4));
+    expected.push_back(name);
+  }
+  put("s3://data/list/notes.txt", random_bytes(5, 5));
+  put("s3://data/list/sub/obj_9.bin", random_bytes(5, 6));  // in a subfolder: not listed
+  const auto s = storage();
+  const auto objects = io::list_s3("data", "list/", io::access_of(s.get()), /*max_keys=*/2);  // 4 pages
+  ASSERT_EQ(objects.size(), 8U);
+  EXPECT_EQ(objects[0].key, "list/notes.txt");
+  EXPECT_EQ(objects[1].key, "list/obj_0.bin");
+  EXPECT_EQ(objects[1].size, 10U);
+  EXPECT_EQ(io::match_files("s3://data/list/obj_*.bin", storage().get()), expected);
+  EXPECT_EQ(io::match_files("s3://data/list/none_*", storage().get()), std::vector<std::string>{});
+  EXPECT_THROW(io::match_files("s3://data/l*/obj_1.bin", storage().get()), IoError);
+}
+
+TEST_F(S3Test, AWrongSecretKeyIsRefusedNamingTheEndpointAndBucket) {
+  put("s3://data/secret/a.bin", random_bytes(100, 7));
+  const auto wrong = storage({.secret_access_key = "not-the-secret"});
+  for (const auto& call : std::vector<std::function<void()>>{
+           [&] { io::open_file("s3://data/secret/a.bin", {.storage = wrong}); },
+           [&] { io::match_files("s3://data/secret/*.bin", wrong.get()); },
+           [&] { put("s3://data/secret/b.bin", random_bytes(10, 8), wrong); }}) {
+    try {
+      call();
+      FAIL() << "a wrong secret key was accepted";
+    } catch (const IoError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("SignatureDoesNotMatch"), std::string::npos) << what;
+      EXPECT_NE(what.find("403"), std::string::npos) << what;
+      EXPECT_NE(what.find(server_->endpoint()), std::string::npos) << what;
+      EXPECT_NE(what.find("bucket data"), std::string::npos) << what;
+    }
+  }
+}
+
+TEST_F(S3Test, AMissingBucketOrObjectIsAnErrorNamingIt) {
+  try {
+    io::match_files("s3://nobucket/train/*.npz", storage().get());
+    FAIL() << "a missing bucket listed";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("NoSuchBucket"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bucket nobucket"), std::string::npos) << e.what();
+  }
+  try {
+    io::open_file("s3://data/missing/x.npz", {.storage = storage()});
+    FAIL() << "a missing object opened";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("s3://data/missing/x.npz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("404"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(io::open_file("s3:///key", {.storage = storage()}), IoError);
+  EXPECT_NO_THROW(server_->create_bucket("data"));  // this account's own bucket again
+}
+
+TEST(S3Names, UrlsArePathStyleForAddressesAndVirtualHostedOtherwise) {
+  io::S3Settings s;
+  s.endpoint = "http://127.0.0.1:9000";
+  EXPECT_EQ(io::s3_http_url(s, "b", "a b/c~d.npz"), "http://127.0.0.1:9000/b/a%20b/c~d.npz");
+  s.endpoint = "https://s3.us-west-2.amazonaws.com";
+  EXPECT_EQ(io::s3_http_url(s, "bucket", "k", "list-type=2"),
+            "https://bucket.s3.us-west-2.amazonaws.com/k?list-type=2");
+  EXPECT_EQ(io::s3_http_url(s, "my.bucket", "k"), "https://s3.us-west-2.amazonaws.com/my.bucket/k");
+  s.force_path_style = true;
+  EXPECT_EQ(io::s3_http_url(s, "bucket", "k"), "https://s3.us-west-2.amazonaws.com/bucket/k");
+  EXPECT_EQ(io::s3_encode("a/b=c&d", false), "a%2Fb%3Dc%26d");
+  EXPECT_EQ(io::s3_error_gist("<Error><Code>SlowDown</Code><Message>Reduce</Message></Error>"),
+            "SlowDown: Reduce");
+  EXPECT_EQ(io::s3_error_gist("<html>502</html>"), "");
+  EXPECT_EQ(io::s3_error_gist("not xml"), "");
+}
+
+}  // namespace
+}  // namespace pipeprof::pipelines
