@@ -17,6 +17,7 @@
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "workload/dlio_checkpoint.h"
+#include "workload/dlio_training.h"
 #include "workload/dlio_workload.h"
 
 namespace pipeprof::harness::workload {
@@ -285,22 +286,37 @@ TEST(CheckpointIo, AFullDiskNamesTheFileAndLeavesNoCheckpointToRead) {
     EXPECT_FALSE(fs::exists(fs::path(checkpoint_path(plan, 1, 1)) / f.name)) << f.name;
 }
 
-// Object storage is refused by name, and a URL never becomes a local folder.
+// Storage other than file systems and S3 is refused by name, and a URL never becomes a local
+// folder; S3's folders are prefixes in storage_root's bucket.
 TEST(StorageType, UnsupportedStorageAndUrlFoldersAreBadInputNamingTheKey) {
   const TempDir tmp;
   const auto f = tmp.write("w.yaml", "workflow:\n  train: True\n  checkpoint: True\n"
                                      "dataset:\n  num_files_train: 1\n  format: npz\n");
-  EXPECT_NE(load_error(f.string(), {"++workload.storage.storage_type=s3"})
-                .find("storage.storage_type: expected local_fs or parallel_fs, got \"s3\""),
+  EXPECT_NE(load_error(f.string(), {"++workload.storage.storage_type=azure"})
+                .find("storage.storage_type: expected local_fs, parallel_fs or s3, got \"azure\""),
             std::string::npos);
   EXPECT_NO_THROW(load_workload(f.string(), {"++workload.storage.storage_type=parallel_fs"}));
-  EXPECT_NE(load_error(f.string(), {"++workload.dataset.data_folder=s3://bucket/train"})
-                .find("dataset.data_folder: \"s3://bucket/train\" is a URL"),
+  EXPECT_NE(load_error(f.string(), {"++workload.dataset.data_folder=gs://bucket/train"})
+                .find("dataset.data_folder: \"gs://bucket/train\" is a URL"),
             std::string::npos);
-  EXPECT_NE(load_error(f.string(), {"++workload.checkpoint.checkpoint_folder=s3://bucket/ckpt"})
-                .find("checkpoint.checkpoint_folder: \"s3://bucket/ckpt\" is a URL"),
+  EXPECT_NE(load_error(f.string(), {"++workload.checkpoint.checkpoint_folder=gs://bucket/ckpt"})
+                .find("checkpoint.checkpoint_folder: \"gs://bucket/ckpt\" is a URL"),
             std::string::npos);
+  EXPECT_NE(load_error(f.string(), {"++workload.storage.storage_type=s3"}).find("storage.storage_root"),
+            std::string::npos);
+  const DlioWorkload w = load_workload(
+      f.string(), {"++workload.storage.storage_type=s3", "++workload.storage.storage_root=bkt",
+                   "++workload.dataset.data_folder=./data/unet3d/",
+                   "++workload.checkpoint.checkpoint_folder=s3://other/ckpt",
+                   "++workload.storage.storage_options={endpoint_url: 'http://a:1, http://b:2'}"});
+  EXPECT_EQ(w.dataset.data_folder, "s3://bkt/data/unet3d");
+  EXPECT_EQ(w.checkpoint_settings.folder, "s3://other/ckpt");
+  EXPECT_EQ(w.s3_endpoints, (std::vector<std::string>{"http://a:1", "http://b:2"}));
+  EXPECT_EQ(s3_storage(w, nullptr, 1)->s3().endpoint_url, "http://b:2");
+  // An s3:// folder alone is S3 too (the AWS environment's settings).
+  EXPECT_TRUE(load_workload(f.string(), {"++workload.dataset.data_folder=s3://bkt/d"}).s3);
   EXPECT_FALSE(fs::exists("s3:"));
+  EXPECT_FALSE(fs::exists("gs:"));
 }
 
 }  // namespace

@@ -211,7 +211,10 @@ Outcome checkpoint_only(const WorkloadOptions& o, const DlioWorkload& w,
     try {
       run = workload::run_checkpoints(
           w, plan, ranks.rank() * o.accelerators, o.accelerators, &ranks,
-          {.direct = w.odirect, .stop = &InterruptGuard::flag()}, [&](const std::string& what) {
+          {.direct = w.odirect,
+           .stop = &InterruptGuard::flag(),
+           .storage = workload::s3_storage(w, &InterruptGuard::flag(), ranks.rank())},
+          [&](const std::string& what) {
             if (root && !o.quiet) std::cerr << "  " << what << "\n";
           });
     } catch (...) {

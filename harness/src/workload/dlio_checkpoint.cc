@@ -160,8 +160,9 @@ void CheckpointIo::save(int64_t rank, int64_t epoch, int64_t step, int64_t index
     const trace::ScopedSpan span(span_name, checkpoint_category(), step_key, step);
     for (const CheckpointFile& f : mine.files) {
       const trace::ScopedSpan file_span(write_name, trace::category::pipeline(), bytes_key, f.bytes);
-      auto out = pipelines::create_file(folder + "/" + f.name,
-                                        {.direct = options_.direct, .fsync = settings_.fsync});
+      auto out = pipelines::create_file(
+          folder + "/" + f.name,
+          {.direct = options_.direct, .fsync = settings_.fsync, .storage = options_.storage});
       int64_t left = f.bytes;
       while (left > 0) {
         if (options_.stop != nullptr && options_.stop->load()) return;  // dropped: removed
@@ -202,10 +203,14 @@ void CheckpointIo::load(int64_t rank, int64_t epoch, int64_t step, int64_t index
       try {
         got = pipelines::read_whole_file(
             name, {.block_bytes = options_.buffer_bytes, .direct = options_.direct,
-                   .stop = options_.stop});
+                   .storage = options_.storage, .stop = options_.stop});
       } catch (const pipelines::IoError& e) {
         std::error_code ec;
-        if (!std::filesystem::exists(name, ec)) {
+        // Missing: no such file, or an object store's 404.
+        const bool missing = name.find("://") != std::string::npos
+                                 ? std::string_view(e.what()).find("HTTP 404") != std::string_view::npos
+                                 : !std::filesystem::exists(name, ec);
+        if (missing) {
           const std::string what = fmt::format(
               "checkpoint {}: {} is missing (rank {} reads {} bytes from it{})",
               checkpoint_id(epoch, step), name, rank, f.bytes,

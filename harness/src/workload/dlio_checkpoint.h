@@ -36,10 +36,12 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof/pipelines/remote.h"
 #include "pipeprof/results/records.h"
 
 namespace pipeprof::harness::workload {
@@ -151,6 +153,8 @@ struct CheckpointIoOptions {
   bool direct = false;                       // O_DIRECT (reader.odirect)
   size_t buffer_bytes = size_t{64} << 20;    // per write / read call
   const std::atomic<bool>* stop = nullptr;   // Ctrl-C: a write in progress is dropped
+  // Object storage (an S3 workload's settings); nullptr: local folders.
+  std::shared_ptr<const pipelines::StorageContext> storage;
 };
 
 // Writes and reads the checkpoints of this process's ranks (first_rank .. first_rank + local - 1

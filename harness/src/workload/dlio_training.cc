@@ -64,11 +64,15 @@ void start_readers_at_one(const nlohmann::json& spec, pipelines::Model& model) {
 
 }  // namespace
 
-std::vector<std::string> training_files(const DlioWorkload& w) {
+std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::StorageContext* storage) {
   std::vector<std::string> files;
   std::error_code ec;
-  if (std::filesystem::is_directory(std::filesystem::path(w.dataset.data_folder) / "train", ec))
+  if (w.s3) {
+    const auto own = storage == nullptr ? s3_storage(w, nullptr) : nullptr;
+    files = pipelines::matching_files(train_pattern(w), own ? own.get() : storage);
+  } else if (std::filesystem::is_directory(std::filesystem::path(w.dataset.data_folder) / "train", ec)) {
     files = pipelines::matching_files(train_pattern(w));
+  }
   if (static_cast<int64_t>(files.size()) < w.dataset.num_files_train) {
     throw InputError(fmt::format(
         "{}: {} training file(s) match {}, the workload needs {} (dataset.num_files_train): "
@@ -80,11 +84,23 @@ std::vector<std::string> training_files(const DlioWorkload& w) {
   return files;
 }
 
+std::shared_ptr<pipelines::StorageContext> s3_storage(const DlioWorkload& w, const std::atomic<bool>* stop,
+                                                      int64_t rank) {
+  if (!w.s3) return nullptr;
+  pipelines::S3Options s3 = w.s3_options;
+  if (!w.s3_endpoints.empty())
+    s3.endpoint_url = w.s3_endpoints[static_cast<size_t>(rank) % w.s3_endpoints.size()];
+  pipelines::RemoteReadOptions read;
+  read.max_attempts = w.s3_max_attempts;
+  read.stop = stop;
+  return std::make_shared<pipelines::StorageContext>(read, nullptr, std::move(s3));
+}
+
 TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
   if (options.accelerators < 1) throw InputError("--accelerators: expected at least 1");
   TrainRun run;
   if (options.mode == LoaderMode::kPipeline) {
-    run.files = options.files.empty() ? training_files(w) : options.files;
+    run.files = options.files.empty() ? training_files(w, options.storage.get()) : options.files;
   }
   const bool ranks = options.cluster != nullptr && options.cluster->size() > 1;
   const int64_t first = ranks ? options.cluster->rank() * options.accelerators : 0;

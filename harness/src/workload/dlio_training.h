@@ -89,6 +89,14 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options);
 
 // The training files as DLIO lists them (sorted; at most num_files_train, an InputError when there
 // are fewer).
-std::vector<std::string> training_files(const DlioWorkload& w);
+std::vector<std::string> training_files(const DlioWorkload& w,
+                                        const pipelines::StorageContext* storage = nullptr);
+
+// What an S3 workload's loaders and checkpoints read and write with (storage.storage_type: s3):
+// its storage_options, the attempts it allows, and `stop` (Ctrl-C ends a request in progress);
+// rank r of an mpirun job uses endpoint r % N of a comma-separated endpoint_url. nullptr for
+// other workloads.
+std::shared_ptr<pipelines::StorageContext> s3_storage(const DlioWorkload& w, const std::atomic<bool>* stop,
+                                                      int64_t rank = 0);
 
 }  // namespace pipeprof::harness::workload

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include <cmath>
 #include <filesystem>
 #include <string_view>
@@ -48,6 +50,9 @@ const std::vector<std::string_view> kProfilingKeys{"profiler", "iostat_devices"}
 const std::vector<std::string_view> kMetricKeys{"au"};
 const std::vector<std::string_view> kStorageKeys{"storage_type", "storage_root",
                                                  "storage_options", "storage_library"};
+const std::vector<std::string_view> kStorageOptionKeys{
+    "endpoint_url", "access_key_id", "secret_access_key", "session_token", "region",
+    "s3_force_path_style", "s3_max_attempts"};
 const std::vector<std::string_view> kModelKeys{
     "name", "type", "model_size", "model_size_bytes", "optimization_groups", "num_layers",
     "layer_parameters", "model_datatype", "optimizer_datatype", "parallelism", "transformer"};
@@ -226,27 +231,83 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
   warn_unknown(w, section("profiling"), kProfilingKeys);
   {
     // storage.storage_type (and the reader's older spelling): local and parallel file systems are
-    // folders; object storage is not read by the workload's loader.
+    // folders; s3 is object storage (storage_root the bucket, storage_options how to reach it).
     const Section storage = section("storage");
     warn_unknown(w, storage, kStorageKeys);
     const Section reader = croot["data_reader"] ? section("data_reader") : section("reader");
     for (const Section* s : {&storage, &reader}) {
       if (!s->has("storage_type")) continue;
-      const std::string t = s->text("storage_type", "local_fs or parallel_fs");
-      if (t != "local_fs" && t != "parallel_fs" && t != "LOCAL_FS" && t != "PARALLEL_FS") {
+      const std::string t = s->text("storage_type", "local_fs, parallel_fs or s3");
+      if (t == "s3" || t == "S3") {
+        w.s3 = true;
+      } else if (t != "local_fs" && t != "parallel_fs" && t != "LOCAL_FS" && t != "PARALLEL_FS") {
         throw InputError(fmt::format(
-            "{}: expected local_fs or parallel_fs, got \"{}\" (pipeprof's workloads read local and "
-            "parallel file systems; a dataset behind an HTTP object server: the pipeprof.remote "
-            "section, docs/remote.md)",
+            "{}: expected local_fs, parallel_fs or s3, got \"{}\" (a dataset behind an HTTP object "
+            "server: the pipeprof.remote section, docs/remote.md)",
             s->where("storage_type"), t));
       }
+      if (s->has("storage_root")) w.storage_root = s->text("storage_root", "a bucket name");
+      if (s->has("storage_options")) {
+        const YAML::Node node = s->get("storage_options");
+        if (!node.IsMap()) s->fail("storage_options", "a mapping (endpoint_url, access_key_id, ...)");
+        const Section o(file, std::string(s == &storage ? "storage" : "reader") + ".storage_options", node);
+        warn_unknown(w, o, kStorageOptionKeys);
+        pipelines::S3Options& so = w.s3_options;
+        if (o.has("endpoint_url")) {
+          std::stringstream list(o.text("endpoint_url", "a URL (or several, comma-separated)"));
+          for (std::string e; std::getline(list, e, ',');) {
+            while (!e.empty() && e.front() == ' ') e.erase(e.begin());
+            while (!e.empty() && e.back() == ' ') e.pop_back();
+            if (e.empty()) continue;
+            if (!e.starts_with("http://") && !e.starts_with("https://"))
+              o.fail("endpoint_url", "http:// or https:// URLs");
+            w.s3_endpoints.push_back(e);
+          }
+          if (!w.s3_endpoints.empty()) so.endpoint_url = w.s3_endpoints.front();
+        }
+        if (o.has("access_key_id")) so.access_key_id = o.text("access_key_id");
+        if (o.has("secret_access_key")) so.secret_access_key = o.text("secret_access_key");
+        if (o.has("session_token")) so.session_token = o.text("session_token");
+        if (o.has("region")) so.region = o.text("region");
+        if (o.has("s3_force_path_style")) so.force_path_style = o.boolean("s3_force_path_style");
+        if (o.has("s3_max_attempts")) w.s3_max_attempts = static_cast<int>(o.whole("s3_max_attempts", 1));
+      }
+    }
+    // An s3:// folder is S3's whatever storage_type says (with the AWS environment's settings
+    // where storage_options give none); other folders are prefixes in the bucket only when
+    // storage_type says s3.
+    const bool declared_s3 = w.s3;
+    if (w.dataset.data_folder.starts_with("s3://") || w.checkpoint_settings.folder.starts_with("s3://"))
+      w.s3 = true;
+    if (declared_s3) {
+      // Folders without a scheme are prefixes in the bucket.
+      auto in_bucket = [&](std::string& folder, const std::string& key) {
+        if (folder.starts_with("s3://")) return;
+        if (folder.find("://") != std::string::npos) {
+          throw InputError(fmt::format("{}: {}: \"{}\" is not an s3:// name (storage.storage_type is s3)",
+                                       file, key, folder));
+        }
+        if (w.storage_root.empty()) {
+          throw InputError(fmt::format("{}: storage.storage_root: the bucket is needed for {} \"{}\" "
+                                       "(storage.storage_type is s3)",
+                                       file, key, folder));
+        }
+        while (folder.starts_with("./")) folder.erase(0, 2);
+        while (folder.starts_with('/')) folder.erase(0, 1);
+        folder = "s3://" + w.storage_root + (folder.empty() ? "" : "/" + folder);
+      };
+      if (w.train || w.evaluation || w.generate_data || w.dataset.data_folder.starts_with("s3://"))
+        in_bucket(w.dataset.data_folder, "dataset.data_folder");
+      if (w.checkpoint || w.checkpoint_settings.folder.starts_with("s3://"))
+        in_bucket(w.checkpoint_settings.folder, "checkpoint.checkpoint_folder");
+      while (w.dataset.data_folder.ends_with('/')) w.dataset.data_folder.pop_back();
     }
   }
   if (const std::string& f = w.checkpoint_settings.folder;
-      f.find("://") != std::string::npos && !f.starts_with("file://")) {
+      !w.s3 && f.find("://") != std::string::npos && !f.starts_with("file://")) {
     throw InputError(fmt::format(
         "{}: checkpoint.checkpoint_folder: \"{}\" is a URL; checkpoints are written to local "
-        "folders",
+        "folders (or to S3 with storage.storage_type: s3)",
         file, f));
   }
   {
@@ -311,6 +372,16 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     }
   }
 
+  if (w.s3 && w.remote.mode != RemoteMode::kNone) {
+    throw InputError(fmt::format(
+        "{}: pipeprof.remote: a dataset in S3 (storage.storage_type: s3) is read from its server; "
+        "pipeprof.remote serves a local folder over HTTP instead: use one or the other",
+        file));
+  }
+  if (w.s3 && w.odirect) {
+    throw InputError(fmt::format("{}: reader.odirect: O_DIRECT applies to local files, not to S3 "
+                                 "(storage.storage_type: s3)", file));
+  }
   // What DLIO's own validation refuses (of a workload that reads or writes a dataset: a
   // checkpoint-only file has no dataset section).
   const bool uses_data = w.train || w.evaluation || w.generate_data;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pipeprof/pipelines/datagen.h"
+#include "pipeprof/pipelines/remote.h"
 #include "pipeprof/pipelines/time_distribution.h"
 #include "workload/dlio_checkpoint.h"
 
@@ -105,6 +106,15 @@ struct DlioWorkload {
 
   double scale = 1;  // pipeprof.scale
   RemoteSettings remote;  // pipeprof.remote
+  // storage.storage_type: s3. The dataset and the checkpoints are then s3:// objects: a
+  // data_folder or checkpoint_folder without a scheme is a prefix in the bucket storage_root;
+  // storage_options give the endpoint (the first of a comma-separated list, or rank r's
+  // endpoints[r % N] under mpirun), the key pair, the region, path-style URLs and the attempts.
+  bool s3 = false;
+  std::string storage_root;
+  std::vector<std::string> s3_endpoints;
+  pipelines::S3Options s3_options;
+  int s3_max_attempts = 5;
 
   std::vector<std::string> warnings;  // unknown keys, settings that are not emulated
 };

@@ -62,13 +62,17 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
                  .cluster = ranks};
   // DLIO's checkpoints during training: every accelerator writes its share where DLIO writes it
   // (after the step or the epoch), and the training waits.
+  // An S3 workload: its loaders and its checkpoints read and write through one storage context.
+  const std::shared_ptr<pipelines::StorageContext> s3 =
+      s3_storage(w, options.stop, ranks != nullptr ? ranks->rank() : 0);
+  if (s3) t.storage = s3;
   std::unique_ptr<CheckpointIo> checkpoints;
   if (w.checkpoint && options.checkpoints && mode == LoaderMode::kPipeline) {
     r.checkpoint_plan = plan_checkpoint(w, total);
     const int64_t first = ranks != nullptr ? ranks->rank() * options.accelerators : 0;
     checkpoints = std::make_unique<CheckpointIo>(
         *r.checkpoint_plan, w.checkpoint_settings, first, options.accelerators,
-        CheckpointIoOptions{.direct = w.odirect, .stop = options.stop});
+        CheckpointIoOptions{.direct = w.odirect, .stop = options.stop, .storage = s3});
     const bool by_step = w.checkpoint_settings.steps_between >= 0;
     if (by_step) {
       t.after_step = [&w, &checkpoints](int64_t rank, int64_t epoch, int64_t step) {
@@ -114,7 +118,7 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
       t.storage = remote->storage();
       t.on_epoch_end = [&remote](int64_t epoch) { remote->epoch_end(epoch); };
     } else if (mode == LoaderMode::kPipeline && ranks != nullptr) {
-      t.files = training_files(w);
+      t.files = training_files(w, s3.get());
     }
   } catch (...) {
     if (ranks == nullptr) throw;

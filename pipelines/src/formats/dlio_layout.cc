@@ -101,13 +101,14 @@ std::string data_format_names() {
 
 void validate(const DlioDataset& d) {
   if (d.data_folder.empty()) throw DatasetConfigError("data_folder", "expected a folder, got \"\"");
-  // A URL never becomes a local folder of that name ("s3:/bucket" in the current directory).
-  if (d.data_folder.find("://") != std::string::npos) {
+  // A URL never becomes a local folder of that name ("s3:/bucket" in the current directory); an
+  // s3:// dataset is S3's (storage.storage_type: s3).
+  if (d.data_folder.find("://") != std::string::npos && !d.data_folder.starts_with("s3://")) {
     throw DatasetConfigError("data_folder",
                              "\"" + d.data_folder +
-                                 "\" is a URL; datasets are generated and read in local folders (a "
-                                 "dataset behind an HTTP object server: pipeprof.remote, "
-                                 "docs/remote.md)");
+                                 "\" is a URL; datasets are generated and read in local folders or "
+                                 "S3 buckets (s3://; a dataset behind an HTTP object server: "
+                                 "pipeprof.remote, docs/remote.md)");
   }
   check_count("num_files_train", d.num_files_train, 0, kMaxFiles);
   check_count("num_files_eval", d.num_files_eval, 0, kMaxFiles);
@@ -206,6 +207,12 @@ std::vector<DatasetFile> dataset_files(const DlioDataset& d) {
 
 std::vector<std::string> dataset_folders(const DlioDataset& d) {
   validate(d);
+  if (d.data_folder.starts_with("s3://")) {
+    throw DatasetConfigError("data_folder",
+                             "\"" + d.data_folder +
+                                 "\": data generation writes local folders; generate the dataset "
+                                 "into one and copy it into the bucket (pipeprof reads it from S3)");
+  }
   std::vector<std::string> out{split_folder(d, false), split_folder(d, true)};
   if (d.format == DataFormat::kTFRecord) {
     out.push_back((root_of(d) / "index").string());

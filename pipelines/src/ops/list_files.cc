@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "io/storage.h"
+#include "io/filesystem.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/registry.h"
@@ -152,15 +153,16 @@ Dataset list_files(std::vector<std::string> files, ListFilesOptions options) {
   return Dataset(std::make_shared<ops::ListFilesNode>(std::string(), std::move(files), options));
 }
 
-std::vector<std::string> matching_files(const std::string& pattern) {
+std::vector<std::string> matching_files(const std::string& pattern, const StorageContext* storage) {
   try {
-    return io::match_files(pattern);
+    return io::match_files(pattern, storage);
   } catch (const io::IoError& e) {
     throw InputDataError("list_files", e.what());
   }
 }
 
 void drop_from_page_cache(const std::string& path) {
+  if (!io::is_local(path)) return;
   try {
     io::drop_from_page_cache(path);
   } catch (const io::IoError& e) {

@@ -21,6 +21,8 @@
 
 namespace pipeprof::pipelines {
 
+class StorageContext;
+
 inline constexpr int64_t kDefaultReadBufferSize = 256 * 1024;
 inline constexpr int64_t kMaxReadBufferSize = int64_t{1} << 30;
 
@@ -70,11 +72,14 @@ Dataset fixed_length_records(std::vector<std::string> files, FixedLengthRecordOp
 Dataset indexed_binary(std::vector<std::string> files, FileReadOptions read = {});
 
 // The paths matching `pattern` (glob: *, ?, [...]), sorted bytewise, as list_files lists them; an
-// empty list when none match. Throws InputDataError when a folder cannot be read.
-std::vector<std::string> matching_files(const std::string& pattern);
+// empty list when none match. URLs are listed through their scheme's storage with `storage`'s
+// settings (s3:// listings need its S3 options, or the AWS environment's). Throws InputDataError
+// when a folder cannot be read.
+std::vector<std::string> matching_files(const std::string& pattern, const StorageContext* storage = nullptr);
 
 // Writes a file's dirty pages out and drops its pages from the page cache (sync_file_range +
 // posix_fadvise DONTNEED; no privileges needed), so that its next read comes from the device.
+// An object of remote storage (a URL) is not in this machine's page cache: nothing is done.
 // Throws InputDataError naming the file when it cannot be opened.
 void drop_from_page_cache(const std::string& path);
 

@@ -1,0 +1,174 @@
+// `pipeprof workload` on S3 (storage.storage_type: s3) against a real S3 server the test starts on
+// 127.0.0.1 (testbed::S3Server: OpenStack Swift's S3 API, signatures checked): training reads the
+// dataset's objects, checkpoints are written into the bucket and read back, a wrong secret key is
+// an exit 2 naming the endpoint and the bucket, and data generation into a bucket is refused.
+// Skips where Swift or memcached is not installed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "pipeprof/pipelines/files.h"
+#include "pipeprof/pipelines/remote.h"
+#include "pipeprof/pipelines/storage_io.h"
+#include "pipeprof/testbed/s3_server.h"
+#include "pipeprof_testing/run_command.h"
+#include "pipeprof_testing/temp_dir.h"
+
+namespace {
+
+using pipeprof::testing::CliResult;
+using pipeprof::testing_support::TempDir;
+namespace fs = std::filesystem;
+namespace pp = pipeprof::pipelines;
+
+class S3Workload : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    if (!pipeprof::testbed::S3Server::available(&why)) {
+      skip_ = why;
+      return;
+    }
+    server_ = new pipeprof::testbed::S3Server();
+    server_->create_bucket("mlperf");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (server_ == nullptr) GTEST_SKIP() << skip_;
+  }
+
+  static std::shared_ptr<pp::StorageContext> storage() {
+    return std::make_shared<pp::StorageContext>(pp::RemoteReadOptions{}, nullptr, server_->options());
+  }
+
+  // The storage section of a workload on the test's server.
+  static std::string storage_yaml(const std::string& secret = "pipeprof-secret") {
+    const pp::S3Options o = server_->options();
+    return "storage:\n  storage_type: s3\n  storage_root: mlperf\n  storage_options:\n"
+           "    endpoint_url: " + o.endpoint_url + "\n    access_key_id: " + o.access_key_id +
+           "\n    secret_access_key: " + secret + "\n    region: us-east-1\n"
+           "    s3_force_path_style: True\n    s3_max_attempts: 2\n";
+  }
+
+  // 8 npz files of one 32 KiB sample generated locally and copied into s3://mlperf/<prefix>/train/.
+  static void upload_dataset(const TempDir& tmp, const std::string& prefix) {
+    const CliResult gen = pipeprof::testing::run_command(
+        std::string(PIPEPROF_BINARY) + " datagen --data-folder " + (tmp / "local").string() +
+        " --format npz --num-files-train 8 --num-samples-per-file 1 --record-length 32768 --quiet");
+    ASSERT_EQ(gen.code, 0) << gen.out;
+    const auto s = storage();
+    for (const auto& e : fs::directory_iterator(tmp / "local" / "train")) {
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto out = pp::create_file("s3://mlperf/" + prefix + "/train/" + e.path().filename().string(),
+                                 {.storage = s});
+      out->append(std::as_bytes(std::span(bytes.data(), bytes.size())));
+      out->commit();
+    }
+  }
+
+  static std::string training_yaml(const std::string& prefix, const std::string& extra = "") {
+    return "model:\n  name: s3_unet\n  type: transformer\n  num_layers: 2\n  parallelism:\n"
+           "    tensor: 1\n    pipeline: 1\n  transformer:\n    vocab_size: 1000\n    hidden_size: 256\n"
+           "    ffn_hidden_size: 512\n    num_attention_heads: 4\n    num_kv_heads: 4\n"
+           "framework: pytorch\nworkflow:\n  generate_data: False\n  train: True\n  checkpoint: True\n"
+           "dataset:\n  data_folder: " + prefix + "\n  format: npz\n  num_files_train: 8\n"
+           "  num_samples_per_file: 1\n  record_length_bytes: 32768\n"
+           "reader:\n  data_loader: pytorch\n  batch_size: 2\n  read_threads: 2\n"
+           "train:\n  epochs: 1\n  computation_time: 0.002\n"
+           "checkpoint:\n  checkpoint_folder: " + prefix + "-ckpt\n  checkpoint_after_epoch: 1\n"
+           "metric:\n  au: 0.5\n" + extra;
+  }
+
+  static inline pipeprof::testbed::S3Server* server_ = nullptr;
+  static inline std::string skip_;
+};
+
+CliResult pipeprof_cmd(const std::string& args) {
+  return pipeprof::testing::run_command(std::string(PIPEPROF_BINARY) + " " + args);
+}
+
+TEST_F(S3Workload, TrainingReadsTheBucketAndCheckpointsIntoIt) {
+  const TempDir tmp;
+  upload_dataset(tmp, "unet");
+  const fs::path yaml = tmp.write("s3.yaml", training_yaml("unet", storage_yaml()));
+  const CliResult r = pipeprof_cmd("workload " + yaml.string() + " -n 2 -q --out " + (tmp / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(tmp / "out" / "results.json");
+  const auto results = nlohmann::json::parse(in);
+  const auto& wl = results["experiments"][0]["workload"];
+  EXPECT_GT(wl.dump().size(), 0U);
+  std::ifstream sin(tmp / "out" / "summary.json");
+  const auto summary = nlohmann::json::parse(sin);
+  EXPECT_GT(summary["metric"]["train_au_mean_percentage"].get<double>(), 0) << summary.dump(1);
+  EXPECT_GT(summary["metric"]["save_checkpoint_duration_mean_seconds"].get<double>(), 0) << summary.dump(1);
+  // The checkpoint's objects are in the bucket (after epoch 1's 2 steps: DLIO's step 3), none left
+  // half-written.
+  const auto written = pp::matching_files("s3://mlperf/unet-ckpt/global_epoch1_step3/*", storage().get());
+  EXPECT_FALSE(written.empty());
+  for (const auto& name : written) EXPECT_EQ(name.find(".partial"), std::string::npos) << name;
+}
+
+TEST_F(S3Workload, CheckpointsAloneAreWrittenAndReadBack) {
+  const TempDir tmp;
+  const fs::path yaml = tmp.write(
+      "ckpt.yaml",
+      "model:\n  name: s3_llama\n  type: transformer\n  num_layers: 2\n  parallelism:\n    tensor: 1\n"
+      "    pipeline: 1\n    zero_stage: 3\n  transformer:\n    vocab_size: 2000\n    hidden_size: 512\n"
+      "    ffn_hidden_size: 1024\n    num_attention_heads: 8\n    num_kv_heads: 8\n"
+      "framework: pytorch\nworkflow:\n  train: False\n  checkpoint: True\n"
+      "checkpoint:\n  checkpoint_folder: llama\n  time_between_checkpoints: 0\n"
+      "  num_checkpoints_write: 2\n  num_checkpoints_read: 1\n  fsync: True\n" + storage_yaml());
+  const CliResult r = pipeprof_cmd("workload " + yaml.string() + " -n 2 -q --out " + (tmp / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream sin(tmp / "out" / "summary.json");
+  const auto summary = nlohmann::json::parse(sin);
+  EXPECT_GT(summary["metric"]["load_checkpoint_duration_mean_seconds"].get<double>(), 0) << summary.dump(1);
+  EXPECT_FALSE(pp::matching_files("s3://mlperf/llama/global_epoch1_step1/*", storage().get()).empty());
+}
+
+TEST_F(S3Workload, AWrongSecretKeyIsExit2NamingTheEndpointAndBucket) {
+  const TempDir tmp;
+  const fs::path yaml = tmp.write("bad.yaml", training_yaml("nothing", storage_yaml("wrong-secret")));
+  const CliResult r = pipeprof_cmd("workload " + yaml.string() + " -q --out " + (tmp / "out").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("SignatureDoesNotMatch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(server_->endpoint()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bucket mlperf"), std::string::npos) << r.out;
+}
+
+TEST_F(S3Workload, BadStorageSettingsAreExit2NamingTheKey) {
+  const TempDir tmp;
+  const auto run = [&](const std::string& name, const std::string& text) {
+    return pipeprof_cmd("workload " + tmp.write(name, text).string() + " -q --dry-run");
+  };
+  const std::string base = training_yaml("x");
+  CliResult r = run("type.yaml", base + "storage:\n  storage_type: azure\n");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("storage.storage_type"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("azure"), std::string::npos) << r.out;
+  r = run("root.yaml", base + "storage:\n  storage_type: s3\n");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("storage.storage_root"), std::string::npos) << r.out;
+  r = run("endpoint.yaml", base + "storage:\n  storage_type: s3\n  storage_root: b\n  storage_options:\n"
+                                  "    endpoint_url: ftp://x\n");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("storage.storage_options.endpoint_url"), std::string::npos) << r.out;
+  // Data generation writes local folders: generating into a bucket is refused, not done in a
+  // folder named "s3:".
+  std::string gen = training_yaml("gen", storage_yaml());
+  gen.replace(gen.find("generate_data: False"), 20, "generate_data: True");
+  r = pipeprof::testing::run_command("cd " + tmp.path().string() + " && " + PIPEPROF_BINARY +
+                                     " workload " + tmp.write("gen.yaml", gen).string() + " -q");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("s3://mlperf/gen"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(tmp / "s3:"));
+}
+
+}  // namespace
