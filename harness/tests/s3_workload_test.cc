@@ -160,15 +160,31 @@ TEST_F(S3Workload, BadStorageSettingsAreExit2NamingTheKey) {
                                   "    endpoint_url: ftp://x\n");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("storage.storage_options.endpoint_url"), std::string::npos) << r.out;
-  // Data generation writes local folders: generating into a bucket is refused, not done in a
-  // folder named "s3:".
+}
+
+// generate_data writes the dataset into the bucket (each file staged locally, uploaded, removed),
+// trains on it, and a second run keeps the objects that are there.
+TEST_F(S3Workload, GeneratesIntoTheBucketThenTrainsAndKeepsWhatIsThere) {
+  const TempDir tmp;
   std::string gen = training_yaml("gen", storage_yaml());
   gen.replace(gen.find("generate_data: False"), 20, "generate_data: True");
-  r = pipeprof::testing::run_command("cd " + tmp.path().string() + " && " + PIPEPROF_BINARY +
-                                     " workload " + tmp.write("gen.yaml", gen).string() + " -q");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("s3://mlperf/gen"), std::string::npos) << r.out;
+  gen.replace(gen.find("format: npz"), 11, "format: npy");
+  const fs::path yaml = tmp.write("gen.yaml", gen);
+  const std::string cmd = "cd " + tmp.path().string() + " && TMPDIR=" + tmp.path().string() + " " +
+                          PIPEPROF_BINARY + " workload " + yaml.string() + " --out " +
+                          (tmp / "out").string();
+  CliResult r = pipeprof::testing::run_command(cmd);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto objects = pp::list_objects("s3://mlperf/gen/train", storage().get());
+  ASSERT_EQ(objects.size(), 8U);
+  EXPECT_EQ(objects[0].first, "s3://mlperf/gen/train/img_0_of_8.npy");
+  EXPECT_EQ(objects[0].second, 181U * 181U + 128U);  // a 181 x 181 sample and the npy header
   EXPECT_FALSE(fs::exists(tmp / "s3:"));
+  for (const auto& e : fs::directory_iterator(tmp.path()))  // the staging folder is gone
+    EXPECT_FALSE(e.path().filename().string().starts_with("pipeprof-datagen-")) << e.path();
+  r = pipeprof::testing::run_command(cmd);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("kept 8 complete"), std::string::npos) << r.out;
 }
 
 }  // namespace

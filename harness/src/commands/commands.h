@@ -5,10 +5,12 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <new>
 
 #include "pipeprof/harness/cli.h"
 #include "pipeprof/pipelines/datagen.h"
+#include "pipeprof/pipelines/remote.h"
 
 namespace pipeprof::harness {
 
@@ -42,6 +44,8 @@ struct DatagenRunOptions {
   bool allow_other_files = false;
   bool quiet = false;
   bool summary_to_stderr = false;
+  // An s3:// data folder's settings (nullptr: the AWS environment's).
+  std::shared_ptr<const pipelines::StorageContext> storage;
 };
 Outcome run_datagen(const pipelines::formats::DlioDataset& dataset, const DatagenRunOptions& options);
 

@@ -131,6 +131,7 @@ Outcome run_datagen(const formats::DlioDataset& d, const DatagenRunOptions& o) {
   options.threads = o.threads;
   options.overwrite = o.overwrite;
   options.stop = &InterruptGuard::flag();
+  options.storage = o.storage;
   const bool bar = !o.quiet && isatty(STDERR_FILENO) != 0;
   if (bar) options.on_progress = draw_progress;
   const formats::GenerateResult r = formats::generate_dataset(d, options);

@@ -373,7 +373,9 @@ Outcome workload_command(const WorkloadOptions& o) {
       std::cerr << fmt::format("generating the dataset in {} (workflow.generate_data)\n",
                                w.dataset.data_folder);
       try {
-        g = run_datagen(w.dataset, {.quiet = o.quiet, .summary_to_stderr = true});
+        g = run_datagen(w.dataset, {.quiet = o.quiet,
+                                    .summary_to_stderr = true,
+                                    .storage = workload::s3_storage(w, &InterruptGuard::flag())});
       } catch (...) {
         (void)ranks.agree_stop(true, &InterruptGuard::flag());
         throw;

@@ -22,7 +22,9 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -35,6 +37,7 @@
 #include "formats/random_bytes.h"
 #include "formats/tfrecord.h"
 #include "pipeprof/pipelines/formats.h"
+#include "pipeprof/pipelines/storage_io.h"
 
 namespace pipeprof::pipelines::formats {
 namespace {
@@ -49,6 +52,7 @@ struct Stopped {};
 // What the tasks share: the stop flags and the byte counter the progress reports read.
 struct Shared {
   const std::atomic<bool>* stop = nullptr;
+  std::shared_ptr<const StorageContext> storage;  // an s3:// dataset's settings
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> bytes{0};
   void check() const {
@@ -89,8 +93,24 @@ ExampleFrame tfrecord_frame_of(const DlioDataset& d, const DatasetFile& file) {
                                {{"size", {.kind = FeatureKind::kInt64, .int64s = {dimension}}}});
 }
 
-// Writes `bytes` to `path` through its temporary name (removed on failure).
-void write_small_file(const std::string& path, std::string_view bytes) {
+bool is_remote(const std::string& path) {
+  return path.find("://") != std::string::npos;
+}
+
+// Writes `bytes` to `path` through its temporary name (removed on failure); an object of remote
+// storage (s3://) is uploaded whole.
+void write_small_file(const std::string& path, std::string_view bytes,
+                      const std::shared_ptr<const StorageContext>& storage) {
+  if (is_remote(path)) {
+    try {
+      auto out = create_file(path, {.storage = storage});
+      out->append(std::as_bytes(std::span(bytes.data(), bytes.size())));
+      out->commit();
+    } catch (const IoError& e) {
+      throw FormatError(e.what());
+    }
+    return;
+  }
   const std::string tmp = temporary_name(path);
   try {
     FileOut f(tmp);
@@ -111,7 +131,8 @@ void write_small_file(const std::string& path, std::string_view bytes) {
 //   tfrecord: DALI's tfrecord2idx, as DLIO writes it (the framed record's offset and length).
 //   indexed_binary: each sample's offset and size as uint64 (little-endian, DLIO's numpy
 //   arrays), samples back to back from byte 0.
-void write_index_files(const DlioDataset& d, const DatasetFile& file) {
+void write_index_files(const DlioDataset& d, const DatasetFile& file,
+                       const std::shared_ptr<const StorageContext>& storage) {
   const std::vector<std::string> names = index_files_of(d, file);
   const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
   if (d.format == DataFormat::kTFRecord) {
@@ -121,7 +142,7 @@ void write_index_files(const DlioDataset& d, const DatasetFile& file) {
     std::string text;
     for (int64_t i = 0; i < d.num_samples_per_file; ++i)
       text += fmt::format("{} {}\n", static_cast<uint64_t>(i) * framed, framed);
-    write_small_file(names.at(0), text);
+    write_small_file(names.at(0), text, storage);
   } else if (is_indexed_binary(d.format)) {
     std::string offsets, sizes;
     auto put = [](std::string& out, uint64_t v) {
@@ -132,8 +153,8 @@ void write_index_files(const DlioDataset& d, const DatasetFile& file) {
       put(offsets, static_cast<uint64_t>(i) * sample);
       put(sizes, sample);
     }
-    write_small_file(names.at(0), offsets);
-    write_small_file(names.at(1), sizes);
+    write_small_file(names.at(0), offsets, storage);
+    write_small_file(names.at(1), sizes, storage);
   }
 }
 
@@ -159,7 +180,7 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
     case DataFormat::kIndexedBinary:
     case DataFormat::kMmapIndexedBinary: {
       // The index first: the data file appears under its name (after this returns) with it.
-      write_index_files(d, file);
+      write_index_files(d, file, shared.storage);
       FileOut f(out);
       stream_random(file.bytes, rng, buffer, shared, [&](auto chunk) { f.write(chunk); });
       f.close();
@@ -329,6 +350,91 @@ void sync_data(const std::string& path) {
   if (rc != 0) throw FormatError(fmt::format("{}: cannot be synced to the disk: {}", path, std::strerror(err)));
 }
 
+// Why an object of remote storage under a file's final name is not what this layout writes ("" when
+// it is), from its size alone (what a listing gives; an upload is whole or absent, never cut).
+std::string remote_mismatch(const DlioDataset& d, const DatasetFile& file, uint64_t size) {
+  const int64_t samples = d.num_samples_per_file;
+  const auto within = [&](uint64_t low, uint64_t slack) {
+    return size >= low && size <= low + slack
+               ? std::string()
+               : fmt::format("{} bytes where this layout writes {} bytes and at most {} more", size, low,
+                             slack);
+  };
+  const auto exactly = [&](uint64_t want) {
+    return size == want ? std::string() : fmt::format("{} bytes where this layout writes {}", size, want);
+  };
+  switch (d.format) {
+    case DataFormat::kRaw:
+    case DataFormat::kIndexedBinary:
+    case DataFormat::kMmapIndexedBinary:
+      return exactly(file.bytes);
+    case DataFormat::kNpy:
+      return exactly(encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes);
+    case DataFormat::kTFRecord: {
+      const ExampleFrame frame = tfrecord_frame_of(d, file);
+      const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+      return exactly(static_cast<uint64_t>(samples) *
+                     (kTFRecordHeaderBytes + frame.head.size() + sample + frame.tail.size() +
+                      kTFRecordFooterBytes));
+    }
+    case DataFormat::kNpz:  // the members and their headers, and the zip's few hundred bytes
+      return within(file.bytes + 8 * static_cast<uint64_t>(samples), 64 * 1024);
+    case DataFormat::kHdf5:
+      return within(file.bytes, uint64_t{1} << 20);
+    case DataFormat::kJpeg:
+      return size >= 4 ? std::string() : fmt::format("{} bytes", size);
+  }
+  return {};
+}
+
+// Uploads a local file as the object `name` (read and sent a part at a time); the object appears
+// when the whole file is up.
+void upload(const std::string& local, const std::string& name, Shared& shared) {
+  const int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw FormatError(fmt::format("{}: cannot be opened: {}", local, std::strerror(errno)));
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  try {
+    auto out = create_file(name, {.storage = shared.storage});
+    std::vector<std::byte> buffer(size_t{8} << 20);
+    for (;;) {
+      shared.check();
+      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw FormatError(fmt::format("{}: cannot be read: {}", local, std::strerror(errno)));
+      }
+      if (n == 0) break;
+      out->append(std::span(buffer.data(), static_cast<size_t>(n)));
+    }
+    out->commit();
+  } catch (const IoError& e) {
+    throw FormatError(e.what());
+  }
+}
+
+// A local folder for the files of an s3:// dataset on their way up, removed with its contents.
+struct Staging {
+  std::string dir;
+  Staging() {
+    std::string tmpl = (fs::temp_directory_path() / "pipeprof-datagen-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      throw FormatError(fmt::format("cannot create a temporary folder for the upload: {}",
+                                    std::strerror(errno)));
+    }
+    dir = tmpl;
+  }
+  ~Staging() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  std::string path_for(size_t k) const { return fmt::format("{}/file-{}", dir, k); }
+};
+
 // The payload seed of file `k` of the run (train files first): a function of the seed and k only.
 uint64_t file_seed(uint64_t seed, uint64_t k) {
   return (seed * 0x9E3779B97F4A7C15ULL) ^ (k + 1) * 0xD1B54A32D192ED03ULL;
@@ -339,17 +445,58 @@ uint64_t file_seed(uint64_t seed, uint64_t k) {
 GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<DatasetFile> files = dataset_files(d);
-  for (const std::string& folder : dataset_folders(d)) {
-    std::error_code ec;
-    fs::create_directories(folder, ec);
-    if (ec)
-      throw FormatError(fmt::format("{}: cannot create the folder: {}", folder, ec.message()));
+  const bool remote = is_remote(d.data_folder);
+  std::unique_ptr<Staging> staging;
+  // What the bucket holds under the dataset's folders (remote): name -> size.
+  std::map<std::string, uint64_t> existing;
+  if (remote) {
+    staging = std::make_unique<Staging>();
+    std::set<std::string> folders;
+    for (const DatasetFile& f : files) {
+      folders.insert(fs::path(f.path).parent_path().string());
+      for (const std::string& index : index_files_of(d, f))
+        folders.insert(fs::path(index).parent_path().string());
+    }
+    for (const std::string& folder : folders) {
+      try {
+        for (const auto& [name, size] : list_objects(folder, options.storage.get())) existing[name] = size;
+      } catch (const IoError& e) {
+        throw FormatError(e.what());
+      }
+    }
+  } else {
+    for (const std::string& folder : dataset_folders(d)) {
+      std::error_code ec;
+      fs::create_directories(folder, ec);
+      if (ec)
+        throw FormatError(fmt::format("{}: cannot create the folder: {}", folder, ec.message()));
+    }
   }
 
   GenerateResult result;
   std::vector<size_t> todo;
   for (size_t k = 0; k < files.size(); ++k) {
     std::error_code ec;
+    if (remote) {
+      const auto it = existing.find(files[k].path);
+      if (options.overwrite || it == existing.end()) {
+        todo.push_back(k);
+        continue;
+      }
+      if (const std::string why = remote_mismatch(d, files[k], it->second); !why.empty()) {
+        if (result.files_rewritten++ == 0) result.first_rewritten = files[k].path + ": " + why;
+        todo.push_back(k);
+        continue;
+      }
+      ++result.files_kept;
+      for (const std::string& index : index_files_of(d, files[k])) {
+        if (!existing.contains(index)) {
+          write_index_files(d, files[k], options.storage);
+          break;
+        }
+      }
+      continue;
+    }
     if (!options.overwrite && fs::is_regular_file(files[k].path, ec)) {
       fs::remove(temporary_name(files[k].path), ec);  // a stale leftover beside a complete file
       if (const std::string why = mismatch(d, files[k]); !why.empty()) {
@@ -364,7 +511,7 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
         const uint64_t want = 8 * static_cast<uint64_t>(d.num_samples_per_file);
         if (!fs::is_regular_file(index, ec) ||
             (is_indexed_binary(d.format) && fs::file_size(index, ec) != want)) {
-          write_index_files(d, files[k]);
+          write_index_files(d, files[k], options.storage);
           break;
         }
       }
@@ -375,6 +522,7 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
 
   Shared shared;
   shared.stop = options.stop;
+  shared.storage = options.storage;
   std::atomic<size_t> next{0};
   std::atomic<int64_t> written{0};
   std::mutex mu;
@@ -384,19 +532,25 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
   auto task = [&] {
     for (size_t t = next.fetch_add(1); t < todo.size(); t = next.fetch_add(1)) {
       const DatasetFile& file = files[todo[t]];
-      const std::string tmp = temporary_name(file.path);
+      const std::string tmp = remote ? staging->path_for(todo[t]) : temporary_name(file.path);
       try {
         shared.check();
         const uint64_t extra = write_file_as(d, file, tmp, file_seed(d.seed, todo[t]), shared);
         shared.bytes.fetch_add(extra, std::memory_order_relaxed);
-        sync_data(tmp);
-        std::error_code ec;
-        fs::rename(tmp, file.path, ec);
-        if (ec) {
-          throw FormatError(
-              fmt::format("{}: cannot rename {} into place: {}", file.path, tmp, ec.message()));
+        if (remote) {
+          upload(tmp, file.path, shared);  // the object appears when it is whole
+          std::error_code ec;
+          fs::remove(tmp, ec);
+        } else {
+          sync_data(tmp);
+          std::error_code ec;
+          fs::rename(tmp, file.path, ec);
+          if (ec) {
+            throw FormatError(
+                fmt::format("{}: cannot rename {} into place: {}", file.path, tmp, ec.message()));
+          }
         }
-        if (d.format == DataFormat::kTFRecord) write_index_files(d, file);
+        if (d.format == DataFormat::kTFRecord) write_index_files(d, file, options.storage);
         written.fetch_add(1);
       } catch (...) {
         std::error_code ec;

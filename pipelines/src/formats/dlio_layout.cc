@@ -207,12 +207,6 @@ std::vector<DatasetFile> dataset_files(const DlioDataset& d) {
 
 std::vector<std::string> dataset_folders(const DlioDataset& d) {
   validate(d);
-  if (d.data_folder.starts_with("s3://")) {
-    throw DatasetConfigError("data_folder",
-                             "\"" + d.data_folder +
-                                 "\": data generation writes local folders; generate the dataset "
-                                 "into one and copy it into the bucket (pipeprof reads it from S3)");
-  }
   std::vector<std::string> out{split_folder(d, false), split_folder(d, true)};
   if (d.format == DataFormat::kTFRecord) {
     out.push_back((root_of(d) / "index").string());

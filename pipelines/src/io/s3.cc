@@ -423,4 +423,19 @@ void create_bucket(const std::string& name, const std::shared_ptr<const StorageC
   io::create_s3_bucket(name, io::access_of(storage.get()));
 }
 
+std::vector<std::pair<std::string, uint64_t>> list_objects(const std::string& folder,
+                                                           const StorageContext* storage) {
+  if (!io::is_s3_url(folder)) {
+    throw IoError(fmt::format("{}: objects are listed with their sizes in s3:// folders only", folder));
+  }
+  const io::S3Name n = io::parse_s3_name(folder);
+  std::string prefix = n.key;
+  if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const io::S3Object& o : io::list_s3(n.bucket, prefix, io::access_of(storage)))
+    out.emplace_back(fmt::format("s3://{}/{}", n.bucket, o.key), o.size);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace pipeprof::pipelines

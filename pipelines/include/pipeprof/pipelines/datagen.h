@@ -30,12 +30,17 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace pipeprof::pipelines {
+class StorageContext;
+}  // namespace pipeprof::pipelines
 
 namespace pipeprof::pipelines::formats {
 
@@ -130,6 +135,8 @@ struct GenerateOptions {
   // Called from the calling thread about every `progress_interval_s` and once at the end.
   std::function<void(const GenerateProgress&)> on_progress;
   double progress_interval_s = 0.2;
+  // An s3:// data folder: the S3 settings (nullptr: the AWS environment's).
+  std::shared_ptr<const StorageContext> storage;
 };
 
 struct GenerateResult {
@@ -152,6 +159,10 @@ struct GenerateResult {
 // for other files (the caller decides, with other_files). Throws DatasetConfigError for a bad
 // configuration and FormatError naming the file when one cannot be written (a full disk); no
 // temporary file is left behind either way.
+// An s3:// data folder: each file is written in a local temporary folder (under TMPDIR), uploaded
+// (multipart when large) and removed; an object appears only when its upload completes. An object
+// already there is kept when its size is what this layout writes (npz, hdf5: within the few KiB
+// their containers add; jpeg: any), which the bucket's listing gives.
 GenerateResult generate_dataset(const DlioDataset& dataset, const GenerateOptions& options = {});
 
 }  // namespace pipeprof::pipelines::formats

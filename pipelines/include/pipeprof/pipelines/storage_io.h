@@ -21,6 +21,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipeprof/pipelines/errors.h"
 
@@ -82,6 +84,11 @@ size_t remove_abandoned_partials(const std::string& folder);
 // settings say; a bucket this account already has is not an error. Throws IoError naming the
 // endpoint and the bucket.
 void create_bucket(const std::string& name, const std::shared_ptr<const StorageContext>& storage = nullptr);
+
+// The objects directly in a folder of object storage (s3://bucket/prefix), with their sizes,
+// sorted by name. Throws IoError naming the folder (a missing bucket, a folder of another scheme).
+std::vector<std::pair<std::string, uint64_t>> list_objects(const std::string& folder,
+                                                           const StorageContext* storage = nullptr);
 
 // An object's size in bytes. Throws IoError naming it when it is missing.
 uint64_t object_size(const std::string& name,
