@@ -45,6 +45,8 @@ PACKAGES=(
   # S3 object storage: expat for S3's XML replies; OpenStack Swift with its S3 API (s3api, which
   # checks Signature Version 4) and memcached, its token cache, as the S3 server of the tests
   libexpat1-dev python3-swift swift swift-proxy swift-object swift-container swift-account memcached
+  # boto3, the reference S3 client of the S3 benchmark (scripts/bench_s3.sh)
+  python3-boto3
   # The PyTorch peer (harness/peers/pytorch_dataloader.py): PyTorch's DataLoader on the same
   # workloads, in the suite's storage section and its test
   python3-torch python3-yaml

@@ -178,6 +178,59 @@ TEST_F(S3Test, AMissingBucketOrObjectIsAnErrorNamingIt) {
   EXPECT_NO_THROW(server_->create_bucket("data"));  // this account's own bucket again
 }
 
+// A server of its own per test: these kill it, or a part of it.
+class S3FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!S3Server::available(&why)) GTEST_SKIP() << why;
+    server_ = std::make_unique<S3Server>();
+    server_->create_bucket("data");
+    RemoteReadOptions read;
+    read.max_attempts = 3;
+    read.backoff_initial = std::chrono::milliseconds(20);
+    read.connect_timeout = std::chrono::milliseconds(1000);
+    read.stall_timeout = std::chrono::milliseconds(2000);
+    storage_ = std::make_shared<StorageContext>(read, nullptr, server_->options());
+    auto f = create_file("s3://data/a.bin", {.storage = storage_});
+    f->append(random_bytes(3'000'000, 9));
+    f->commit();
+  }
+  std::unique_ptr<S3Server> server_;
+  std::shared_ptr<StorageContext> storage_;
+};
+
+TEST_F(S3FaultTest, AServerThatDiesMidReadIsAnErrorNotAHang) {
+  auto f = io::open_file("s3://data/a.bin", {.storage = storage_});  // the first MiB is in
+  server_->kill();
+  std::vector<std::byte> out(100'000);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    (void)f->read_at(2'000'000, out);
+    FAIL() << "a read from a dead server succeeded";
+  } catch (const IoError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("s3://data/a.bin"), std::string::npos) << what;
+    EXPECT_NE(what.find("bytes 2000000-2099999"), std::string::npos) << what;
+    EXPECT_NE(what.find("3 attempts"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+TEST_F(S3FaultTest, AStormOf503IsRetriedThenNamed) {
+  server_->kill_component("object");  // the proxy answers 503 for every object now
+  try {
+    (void)io::open_file("s3://data/a.bin", {.storage = storage_});
+    FAIL() << "an object was read without its object server";
+  } catch (const IoError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("503"), std::string::npos) << what;
+    EXPECT_NE(what.find("gave up after 3 attempts"), std::string::npos) << what;
+  }
+  EXPECT_GE(storage_->counters().retries, 2);
+  EXPECT_THROW(server_->kill_component("nothing"), RemoteError);
+}
+
 TEST(S3Names, UrlsArePathStyleForAddressesAndVirtualHostedOtherwise) {
   io::S3Settings s;
   s.endpoint = "http://127.0.0.1:9000";

@@ -390,27 +390,10 @@ std::string remote_mismatch(const DlioDataset& d, const DatasetFile& file, uint6
 // Uploads a local file as the object `name` (read and sent a part at a time); the object appears
 // when the whole file is up.
 void upload(const std::string& local, const std::string& name, Shared& shared) {
-  const int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw FormatError(fmt::format("{}: cannot be opened: {}", local, std::strerror(errno)));
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } close_fd{fd};
   try {
-    auto out = create_file(name, {.storage = shared.storage});
-    std::vector<std::byte> buffer(size_t{8} << 20);
-    for (;;) {
-      shared.check();
-      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw FormatError(fmt::format("{}: cannot be read: {}", local, std::strerror(errno)));
-      }
-      if (n == 0) break;
-      out->append(std::span(buffer.data(), static_cast<size_t>(n)));
-    }
-    out->commit();
+    (void)copy_file(local, name, {.storage = shared.storage}, shared.stop);
   } catch (const IoError& e) {
+    shared.check();  // stopped: the task's own way out
     throw FormatError(e.what());
   }
 }

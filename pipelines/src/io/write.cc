@@ -224,4 +224,21 @@ uint64_t object_size(const std::string& name, const std::shared_ptr<const Storag
   return io::open_file(name, {.storage = storage})->size();
 }
 
+uint64_t copy_file(const std::string& from, const std::string& to, const WriteOptions& options,
+                   const std::atomic<bool>* stop) {
+  auto in = io::open_file(from, {.storage = options.storage});
+  auto out = create_file(to, options);
+  std::vector<std::byte> buffer(static_cast<size_t>(std::min<uint64_t>(in->size(), uint64_t{8} << 20)));
+  for (uint64_t at = 0; at < in->size();) {
+    if (stop != nullptr && stop->load()) throw IoError(fmt::format("{}: copy to {} stopped (interrupted)", from, to));
+    const size_t n = io::read_fully(*in, at, std::span(buffer.data(),
+                                                         static_cast<size_t>(std::min<uint64_t>(buffer.size(), in->size() - at))));
+    if (n == 0) throw IoError(fmt::format("{}: ended at byte {} of {} while it was copied", from, at, in->size()));
+    out->append(std::span(buffer.data(), n));
+    at += n;
+  }
+  out->commit();
+  return in->size();
+}
+
 }  // namespace pipeprof::pipelines

@@ -218,6 +218,7 @@ void S3Server::launch() {
     if (pid < 0) throw RemoteError(fmt::format("S3 server: fork: {}", std::strerror(errno)));
     if (group_ <= 0) group_ = pid;
     pids_.push_back(pid);
+    names_.push_back(name);
     started.emplace_back(name, port);
   };
   start(memcached, "memcached", memcached_port);
@@ -281,6 +282,22 @@ void S3Server::reap(std::chrono::milliseconds grace) {
   signal_all(SIGKILL);
   group_ = -1;
   pids_.clear();
+  names_.clear();
+}
+
+void S3Server::kill_component(const std::string& name) {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i] != name || pids_[i] <= 0) continue;
+    ::kill(pids_[i], SIGKILL);
+    ::kill(-pids_[i], SIGKILL);
+    int status = 0;
+    while (::waitpid(pids_[i], &status, 0) < 0 && errno == EINTR) {
+    }
+    pids_[i] = -1;
+    return;
+  }
+  throw RemoteError(fmt::format("S3 server: no running process \"{}\" (memcached, account, container, "
+                                "object, proxy)", name));
 }
 
 void S3Server::stop() {

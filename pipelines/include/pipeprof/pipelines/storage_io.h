@@ -85,6 +85,13 @@ size_t remove_abandoned_partials(const std::string& folder);
 // endpoint and the bucket.
 void create_bucket(const std::string& name, const std::shared_ptr<const StorageContext>& storage = nullptr);
 
+// Copies an object (any readable name: a local file, http(s)://, s3://) to a new one (a local file
+// or s3://) through a buffer of 8 MiB; returns its size. The copy appears under its name only when
+// whole. Throws IoError naming the object that failed; when `stop` is set, the copy is dropped and
+// an IoError says it was stopped.
+uint64_t copy_file(const std::string& from, const std::string& to, const WriteOptions& options = {},
+                   const std::atomic<bool>* stop = nullptr);
+
 // The objects directly in a folder of object storage (s3://bucket/prefix), with their sizes,
 // sorted by name. Throws IoError naming the folder (a missing bucket, a folder of another scheme).
 std::vector<std::pair<std::string, uint64_t>> list_objects(const std::string& folder,

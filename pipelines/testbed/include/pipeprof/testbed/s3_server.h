@@ -58,6 +58,10 @@ class S3Server {
   void stop();
   // Kills every process at once (SIGKILL): a crash.
   void kill();
+  // Kills one of them (SIGKILL): "memcached", "account", "container", "object" or "proxy". With
+  // the object server gone, the proxy answers reads of objects with 503 (a storage node down).
+  // Throws RemoteError for another name.
+  void kill_component(const std::string& name);
 
  private:
   void launch();
@@ -71,6 +75,7 @@ class S3Server {
   int port_ = 0;
   pid_t group_ = -1;
   std::vector<pid_t> pids_;
+  std::vector<std::string> names_;  // of pids_
 };
 
 }  // namespace pipeprof::testbed
