@@ -95,7 +95,8 @@ echo "S3 reads: $FILES objects of $OBJECT_BYTES bytes, $THREADS requests in flig
 PP=() BO=()
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$WORK/out"
-  "$PIPEPROF" workload "$WORK/bench.yaml" -q --out "$WORK/out" >/dev/null
+  "$PIPEPROF" workload "$WORK/bench.yaml" -q --out "$WORK/out" >/dev/null 2>"$WORK/workload.err" ||
+    { cat "$WORK/workload.err" >&2; exit 1; }
   pp=$(python3 -c "import json,sys; m=json.load(open('$WORK/out/summary.json'))['metric']; print(m['train_throughput_mean_samples_per_second'] * $OBJECT_BYTES / 1048576)")
   bo=$(python3 "$WORK/boto.py" "$THREADS")
   printf "round %d: pipeprof %.1f MiB/s, boto3 %.1f MiB/s\n" "$r" "$pp" "$bo"
