@@ -7,12 +7,14 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "formats/example.h"
@@ -175,8 +177,10 @@ TEST(DatagenLayout, BadValuesNameTheirKey) {
   d.record_length = 100.5;
   EXPECT_EQ(key_of(d), "record_length");
   EXPECT_EQ(parse_data_format("hdf5"), DataFormat::kHdf5);
-  EXPECT_EQ(parse_data_format("png"), std::nullopt);
-  EXPECT_EQ(data_format_names(), "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary, mmap_indexed_binary");
+  EXPECT_EQ(parse_data_format("png"), DataFormat::kPng);
+  EXPECT_EQ(parse_data_format("parquet"), std::nullopt);
+  EXPECT_EQ(data_format_names(),
+            "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary, mmap_indexed_binary, csv, png");
 }
 
 // ---- every format, read back ----
@@ -282,6 +286,63 @@ TEST_P(DatagenFormat, WritesTheLayoutAndReadsBack) {
         payloads.insert(joined);
         break;
       }
+      case DataFormat::kPng: {
+        // An 8-bit grayscale image: its header, and its pixels inflated from the IDAT chunks with
+        // zlib (a filter byte and the row's bytes per row).
+        const std::string bytes = read_file(f.path);
+        ASSERT_GT(bytes.size(), 33U);
+        EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+        auto be32 = [&](size_t at) {
+          return (uint32_t{static_cast<uint8_t>(bytes[at])} << 24) |
+                 (uint32_t{static_cast<uint8_t>(bytes[at + 1])} << 16) |
+                 (uint32_t{static_cast<uint8_t>(bytes[at + 2])} << 8) | uint32_t{static_cast<uint8_t>(bytes[at + 3])};
+        };
+        EXPECT_EQ(bytes.substr(12, 4), "IHDR");
+        EXPECT_EQ(be32(16), static_cast<uint32_t>(f.dim2));  // width
+        EXPECT_EQ(be32(20), static_cast<uint32_t>(f.dim1));  // height
+        EXPECT_EQ(bytes[24], 8);                             // bits
+        EXPECT_EQ(bytes[25], 0);                             // grayscale
+        std::string idat;
+        for (size_t at = 8; at + 12 <= bytes.size();) {
+          const uint32_t length = be32(at);
+          if (bytes.substr(at + 4, 4) == "IDAT") idat += bytes.substr(at + 8, length);
+          at += 12 + length;
+        }
+        uLongf inflated = static_cast<uLongf>(f.dim1 * (f.dim2 + 1));
+        std::string pixels(inflated, '\0');
+        ASSERT_EQ(uncompress(reinterpret_cast<Bytef*>(pixels.data()), &inflated,
+                             reinterpret_cast<const Bytef*>(idat.data()), idat.size()),
+                  Z_OK);
+        EXPECT_EQ(inflated, static_cast<uLongf>(f.dim1 * (f.dim2 + 1)));
+        payloads.insert(bytes);
+        break;
+      }
+      case DataFormat::kCsv: {
+        // pandas' layout: ",0,1,...", then "<index>,<value>,..." a sample per row, values 0..255.
+        std::istringstream in(read_file(f.path));
+        std::string line;
+        ASSERT_TRUE(std::getline(in, line));
+        EXPECT_EQ(std::count(line.begin(), line.end(), ','), f.dim1 * f.dim2);
+        EXPECT_TRUE(line.starts_with(",0,1,2,")) << line.substr(0, 20);
+        int64_t rows = 0;
+        while (std::getline(in, line)) {
+          std::istringstream fields(line);
+          std::string field;
+          ASSERT_TRUE(std::getline(fields, field, ','));
+          EXPECT_EQ(field, std::to_string(rows));
+          int64_t values = 0;
+          while (std::getline(fields, field, ',')) {
+            const int v = std::stoi(field);
+            EXPECT_TRUE(v >= 0 && v <= 255) << field;
+            ++values;
+          }
+          EXPECT_EQ(values, f.dim1 * f.dim2);
+          ++rows;
+        }
+        EXPECT_EQ(rows, n);
+        payloads.insert(contents(f.path));
+        break;
+      }
     }
   }
   EXPECT_EQ(r.bytes_written, on_disk);
@@ -293,7 +354,8 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, DatagenFormat,
                          ::testing::Values(DataFormat::kTFRecord, DataFormat::kNpz,
                                            DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg,
                                            DataFormat::kRaw, DataFormat::kIndexedBinary,
-                                           DataFormat::kMmapIndexedBinary),
+                                           DataFormat::kMmapIndexedBinary, DataFormat::kCsv,
+                                           DataFormat::kPng),
                          [](const auto& param_info) {
                            return std::string(data_format_name(param_info.param));
                          });
@@ -336,8 +398,8 @@ TEST(Datagen, PythonReadsEveryFormat) {
   PIPEPROF_REQUIRE_PYTHON_MODULE("h5py");
   PIPEPROF_REQUIRE_PYTHON_MODULE("PIL");
   const TempDir tmp;
-  for (const DataFormat f :
-       {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg}) {
+  for (const DataFormat f : {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg,
+                            DataFormat::kCsv, DataFormat::kPng}) {
     DlioDataset d = small(tmp, f);
     d.data_folder = (tmp / std::string(data_format_name(f))).string();
     generate_dataset(d);
@@ -367,24 +429,36 @@ for path in sorted(glob.glob(root + "/*/*/*.*")):
             assert h["records"].dtype == np.uint8 and list(h["labels"][:]) == [0, 0, 0]
             n, d1, d2 = h["records"].shape
             shape = (d1, d2, n)
-    elif fmt == "jpeg":
+    elif fmt == "jpeg" or fmt == "png":
         im = Image.open(path)
         assert im.mode == "L", im.mode
+        im.load()  # every pixel decoded
         shape = (im.size[1], im.size[0], 1)
+    elif fmt == "csv":
+        # pandas' layout: a header row, then an index column and the values of each sample.
+        rows = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+        assert rows[:, 0].tolist() == list(range(rows.shape[0])), rows[:, 0]
+        assert rows[:, 1:].min() >= 0 and rows[:, 1:].max() <= 255
+        with open(path) as f:
+            assert f.readline().rstrip("\n") == "," + ",".join(str(i) for i in range(rows.shape[1] - 1))
+        shape = (rows.shape[1] - 1, rows.shape[0])
     print(os.path.relpath(path, root), *shape)
 )PY",
                                      tmp.path());
   ASSERT_EQ(r.code, 0) << r.out;
   std::string expected;
   std::vector<std::pair<std::string, std::string>> lines;
-  for (const DataFormat f :
-       {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg}) {
+  for (const DataFormat f : {DataFormat::kNpz, DataFormat::kNpy, DataFormat::kHdf5, DataFormat::kJpeg,
+                            DataFormat::kCsv, DataFormat::kPng}) {
     DlioDataset d = small(tmp, f);
     d.data_folder = (tmp / std::string(data_format_name(f))).string();
     for (const DatasetFile& file : dataset_files(d)) {
       lines.emplace_back(
           fs::path(file.path).lexically_relative(tmp.path()).string(),
-          fmt::format("{} {} {}", file.dim1, file.dim2, f == DataFormat::kJpeg ? 1 : 3));
+          f == DataFormat::kCsv
+              ? fmt::format("{} {}", file.dim1 * file.dim2, 3)
+              : fmt::format("{} {} {}", file.dim1, file.dim2,
+                            f == DataFormat::kJpeg || f == DataFormat::kPng ? 1 : 3));
     }
   }
   std::sort(lines.begin(), lines.end());

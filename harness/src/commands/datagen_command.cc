@@ -174,7 +174,8 @@ CommandRunner add_datagen_command(CLI::App& app) {
       "d2], labels), jpeg (one grayscale image per file), raw (records of exactly record-length "
       "bytes, fixed_length_records' layout), indexed_binary and mmap_indexed_binary (Megatron's "
       "layout: the samples back to back, with <file>.off.idx and <file>.sz.idx of uint64 offsets "
-      "and sizes, written before the data file).\n"
+      "and sizes, written before the data file), csv (pandas' layout: a header row, then a row "
+      "per sample: its index and its d1 x d2 values), png (one 8-bit grayscale image per file).\n"
       "Files are written in parallel under hidden temporary names, synced to the disk and renamed "
       "when complete, so Ctrl-C or a crash leaves no partial file. A second run keeps the files "
       "that are what this layout writes (their size; for hdf5 and jpeg the signature too) and "
@@ -188,8 +189,8 @@ CommandRunner add_datagen_command(CLI::App& app) {
   flag("data_folder", cmd->add_option("--data-folder", o->data_folder,
                                       "The dataset's root folder (DLIO's data_folder)"));
   flag("format", cmd->add_option("--format", o->format,
-                                 "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary or "
-                                 "mmap_indexed_binary (default tfrecord)"));
+                                 "tfrecord, npz, npy, hdf5, jpeg, raw, indexed_binary, "
+                                 "mmap_indexed_binary, csv or png (default tfrecord)"));
   flag("num_files_train",
        cmd->add_option("--num-files-train", o->num_files_train, "Files in train/ (default 8)"));
   flag("num_files_eval",

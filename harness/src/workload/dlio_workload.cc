@@ -391,11 +391,12 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
         "this too); use the tensorflow loader",
         file));
   }
-  if (uses_data &&
-      (w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kRaw)) {
+  if ((w.train || w.evaluation) &&
+      (w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kRaw ||
+       w.dataset.format == DataFormat::kCsv || w.dataset.format == DataFormat::kPng)) {
     throw InputError(fmt::format(
-        "{}: dataset.format: the workload's reader reads tfrecord, npz, npy and hdf5 files, got "
-        "{}",
+        "{}: dataset.format: the workload's reader reads tfrecord, npz, npy, hdf5, indexed_binary "
+        "and mmap_indexed_binary files, got {} (which generate_data and pipeprof datagen write)",
         file, pipelines::formats::data_format_name(w.dataset.format)));
   }
   if (w.train && w.dataset.num_files_train == 0) {

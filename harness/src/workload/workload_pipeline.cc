@@ -50,6 +50,8 @@ nlohmann::json file_source(const DlioWorkload& w) {
               {"mmap", !w.dont_use_mmap && !w.odirect}, {"direct", w.odirect}};
     case DataFormat::kJpeg:
     case DataFormat::kRaw:
+    case DataFormat::kCsv:
+    case DataFormat::kPng:
       break;
   }
   throw std::invalid_argument("the workload's reader does not read this format");

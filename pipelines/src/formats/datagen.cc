@@ -15,6 +15,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -158,6 +159,51 @@ void write_index_files(const DlioDataset& d, const DatasetFile& file,
   }
 }
 
+// DLIO's csv (pandas' to_csv of a DataFrame with a row per sample): a header of the column
+// numbers after an empty index column (",0,1,...,n-1"), then a row per sample: its index and its
+// d1 x d2 values, 0..255 in decimal. Written and counted a chunk at a time.
+void write_csv(const std::string& out, const DatasetFile& file, int64_t samples, RandomBytes& rng,
+               Shared& shared) {
+  const uint64_t values = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+  FileOut f(out);
+  std::string text;
+  text.reserve(kChunkBytes + 64);
+  auto flush = [&](bool force) {
+    if (!force && text.size() < kChunkBytes) return;
+    f.write(std::as_bytes(std::span(text.data(), text.size())));
+    shared.bytes.fetch_add(text.size(), std::memory_order_relaxed);
+    text.clear();
+    shared.check();
+  };
+  for (uint64_t v = 0; v < values; ++v) {
+    text += ',';
+    text += std::to_string(v);
+    flush(false);
+  }
+  text += '\n';
+  static const auto kDecimal = [] {
+    std::array<std::string, 256> table;
+    for (int i = 0; i < 256; ++i) table[static_cast<size_t>(i)] = "," + std::to_string(i);
+    return table;
+  }();
+  std::vector<std::byte> row(static_cast<size_t>(std::min<uint64_t>(values, kChunkBytes)));
+  for (int64_t s = 0; s < samples; ++s) {
+    text += std::to_string(s);
+    for (uint64_t done = 0; done < values;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(values - done, row.size()));
+      rng.fill(std::span(row.data(), n));
+      for (size_t i = 0; i < n; ++i) {
+        text += kDecimal[static_cast<uint8_t>(row[i])];
+        flush(false);
+      }
+      done += n;
+    }
+    text += '\n';
+  }
+  flush(true);
+  f.close();
+}
+
 // Writes `file` (its payload from `seed`) to `out`; returns the bytes the file holds when the
 // writer does not count them as it goes.
 uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std::string& out,
@@ -270,9 +316,21 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
       write_file(out, bytes);
       return bytes.size();
     }
+    case DataFormat::kPng: {  // DLIO's: one 8-bit grayscale image
+      Tensor image(DType::kUInt8, {file.dim1, file.dim2});
+      fill_random(image, rng, shared);
+      const std::vector<std::byte> bytes = encode_png(image);
+      write_file(out, bytes);
+      return bytes.size();
+    }
+    case DataFormat::kCsv:
+      write_csv(out, file, samples, rng, shared);
+      return 0;
   }
   return 0;
 }
+
+std::string csv_size_mismatch(const DatasetFile& file, int64_t samples, uint64_t size);
 
 // Why a file under its final name is not what this layout writes ("" when it is): its size, or the
 // format's own signature where the size depends on a library (hdf5) or an encoder (jpeg).
@@ -335,6 +393,19 @@ std::string mismatch(const DlioDataset& d, const DatasetFile& file) {
       return head == "\xFF\xD8" && tail == "\xFF\xD9" ? std::string()
                                                        : std::string("not a complete JPEG image");
     }
+    case DataFormat::kPng: {
+      if (size < 20) return fmt::format("{} bytes", size);
+      const auto [head, tail] = first_and_last(8);
+      // The signature, and the IEND chunk's type and CRC last.
+      return head == std::string("\x89PNG\r\n\x1a\n", 8) && tail == std::string("IEND\xAE\x42\x60\x82", 8)
+                 ? std::string()
+                 : std::string("not a complete PNG image");
+    }
+    case DataFormat::kCsv: {
+      if (const std::string why = csv_size_mismatch(file, samples, size); !why.empty()) return why;
+      const auto [head, tail] = first_and_last(2);
+      return head == ",0" && tail.back() == '\n' ? std::string() : std::string("not a complete csv file");
+    }
   }
   return {};
 }
@@ -348,6 +419,17 @@ void sync_data(const std::string& path) {
   const int err = errno;
   ::close(fd);
   if (rc != 0) throw FormatError(fmt::format("{}: cannot be synced to the disk: {}", path, std::strerror(err)));
+}
+
+// Why a csv file of `size` bytes cannot be what this layout writes: its values take 1 to 3 digits
+// and a comma each ("" when it can).
+std::string csv_size_mismatch(const DatasetFile& file, int64_t samples, uint64_t size) {
+  const uint64_t values = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+  const uint64_t low = values * 2 * static_cast<uint64_t>(samples);
+  const uint64_t high = values * 12 + static_cast<uint64_t>(samples) * (values * 4 + 24);
+  return size >= low && size <= high
+             ? std::string()
+             : fmt::format("{} bytes where this layout writes {} to {}", size, low, high);
 }
 
 // Why an object of remote storage under a file's final name is not what this layout writes ("" when
@@ -382,7 +464,10 @@ std::string remote_mismatch(const DlioDataset& d, const DatasetFile& file, uint6
     case DataFormat::kHdf5:
       return within(file.bytes, uint64_t{1} << 20);
     case DataFormat::kJpeg:
+    case DataFormat::kPng:
       return size >= 4 ? std::string() : fmt::format("{} bytes", size);
+    case DataFormat::kCsv:
+      return csv_size_mismatch(file, samples, size);
   }
   return {};
 }

@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<std::pair<DataFormat, std::string_view>, 8> kFormats{{
+constexpr std::array<std::pair<DataFormat, std::string_view>, 10> kFormats{{
     {DataFormat::kTFRecord, "tfrecord"},
     {DataFormat::kNpz, "npz"},
     {DataFormat::kNpy, "npy"},
@@ -26,6 +26,8 @@ constexpr std::array<std::pair<DataFormat, std::string_view>, 8> kFormats{{
     {DataFormat::kRaw, "raw"},
     {DataFormat::kIndexedBinary, "indexed_binary"},
     {DataFormat::kMmapIndexedBinary, "mmap_indexed_binary"},
+    {DataFormat::kCsv, "csv"},
+    {DataFormat::kPng, "png"},
 }};
 
 // The largest sample a generator holds in memory (npz, hdf5, jpeg build the whole file) and the
@@ -152,10 +154,10 @@ void validate(const DlioDataset& d) {
                                "layout): expected 0");
     }
   }
-  if (d.format == DataFormat::kJpeg &&
+  if ((d.format == DataFormat::kJpeg || d.format == DataFormat::kPng) &&
       static_cast<int64_t>(std::sqrt(d.record_length)) > kMaxJpegDimension) {
     throw DatasetConfigError("record_length",
-                             fmt::format("a JPEG image is at most {} pixels a side; {} bytes make "
+                             fmt::format("an image is at most {} pixels a side; {} bytes make "
                                          "{} x {}",
                                          kMaxJpegDimension, d.record_length,
                                          static_cast<int64_t>(std::sqrt(d.record_length)),
@@ -175,7 +177,8 @@ std::vector<DatasetFile> dataset_files(const DlioDataset& d) {
   auto draw = [&]() -> int64_t {
     if (dimension_stdev <= 0) return dimension;
     const double v = normal(rng);
-    const int64_t clamp = d.format == DataFormat::kJpeg ? kMaxJpegDimension : int64_t{1} << 31;
+    const bool image = d.format == DataFormat::kJpeg || d.format == DataFormat::kPng;
+    const int64_t clamp = image ? kMaxJpegDimension : int64_t{1} << 31;
     return std::clamp<int64_t>(static_cast<int64_t>(std::min(v, 1e15)), 1, clamp);
   };
 
@@ -195,7 +198,9 @@ std::vector<DatasetFile> dataset_files(const DlioDataset& d) {
       f.dim1 = draw();
       f.dim2 = draw();
       const auto samples =
-          static_cast<uint64_t>(d.format == DataFormat::kJpeg ? 1 : d.num_samples_per_file);
+          static_cast<uint64_t>(d.format == DataFormat::kJpeg || d.format == DataFormat::kPng
+                                    ? 1
+                                    : d.num_samples_per_file);
       f.bytes = d.format == DataFormat::kRaw
                     ? samples * static_cast<uint64_t>(d.record_length)
                     : samples * static_cast<uint64_t>(f.dim1) * static_cast<uint64_t>(f.dim2);

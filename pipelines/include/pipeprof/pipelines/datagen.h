@@ -44,7 +44,9 @@ class StorageContext;
 
 namespace pipeprof::pipelines::formats {
 
-enum class DataFormat { kTFRecord, kNpz, kNpy, kHdf5, kJpeg, kRaw, kIndexedBinary, kMmapIndexedBinary };
+enum class DataFormat {
+  kTFRecord, kNpz, kNpy, kHdf5, kJpeg, kRaw, kIndexedBinary, kMmapIndexedBinary, kCsv, kPng
+};
 
 std::string_view data_format_name(DataFormat format);  // also the files' extension
 std::optional<DataFormat> parse_data_format(std::string_view name);

@@ -76,6 +76,10 @@ Tensor decode_jpeg(std::span<const std::byte> bytes, int channels, const std::st
 std::vector<std::byte> encode_jpeg(const Tensor& image, int quality = 90);
 void write_jpeg(const std::string& path, const Tensor& image, int quality = 90);
 
+// --- PNG (stb_image_write) ---
+// `image`: uint8 [height, width] or [height, width, 1..4]; 8 bits a channel, deflated.
+std::vector<std::byte> encode_png(const Tensor& image);
+
 // A tensor of `dtype` and `shape` filled with pseudo-random values from `seed`: floats in [0, 1),
 // integers over their range, bools. The same seed gives the same values.
 Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed);
