@@ -127,11 +127,11 @@ TEST(DatagenCli, BadInputExitsTwoNamingTheFlagOrKey) {
   const auto bad_value = tmp.write("neg.yaml",
                                    "dataset:\n  num_subfolders_eval: 2\n"
                                    "  record_length_bytes: -5\n  data_folder: x\n");
-  const auto bad_format = tmp.write("png.yaml", "dataset:\n  format: png\n  data_folder: x\n");
+  const auto bad_format = tmp.write("parquet.yaml", "dataset:\n  format: parquet\n  data_folder: x\n");
   const auto no_section = tmp.write("none.yaml", "model: x\n");
   const std::vector<Case> cases{
       {folder + " --num-files-train abc", "--num-files-train"},
-      {folder + " --format png", "--format: expected one of tfrecord, npz, npy, hdf5, jpeg, raw"},
+      {folder + " --format parquet", "--format: expected one of tfrecord, npz, npy, hdf5, jpeg, raw"},
       {folder + " --num-files-train -1", "--num-files-train: expected an integer >= 0, got -1"},
       // Once "out of memory" with exit 1: a billion file names planned.
       {folder + " --num-files-train 1000000000",

@@ -158,7 +158,7 @@ TEST(WorkloadFile, BadValuesNameTheFileAndTheKey) {
        "train.computation_time.type: expected normal, uniform, gamma, exponential or poisson"},
       {"train:\n  computation_time: {type: uniform, min: 2, max: 1}\n",
        "train.computation_time.max: expected a number >= 2"},
-      {"dataset:\n  format: png\n", "dataset.format: expected a format"},
+      {"dataset:\n  format: parquet\n", "dataset.format: expected a format"},
       {"dataset:\n  record_length_bytes: -1\n", "dataset.record_length_bytes: expected a number of bytes"},
       {"metric:\n  au: 90\n", "metric.au: expected a fraction between 0 and 1"},
       {"framework: pytorch\ndataset:\n  format: tfrecord\n",

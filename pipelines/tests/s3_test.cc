@@ -178,6 +178,25 @@ TEST_F(S3Test, AMissingBucketOrObjectIsAnErrorNamingIt) {
   EXPECT_NO_THROW(server_->create_bucket("data"));  // this account's own bucket again
 }
 
+TEST_F(S3Test, TheDiskCacheTierReadsS3ObjectsOnce) {
+  const auto bytes = random_bytes(2'500'000, 10);
+  put("s3://data/cached/a.bin", bytes);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pipeprof-s3-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    auto cache = std::make_shared<RemoteCache>(RemoteCacheOptions{.dir = dir, .budget_bytes = 64 << 20,
+                                                                  .s3 = server_->options()});
+    const auto s = std::make_shared<StorageContext>(RemoteReadOptions{}, cache, server_->options());
+    EXPECT_EQ(get("s3://data/cached/a.bin", s), bytes);  // fetched, kept
+    EXPECT_EQ(get("s3://data/cached/a.bin", s), bytes);  // from the cache's folder
+    EXPECT_EQ(cache->counters().misses, 1);
+    EXPECT_EQ(cache->counters().hits, 1);
+    EXPECT_EQ(s->counters().bytes, static_cast<int64_t>(bytes.size()));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // A server of its own per test: these kill it, or a part of it.
 class S3FaultTest : public ::testing::Test {
  protected:

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -332,6 +333,28 @@ uint64_t write_file_as(const DlioDataset& d, const DatasetFile& file, const std:
 
 std::string csv_size_mismatch(const DatasetFile& file, int64_t samples, uint64_t size);
 
+// The size of a file of this layout where it follows from the layout alone (raw, indexed binary,
+// npy, tfrecord); nullopt where a container or an encoder decides it.
+std::optional<uint64_t> exact_size(const DlioDataset& d, const DatasetFile& file) {
+  const int64_t samples = d.num_samples_per_file;
+  switch (d.format) {
+    case DataFormat::kRaw:
+    case DataFormat::kIndexedBinary:
+    case DataFormat::kMmapIndexedBinary:
+      return file.bytes;
+    case DataFormat::kNpy:
+      return encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes;
+    case DataFormat::kTFRecord: {
+      const ExampleFrame frame = tfrecord_frame_of(d, file);
+      const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
+      return static_cast<uint64_t>(samples) *
+             (kTFRecordHeaderBytes + frame.head.size() + sample + frame.tail.size() + kTFRecordFooterBytes);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 // Why a file under its final name is not what this layout writes ("" when it is): its size, or the
 // format's own signature where the size depends on a library (hdf5) or an encoder (jpeg).
 std::string mismatch(const DlioDataset& d, const DatasetFile& file) {
@@ -351,19 +374,14 @@ std::string mismatch(const DlioDataset& d, const DatasetFile& file) {
     in.read(tail.data(), static_cast<std::streamsize>(n));
     return std::pair{in ? head : std::string(), in ? tail : std::string()};
   };
+  if (const auto exact = exact_size(d, file)) return expect(*exact);
   switch (d.format) {
     case DataFormat::kRaw:
     case DataFormat::kIndexedBinary:
     case DataFormat::kMmapIndexedBinary:
-      return expect(file.bytes);
     case DataFormat::kNpy:
-      return expect(encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes);
-    case DataFormat::kTFRecord: {
-      const ExampleFrame frame = tfrecord_frame_of(d, file);
-      const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
-      return expect(static_cast<uint64_t>(samples) * (kTFRecordHeaderBytes + frame.head.size() + sample +
-                                                      frame.tail.size() + kTFRecordFooterBytes));
-    }
+    case DataFormat::kTFRecord:
+      return {};  // exact_size
     case DataFormat::kNpz: {
       int error = 0;
       zip_t* za = zip_open(file.path.c_str(), ZIP_RDONLY, &error);
@@ -442,23 +460,17 @@ std::string remote_mismatch(const DlioDataset& d, const DatasetFile& file, uint6
                : fmt::format("{} bytes where this layout writes {} bytes and at most {} more", size, low,
                              slack);
   };
-  const auto exactly = [&](uint64_t want) {
-    return size == want ? std::string() : fmt::format("{} bytes where this layout writes {}", size, want);
-  };
+  if (const auto exact = exact_size(d, file)) {
+    return size == *exact ? std::string()
+                          : fmt::format("{} bytes where this layout writes {}", size, *exact);
+  }
   switch (d.format) {
     case DataFormat::kRaw:
     case DataFormat::kIndexedBinary:
     case DataFormat::kMmapIndexedBinary:
-      return exactly(file.bytes);
     case DataFormat::kNpy:
-      return exactly(encode_npy_header(DType::kUInt8, {file.dim1, file.dim2, samples}).size() + file.bytes);
-    case DataFormat::kTFRecord: {
-      const ExampleFrame frame = tfrecord_frame_of(d, file);
-      const uint64_t sample = static_cast<uint64_t>(file.dim1) * static_cast<uint64_t>(file.dim2);
-      return exactly(static_cast<uint64_t>(samples) *
-                     (kTFRecordHeaderBytes + frame.head.size() + sample + frame.tail.size() +
-                      kTFRecordFooterBytes));
-    }
+    case DataFormat::kTFRecord:
+      return {};  // exact_size
     case DataFormat::kNpz:  // the members and their headers, and the zip's few hundred bytes
       return within(file.bytes + 8 * static_cast<uint64_t>(samples), 64 * 1024);
     case DataFormat::kHdf5:

@@ -27,25 +27,26 @@ class LocalFileSystem final : public FileSystem {
   }
 };
 
-class HttpFileSystem final : public FileSystem {
+// Objects read over HTTP (http(s):// and s3://): ranged reads, through the context's disk cache
+// if it has one.
+class RemoteFileSystem : public FileSystem {
  public:
   std::unique_ptr<RandomAccessFile> open(const std::string& name,
                                          const OpenOptions& options) override {
     if (options.direct) throw IoError(fmt::format("{}: O_DIRECT applies to local files only", name));
-    return open_remote(name, options.storage);  // through the context's disk cache, if it has one
+    return open_remote(name, options.storage);
   }
+};
+
+class HttpFileSystem final : public RemoteFileSystem {
+ public:
   std::vector<std::string> match(const std::string& pattern, const StorageContext* storage) override {
     return match_http(pattern, access_of(storage));
   }
 };
 
-class S3FileSystem final : public FileSystem {
+class S3FileSystem final : public RemoteFileSystem {
  public:
-  std::unique_ptr<RandomAccessFile> open(const std::string& name,
-                                         const OpenOptions& options) override {
-    if (options.direct) throw IoError(fmt::format("{}: O_DIRECT applies to local files only", name));
-    return open_remote(name, options.storage);  // through the context's disk cache, if it has one
-  }
   std::vector<std::string> match(const std::string& pattern, const StorageContext* storage) override {
     return match_s3(pattern, access_of(storage));
   }
