@@ -152,9 +152,15 @@ class S3WritableFile final : public WritableFile {
 
   ~S3WritableFile() override {
     if (committed_ || upload_id_.empty()) return;
-    try {  // nothing appears under the name; the parts are dropped
-      http_exchange(url("uploadId=" + s3_encode(upload_id_, false)), {.method = "DELETE"}, access_);
-    } catch (...) {
+    // Nothing appears under the name; the parts are dropped. Sent even after Ctrl-C (which is
+    // often why the upload was dropped), once, with a short stall limit.
+    HttpAccess abort = access_;
+    abort.options.stop = nullptr;
+    abort.options.max_attempts = 1;
+    abort.options.stall_timeout = std::min(abort.options.stall_timeout, std::chrono::milliseconds(2000));
+    try {
+      http_exchange(url("uploadId=" + s3_encode(upload_id_, false)), {.method = "DELETE"}, abort);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor reports nothing
     }
   }
 
