@@ -88,6 +88,15 @@ TEST_F(S3Test, AnObjectWrittenIsReadBackWholeAndByRanges) {
             bytes.size());
 }
 
+TEST_F(S3Test, AnEmptyObjectIsWrittenAndReadAsEmpty) {
+  put("s3://data/empty/none.bin", {});
+  auto f = io::open_file("s3://data/empty/none.bin", {.storage = storage()});
+  EXPECT_EQ(f->size(), 0U);
+  std::vector<std::byte> out(10);
+  EXPECT_EQ(f->read_at(0, out), 0U);
+  EXPECT_EQ(io::list_s3("data", "empty/", io::access_of(storage().get())).at(0).size, 0U);
+}
+
 TEST_F(S3Test, ALargeObjectGoesUpInPartsAndReadsBackTheSame) {
   const auto s = storage({.part_bytes = 5 << 20});
   const auto bytes = random_bytes((12 << 20) + 4321, 2);

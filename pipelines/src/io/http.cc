@@ -110,6 +110,7 @@ bool stopped(const HttpOptions& options) {
 struct Headers {
   std::string content_range;
   std::string etag;
+  std::string content_length;
 };
 
 std::string_view header_value(std::string_view line, std::string_view lower_name) {
@@ -132,6 +133,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (line.starts_with("HTTP/")) *headers = {};
   if (const auto v = header_value(line, "content-range:"); !v.empty()) headers->content_range.assign(v);
   if (const auto v = header_value(line, "etag:"); !v.empty()) headers->etag.assign(v);
+  if (const auto v = header_value(line, "content-length:"); !v.empty()) headers->content_length.assign(v);
   return n;
 }
 
@@ -211,6 +213,7 @@ struct Response {
   std::optional<uint64_t> total;  // from Content-Range
   size_t received = 0;
   std::string etag;
+  std::optional<uint64_t> content_length;  // a HEAD's
 };
 
 // What errors call a request: the access's name (or the URL), and where.
@@ -351,7 +354,8 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
       throw IoError(fmt::format("{}: {}: {}", label, what, last_error));
     }
     Response response{.status = status, .total = total_from_content_range(headers.content_range),
-                      .received = sink.received, .etag = headers.etag};
+                      .received = sink.received, .etag = headers.etag,
+                      .content_length = total_from_content_range("/" + headers.content_length)};
     if (status >= 200 && status < 300) {
       // A ranged body shorter than the range asked for, where the object goes on, is cut short.
       if (length != 0 && status == 206 && response.total) {
@@ -391,7 +395,16 @@ class HttpFile final : public RandomAccessFile {
     // 416: the range starts at or past the end: an empty object ("bytes */0").
     const Response r = get(access_, url_, 0, first, sink, [](long status) { return status == 416; });
     if (r.status == 416) {
-      if (!r.total || *r.total != 0) {
+      // An empty object: said by the Content-Range ("bytes */0"), or where the server gives none
+      // with its 416 (S3), by a HEAD's Content-Length.
+      bool empty = r.total && *r.total == 0;
+      if (!r.total) {
+        Sink none;
+        const HttpRequest head{.method = "HEAD"};
+        const Response h = get(access_, url_, 0, 0, none, nullptr, &head);
+        empty = h.content_length && *h.content_length == 0;
+      }
+      if (!empty) {
         throw IoError(fmt::format("{}: bytes 0-{}: HTTP 416 Range Not Satisfiable", label_, first - 1));
       }
       size_ = 0;
