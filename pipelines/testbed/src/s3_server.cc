@@ -22,6 +22,9 @@ constexpr const char* kMemcached = "/usr/bin/memcached";
 constexpr const char* kPython = "/usr/bin/python3";
 constexpr const char* kServers[] = {"account", "container", "object"};
 
+// A server exited at start because its port was taken meanwhile.
+struct PortTaken {};
+
 std::string bin(const std::string& name) {
   return "/usr/bin/" + name;
 }
@@ -94,7 +97,17 @@ S3Server::S3Server(S3ServerOptions options)
                                     data_.string()));
     }
     std::filesystem::create_directories(data_ / "d1");
-    launch();
+    // The ports are free when picked, and another process may take one before a server binds
+    // it: then every process is stopped and the servers start again on other ports.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        launch();
+        break;
+      } catch (const PortTaken&) {
+        reap(std::chrono::milliseconds(0));
+        if (attempt == 5) throw RemoteError("S3 server: no free ports found in 5 tries");
+      }
+    }
   } catch (...) {
     reap(std::chrono::milliseconds(0));
     if (!options_.data_dir.empty()) {
@@ -168,6 +181,10 @@ void S3Server::launch() {
   }
   write_file(dir_ / "rings.py", rings);
   const auto log = [&](const std::string& name) { return dir_ / (name + ".log"); };
+  for (const char* name : {"rings", "memcached", "account", "container", "object", "proxy"}) {
+    std::error_code ec;
+    std::filesystem::remove(log(name), ec);  // an earlier try's
+  }
   const pid_t ring_pid = spawner_->spawn({kPython, (dir_ / "rings.py").string()}, log("rings"));
   if (ring_pid < 0) throw RemoteError(fmt::format("S3 server: fork: {}", std::strerror(errno)));
   int status = 0;
@@ -234,7 +251,9 @@ void S3Server::launch() {
       if (::waitpid(pids_[i], &st, WNOHANG) == pids_[i]) {
         pids_[i] = -1;
         const std::string name = started[i].first;
-        throw RemoteError(fmt::format("S3 server: {} exited at start: {}", name, tail_of(log(name))));
+        const std::string why = tail_of(log(name));
+        if (why.find("Address already in use") != std::string::npos) throw PortTaken{};
+        throw RemoteError(fmt::format("S3 server: {} exited at start: {}", name, why));
       }
     }
     bool all = true;
