@@ -327,6 +327,16 @@ TEST(StorageType, UnsupportedStorageAndUrlFoldersAreBadInputNamingTheKey) {
   EXPECT_EQ(w.checkpoint_settings.folder, "s3://other/ckpt");
   EXPECT_EQ(w.s3_endpoints, (std::vector<std::string>{"http://a:1", "http://b:2"}));
   EXPECT_EQ(s3_storage(w, nullptr, 1)->s3().endpoint_url, "http://b:2");
+  // The bucket written as a URL or with slashes is the bucket; a checkpoint folder's last slash goes.
+  const DlioWorkload w2 = load_workload(
+      f.string(), {"++workload.storage.storage_type=s3", "++workload.storage.storage_root=s3://bkt/",
+                   "++workload.checkpoint.checkpoint_folder=ckpt/"});
+  EXPECT_EQ(w2.storage_root, "bkt");
+  EXPECT_EQ(w2.checkpoint_settings.folder, "s3://bkt/ckpt");
+  EXPECT_NE(load_error(f.string(), {"++workload.storage.storage_type=s3",
+                                    "++workload.storage.storage_root=a/b"})
+                .find("storage.storage_root"),
+            std::string::npos);
   // An s3:// folder alone is S3 too (the AWS environment's settings).
   EXPECT_TRUE(load_workload(f.string(), {"++workload.dataset.data_folder=s3://bkt/d"}).s3);
   EXPECT_FALSE(fs::exists("s3:"));

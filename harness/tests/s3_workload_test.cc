@@ -168,16 +168,17 @@ TEST_F(S3Workload, GeneratesIntoTheBucketThenTrainsAndKeepsWhatIsThere) {
   const TempDir tmp;
   std::string gen = training_yaml("gen", storage_yaml());
   gen.replace(gen.find("generate_data: False"), 20, "generate_data: True");
-  gen.replace(gen.find("format: npz"), 11, "format: npy");
+  gen.replace(gen.find("format: npz"), 11, "format: npy\n  num_subfolders_train: 2");
   const fs::path yaml = tmp.write("gen.yaml", gen);
   const std::string cmd = "cd " + tmp.path().string() + " && TMPDIR=" + tmp.path().string() + " " +
                           PIPEPROF_BINARY + " workload " + yaml.string() + " --out " +
                           (tmp / "out").string();
   CliResult r = pipeprof::testing::run_command(cmd);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto objects = pp::list_objects("s3://mlperf/gen/train", storage().get());
-  ASSERT_EQ(objects.size(), 8U);
-  EXPECT_EQ(objects[0].first, "s3://mlperf/gen/train/img_0_of_8.npy");
+  // DLIO's subfolders: file i in train/<i % 2>/, each folder listed for training.
+  const auto objects = pp::list_objects("s3://mlperf/gen/train/0", storage().get());
+  ASSERT_EQ(objects.size(), 4U);
+  EXPECT_EQ(objects[0].first, "s3://mlperf/gen/train/0/img_0_of_8.npy");
   EXPECT_EQ(objects[0].second, 181U * 181U + 128U);  // a 181 x 181 sample and the npy header
   EXPECT_FALSE(fs::exists(tmp / "s3:"));
   for (const auto& e : fs::directory_iterator(tmp.path()))  // the staging folder is gone

@@ -269,6 +269,9 @@ TEST(S3Names, UrlsArePathStyleForAddressesAndVirtualHostedOtherwise) {
   EXPECT_EQ(io::s3_http_url(s, "my.bucket", "k"), "https://s3.us-west-2.amazonaws.com/my.bucket/k");
   s.force_path_style = true;
   EXPECT_EQ(io::s3_http_url(s, "bucket", "k"), "https://s3.us-west-2.amazonaws.com/bucket/k");
+  s.force_path_style = false;  // DLIO's default; an address takes path style regardless
+  s.endpoint = "http://127.0.0.1:9000";
+  EXPECT_EQ(io::s3_http_url(s, "bucket", "k"), "http://127.0.0.1:9000/bucket/k");
   EXPECT_EQ(io::s3_encode("a/b=c&d", false), "a%2Fb%3Dc%26d");
   EXPECT_EQ(io::s3_error_gist("<Error><Code>SlowDown</Code><Message>Reduce</Message></Error>"),
             "SlowDown: Reduce");

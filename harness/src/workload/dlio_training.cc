@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/files.h"
@@ -68,8 +70,18 @@ std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::
   std::vector<std::string> files;
   std::error_code ec;
   if (w.s3) {
+    // A listing per folder the layout puts files in (train/, or its subfolders): an object
+    // store's patterns take wildcards in their last part only.
     const auto own = storage == nullptr ? s3_storage(w, nullptr) : nullptr;
-    files = pipelines::matching_files(train_pattern(w), own ? own.get() : storage);
+    const std::string ext(pipelines::formats::data_format_name(w.dataset.format));
+    std::set<std::string> folders;
+    for (const std::string& f : expected_training_files(w))
+      folders.insert(f.substr(0, f.rfind('/')));
+    for (const std::string& folder : folders) {
+      for (std::string& name : pipelines::matching_files(folder + "/*." + ext, own ? own.get() : storage))
+        files.push_back(std::move(name));
+    }
+    std::sort(files.begin(), files.end());
   } else if (std::filesystem::is_directory(std::filesystem::path(w.dataset.data_folder) / "train", ec)) {
     files = pipelines::matching_files(train_pattern(w));
   }

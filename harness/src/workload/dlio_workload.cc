@@ -246,7 +246,16 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
             "server: the pipeprof.remote section, docs/remote.md)",
             s->where("storage_type"), t));
       }
-      if (s->has("storage_root")) w.storage_root = s->text("storage_root", "a bucket name");
+      if (s->has("storage_root")) {
+        // A bucket's name ("s3://bucket" and slashes around it are taken as the bucket too).
+        std::string bucket = s->text("storage_root", "a bucket name");
+        if (bucket.starts_with("s3://")) bucket.erase(0, 5);
+        while (bucket.ends_with('/')) bucket.pop_back();
+        while (bucket.starts_with('/')) bucket.erase(0, 1);
+        if (bucket.empty() || bucket.find('/') != std::string::npos || bucket.find("://") != std::string::npos)
+          s->fail("storage_root", "a bucket name");
+        w.storage_root = bucket;
+      }
       if (s->has("storage_options")) {
         const YAML::Node node = s->get("storage_options");
         if (!node.IsMap()) s->fail("storage_options", "a mapping (endpoint_url, access_key_id, ...)");
@@ -301,6 +310,7 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
       if (w.checkpoint || w.checkpoint_settings.folder.starts_with("s3://"))
         in_bucket(w.checkpoint_settings.folder, "checkpoint.checkpoint_folder");
       while (w.dataset.data_folder.ends_with('/')) w.dataset.data_folder.pop_back();
+      while (w.checkpoint_settings.folder.ends_with('/')) w.checkpoint_settings.folder.pop_back();
     }
   }
   if (const std::string& f = w.checkpoint_settings.folder;

@@ -422,7 +422,7 @@ std::string mismatch(const DlioDataset& d, const DatasetFile& file) {
     case DataFormat::kCsv: {
       if (const std::string why = csv_size_mismatch(file, samples, size); !why.empty()) return why;
       const auto [head, tail] = first_and_last(2);
-      return head == ",0" && tail.back() == '\n' ? std::string() : std::string("not a complete csv file");
+      return head == ",0" && tail.ends_with('\n') ? std::string() : std::string("not a complete csv file");
     }
   }
   return {};

@@ -143,6 +143,15 @@ struct Upload {
   size_t sent = 0;
 };
 
+// libcurl rewinds the body to send it again (a kept-alive connection found closed).
+int on_seek(void* user, curl_off_t offset, int origin) {
+  auto* upload = static_cast<Upload*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<uint64_t>(offset) > upload->body.size())
+    return CURL_SEEKFUNC_CANTSEEK;
+  upload->sent = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
 size_t on_read(char* out, size_t size, size_t count, void* user) {
   auto* upload = static_cast<Upload*>(user);
   const size_t n = std::min(size * count, upload->body.size() - upload->sent);
@@ -176,6 +185,7 @@ bool retryable(CURLcode rc) {
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
     case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SEND_FAIL_REWIND:
       return true;
     default:
       return false;
@@ -300,6 +310,7 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
     } free_headers{&header_list};
     if (!access.signing.provider.empty()) {
       curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, access.signing.provider.c_str());
+      curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // a key's "." and ".." are its own
       curl_easy_setopt(curl, CURLOPT_USERNAME, access.signing.user.c_str());
       curl_easy_setopt(curl, CURLOPT_PASSWORD, access.signing.password.c_str());
       add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
@@ -312,6 +323,8 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
         curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(curl, CURLOPT_READDATA, &upload);
+        curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(curl, CURLOPT_SEEKDATA, &upload);
         curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
         // (No "Expect:" to save the 100-continue round trip: libcurl would sign it, empty, and
         // the server would see a request without it.)

@@ -303,8 +303,9 @@ std::string s3_http_url(const S3Settings& settings, const std::string& bucket, c
   const auto path_start = settings.endpoint.find('/', scheme_end);
   const std::string host = settings.endpoint.substr(scheme_end, path_start - scheme_end);
   const std::string host_name = host.starts_with('[') ? host : host.substr(0, host.rfind(':'));
-  const bool path_style =
-      settings.force_path_style.value_or(is_address(host_name) || !dns_compatible(bucket));
+  // An address cannot take a bucket's name in front of it: path style whatever is asked.
+  const bool path_style = is_address(host_name) ||
+                          settings.force_path_style.value_or(!dns_compatible(bucket));
   std::string url;
   // The bucket itself: no '/' after it (the path is signed as it is sent).
   const std::string object = key.empty() ? "" : "/" + s3_encode(key, true);

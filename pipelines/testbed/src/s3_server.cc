@@ -194,7 +194,9 @@ void S3Server::launch() {
     throw RemoteError(fmt::format("S3 server: building Swift's rings failed: {}", tail_of(log("rings"))));
   }
   const std::string common = fmt::format(
-      "[DEFAULT]\nbind_ip = 127.0.0.1\nswift_dir = {}\nlog_level = WARNING\nlog_name = pipeprof-s3\n", d);
+      "[DEFAULT]\nbind_ip = 127.0.0.1\nbind_timeout = 2\nswift_dir = {}\nlog_level = WARNING\n"
+      "log_name = pipeprof-s3\n",
+      d);
   for (const char* s : kServers) {
     write_file(dir_ / fmt::format("{}-server.conf", s),
                common + fmt::format("bind_port = {}\ndevices = {}\nmount_check = false\nworkers = 0\n"
@@ -252,7 +254,9 @@ void S3Server::launch() {
         pids_[i] = -1;
         const std::string name = started[i].first;
         const std::string why = tail_of(log(name));
-        if (why.find("Address already in use") != std::string::npos) throw PortTaken{};
+        if (why.find("Address already in use") != std::string::npos ||
+            why.find("Could not bind") != std::string::npos)
+          throw PortTaken{};
         throw RemoteError(fmt::format("S3 server: {} exited at start: {}", name, why));
       }
     }
