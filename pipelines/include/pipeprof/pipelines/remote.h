@@ -70,8 +70,9 @@ struct S3Options {
   std::string session_token;
   std::string region;  // default: us-east-1
   // Path-style URLs (<endpoint>/<bucket>/<key>) rather than virtual-hosted ones
-  // (<bucket>.<endpoint host>/<key>). Unset: path style for an endpoint given by address
-  // (127.0.0.1, [::1], localhost) or a bucket name with dots, virtual-hosted otherwise.
+  // (<bucket>.<endpoint host>/<key>). Unset: path style for a bucket name with dots,
+  // virtual-hosted otherwise. An endpoint given by address (127.0.0.1, [::1], localhost) is
+  // always path style.
   std::optional<bool> force_path_style;
   // Objects written larger than this go up as a multipart upload in parts of this size
   // (S3: at least 5 MiB but the last).
