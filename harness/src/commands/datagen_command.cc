@@ -132,6 +132,11 @@ Outcome run_datagen(const formats::DlioDataset& d, const DatagenRunOptions& o) {
   options.overwrite = o.overwrite;
   options.stop = &InterruptGuard::flag();
   options.storage = o.storage;
+  if (!options.storage && d.data_folder.starts_with("s3://")) {
+    // The AWS environment's settings; Ctrl-C ends a request in progress.
+    options.storage = std::make_shared<pipelines::StorageContext>(
+        pipelines::RemoteReadOptions{.stop = &InterruptGuard::flag()});
+  }
   const bool bar = !o.quiet && isatty(STDERR_FILENO) != 0;
   if (bar) options.on_progress = draw_progress;
   const formats::GenerateResult r = formats::generate_dataset(d, options);

@@ -255,9 +255,7 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
   std::string last_error;
   const int attempts = std::max(1, options.max_attempts);
   const std::string label = label_of(access, url);
-  const std::string what = request != nullptr && request->method != "GET"
-                               ? request->method
-                               : range_text(begin, length);
+  const std::string what = request != nullptr ? request->method : range_text(begin, length);
   auto stopped_error = [&] {
     return IoError(fmt::format("{}: {}: stopped (interrupted)", label, what));
   };
