@@ -184,7 +184,11 @@ void write_csv(const std::string& out, const DatasetFile& file, int64_t samples,
   text += '\n';
   static const auto kDecimal = [] {
     std::array<std::string, 256> table;
-    for (int i = 0; i < 256; ++i) table[static_cast<size_t>(i)] = "," + std::to_string(i);
+    for (int i = 0; i < 256; ++i) {
+      std::string& entry = table[static_cast<size_t>(i)];
+      entry.push_back(',');
+      entry.append(std::to_string(i));
+    }
     return table;
   }();
   std::vector<std::byte> row(static_cast<size_t>(std::min<uint64_t>(values, kChunkBytes)));

@@ -308,7 +308,8 @@ std::string s3_http_url(const S3Settings& settings, const std::string& bucket, c
                           settings.force_path_style.value_or(!dns_compatible(bucket));
   std::string url;
   // The bucket itself: no '/' after it (the path is signed as it is sent).
-  const std::string object = key.empty() ? "" : "/" + s3_encode(key, true);
+  std::string object;
+  if (!key.empty()) object = fmt::format("/{}", s3_encode(key, true));
   if (path_style) {
     url = fmt::format("{}/{}{}", settings.endpoint, s3_encode(bucket, false), object);
   } else {
