@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeprof/results/json_at.h"
 #include "pipeprof/results/results_error.h"
 
 namespace pipeprof::results {
@@ -41,14 +42,6 @@ inline bool judged_on_au(EntryKind kind) {
   return is_workload_kind(kind) || kind == EntryKind::kLoaderWatch;
 }
 
-// Where a record is read from: the file (for messages) and the JSON path of the value.
-struct JsonAt {
-  std::string source;  // file name, or "<memory>"
-  std::string path;    // e.g. "experiments[3].workload"
-  JsonAt at(std::string_view key) const;
-  JsonAt at(size_t index) const;
-  [[noreturn]] void fail(const std::string& what) const;
-};
 
 // ---- ranks (mpirun) ------------------------------------------------------------------------
 
