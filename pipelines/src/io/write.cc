@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "io/filesystem.h"
@@ -180,12 +181,22 @@ uint64_t read_whole_file(const std::string& name, const WholeReadOptions& option
   const size_t block = std::max<size_t>(
       kStorageAlignment, (options.block_bytes + kStorageAlignment - 1) / kStorageAlignment *
                              kStorageAlignment);
-  io::AlignedBuffer buffer(block);
+  std::optional<io::AlignedBuffer> own;
+  std::span<std::byte> buffer = options.buffer;
+  if (buffer.size() < block) {
+    own.emplace(block);
+    buffer = own->span();
+  }
   uint64_t offset = 0;
   while (options.stop == nullptr || !options.stop->load()) {
-    const size_t n = file->read_at(offset, buffer.span());
+    size_t want = block;
+    if (options.max_bytes > 0) {
+      if (offset >= options.max_bytes) break;
+      want = static_cast<size_t>(std::min<uint64_t>(block, options.max_bytes - offset));
+    }
+    const size_t n = file->read_at(offset, buffer.first(want));
     offset += n;
-    if (n < block) break;
+    if (n < want) break;
   }
   return offset;
 }

@@ -68,11 +68,16 @@ struct WholeReadOptions {
   bool direct = false;                    // local files: O_DIRECT
   std::shared_ptr<const StorageContext> storage;
   const std::atomic<bool>* stop = nullptr;  // set: the read ends after the current block
+  uint64_t max_bytes = 0;                   // > 0: the read ends after its first max_bytes bytes
+  // The caller's buffer, used for the reads instead of one allocated per call (a loop over many
+  // small objects then pays no page faults for a fresh buffer each): at least block_bytes, and
+  // aligned to kStorageAlignment for direct reads.
+  std::span<std::byte> buffer;
 };
 
 // Reads an object front to back in block_bytes reads (into one aligned buffer, the bytes
-// discarded) and returns how many bytes it read: the object's size unless `stop` was set. Throws
-// IoError naming the object when it is missing or cannot be read.
+// discarded) and returns how many bytes it read: the object's size unless `stop` was set or
+// `max_bytes` was reached. Throws IoError naming the object when it is missing or cannot be read.
 uint64_t read_whole_file(const std::string& name, const WholeReadOptions& options = {});
 
 // Removes, under a local folder, the temporary files of writers on this host that are no longer
