@@ -132,6 +132,7 @@ int run_cli(int argc, char** argv) {
   add(add_compare_command(app));
   add(add_datagen_command(app));
   add(add_workload_command(app));
+  add(add_predict_command(app));
   add(add_serve_command(app));
 
   // An unknown word where the command goes: name it (CLI11 would only say one is required).

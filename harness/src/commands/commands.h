@@ -28,6 +28,7 @@ CommandRunner add_datagen_command(CLI::App& app);
 CommandRunner add_inspect_command(CLI::App& app);
 CommandRunner add_list_command(CLI::App& app);
 CommandRunner add_ops_command(CLI::App& app);
+CommandRunner add_predict_command(CLI::App& app);
 CommandRunner add_report_command(CLI::App& app);
 CommandRunner add_run_command(CLI::App& app);
 CommandRunner add_serve_command(CLI::App& app);

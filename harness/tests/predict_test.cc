@@ -1,0 +1,259 @@
+// The prediction's model (workload/predict.h) on profiles written by hand: the demand arithmetic
+// of EXPERIMENTS.md C1, the binding resource of each kind, what-ifs, clients, warm epochs, and the
+// storage profile's file (round trip, and the key named for every bad value).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "pipeprof/harness/errors.h"
+#include "pipeprof/results/results_error.h"
+#include "workload/dlio_workload.h"
+#include "workload/predict.h"
+
+namespace {
+
+using namespace pipeprof::harness::workload;
+using pipeprof::harness::InputError;
+
+std::string workloads(const std::string& name) { return std::string(PIPEPROF_WORKLOADS_DIR) + "/" + name; }
+
+// A profile whose cold curve is `points` (streams, MiB/s); no latency, no CPU cost.
+StorageProfile profile(std::vector<BandwidthPoint> points, const std::string& format = "npz") {
+  StorageProfile p;
+  p.format = format;
+  p.loader = "pytorch";
+  p.file_bytes = 262144;
+  p.request_bytes = 262144;
+  p.cold = std::move(points);
+  p.cores = 2;
+  p.memory_bytes = 24.0 * 1073741824.0;
+  return p;
+}
+
+// 256 KiB samples, one per file, batch 8, a 50 ms step: 160 samples/s, 40 MiB/s per accelerator.
+WorkloadDemand small_demand(int64_t threads) {
+  WorkloadDemand d;
+  d.sample_bytes = 262144;
+  d.samples_per_second = 160;
+  d.mib_per_second = 40;
+  d.file_bytes = 262144;
+  d.samples_per_file = 1;
+  d.request_bytes = 262144;
+  d.threads = threads;
+  d.dataset_bytes = 8192.0 * 262144;
+  d.au = 0.9;
+  d.epochs = 2;
+  return d;
+}
+
+TEST(Predict, FullSizeUnet3dOnTenGiBPerSecondGivesTheDemandArithmetic) {
+  DlioWorkload w = load_workload(workloads("unet3d_h100.yaml"));
+  apply_scale(w, 1);
+  const WorkloadDemand d = demand_of(w);
+  // EXPERIMENTS.md C1: 21.7 samples/s, 3030 MiB/s per accelerator.
+  EXPECT_NEAR(d.samples_per_second, 21.67, 0.01);
+  EXPECT_NEAR(d.mib_per_second, 3030, 1);
+  const StorageProfile p = profile({{1, 10240}, {4096, 10240}});
+  const Prediction r = predict(p, d, {});
+  // floor(10240 / (0.9 x 3030)) = 3.
+  EXPECT_EQ(r.max_accelerators, static_cast<int64_t>(std::floor(10240 / (0.9 * d.mib_per_second))));
+  EXPECT_EQ(r.max_accelerators, 3);
+  EXPECT_EQ(r.binding, "storage bandwidth");
+  EXPECT_FALSE(r.extrapolated);
+  EXPECT_NEAR(r.beyond.au, 10240 / (4 * d.mib_per_second), 1e-6);
+  EXPECT_NE(demand_text(w, d).find("21.7 samples/s, 3030 MiB/s"), std::string::npos) << demand_text(w, d);
+}
+
+TEST(Predict, AuFallsAsAcceleratorsAreAddedAndTheCurveBracketsTheMaximum) {
+  const StorageProfile p = profile({{1, 200}, {2, 400}, {4, 700}, {8, 1000}, {16, 1100}, {32, 1100}});
+  const Prediction r = predict(p, small_demand(2), {});
+  ASSERT_GT(r.max_accelerators, 0);
+  double last = 2;
+  for (const PredictedPoint& c : r.curve) {
+    EXPECT_LE(c.au, last + 1e-12) << c.accelerators;
+    last = c.au;
+  }
+  EXPECT_GE(predict_at(p, small_demand(2), r.max_accelerators, {}).au, 0.9);
+  EXPECT_LT(predict_at(p, small_demand(2), r.max_accelerators + 1, {}).au, 0.9);
+  // 1100 MiB/s at the plateau over 0.9 x 40 MiB/s: 30 accelerators (k = 60 streams: extrapolated).
+  EXPECT_EQ(r.max_accelerators, 30);
+  EXPECT_TRUE(r.extrapolated);
+  EXPECT_NE(prediction_text(r).find("extrapolated"), std::string::npos);
+}
+
+TEST(Predict, TooFewStreamsIsRequestsInFlightTimesLatency) {
+  // Every stream gives 10 MiB/s and the storage gives 1000 at 128: one reader thread per
+  // accelerator cannot keep up (40 MiB/s each); more read_threads would.
+  std::vector<BandwidthPoint> rising;
+  for (int64_t k = 1; k <= 128; k *= 2)
+    rising.push_back({k, std::min(1000.0, 10.0 * static_cast<double>(k))});
+  const StorageProfile p = profile(rising);
+  const Prediction one = predict(p, small_demand(1), {});
+  EXPECT_EQ(one.max_accelerators, 0);
+  EXPECT_EQ(one.binding, "requests in flight x latency");
+  EXPECT_NE(prediction_text(one).find("predicted maximum: none"), std::string::npos);
+  // Eight threads an accelerator: 80 MiB/s each, until the 1000 MiB/s plateau binds.
+  const Prediction eight = predict(p, small_demand(8), {});
+  EXPECT_EQ(eight.max_accelerators, static_cast<int64_t>(1000 / (0.9 * 40)));
+  EXPECT_EQ(eight.binding, "storage bandwidth");
+}
+
+TEST(Predict, ClientCpuAndReaderThreadsBind) {
+  StorageProfile p = profile({{1, 100000}, {4096, 100000}});
+  p.cpu_us_per_sample = 1000;  // 1 ms of CPU per sample: 2 cores give 2000 samples/s
+  const Prediction cpu = predict(p, small_demand(8), {});
+  EXPECT_EQ(cpu.max_accelerators, static_cast<int64_t>(2000 / (0.9 * 160)));
+  EXPECT_EQ(cpu.binding, "client CPU");
+  // Two clients, twice the cores.
+  const Prediction two = predict(p, small_demand(8), {.clients = 2});
+  EXPECT_EQ(two.max_accelerators, static_cast<int64_t>(4000 / (0.9 * 160)));
+  // One reader thread per accelerator spending 10 ms of preprocess per sample: 100 samples/s
+  // each, below the 160 demanded, whatever the cores.
+  WorkloadDemand slow = small_demand(1);
+  slow.preprocess_s = 0.01;
+  p.cpu_us_per_sample = 0;
+  const Prediction threads = predict(p, slow, {});
+  EXPECT_EQ(threads.max_accelerators, 0);
+  EXPECT_EQ(threads.binding, "reader threads");
+}
+
+TEST(Predict, WhatIfsScaleBandwidthLatencyAndTheLoaders) {
+  const StorageProfile p = profile({{1, 10240}, {4096, 10240}});
+  DlioWorkload w = load_workload(workloads("unet3d_h100.yaml"));
+  apply_scale(w, 1);
+  const WorkloadDemand d = demand_of(w);
+  auto with = [&](const std::string& text) {
+    StorageProfile pp = p;
+    WorkloadDemand dd = d;
+    PredictOptions o;
+    apply_what_if(parse_what_if(text, "--what-if"), pp, dd, o);
+    return predict(pp, dd, o).max_accelerators;
+  };
+  EXPECT_EQ(with("bandwidth=x2"), static_cast<int64_t>(20480 / (0.9 * d.mib_per_second)));
+  EXPECT_EQ(with("bandwidth=30720"), static_cast<int64_t>(30720 / (0.9 * d.mib_per_second)));
+  // 5 ms before every 1 MiB request of a 140 MiB file, on 4 streams an accelerator: latency
+  // costs bandwidth.
+  EXPECT_LT(with("latency_ms=5"), 3);
+  EXPECT_EQ(with("latency_ms=0"), 3);
+
+  // Latency on a profile that measured it: the measured part is replaced, not added to. A
+  // stream reads a 256 KiB file in 12.5 ms: 10 ms to the first byte, 2.5 ms of transfer.
+  StorageProfile slow = profile({{1, 20}, {2, 40}, {4, 80}, {8, 160}, {16, 320}});
+  slow.first_byte_ms = 10;
+  const WorkloadDemand one = small_demand(1);  // 160 samples/s from one thread
+  EXPECT_NEAR(predict_at(slow, one, 1, {}).au, (1 / 0.0125) / 160, 1e-9);
+  PredictOptions five;
+  five.latency_ms = 5;
+  EXPECT_NEAR(predict_at(slow, one, 1, five).au, (1 / 0.0075) / 160, 1e-9);
+  PredictOptions wide;
+  wide.bandwidth_factor = 2.5;  // the transfer in 1 ms
+  EXPECT_NEAR(predict_at(slow, one, 1, wide).au, (1 / 0.011) / 160, 1e-9);
+}
+
+TEST(Predict, WhatIfTextNamesTheBadPart) {
+  auto error = [](const std::string& text) {
+    try {
+      (void)parse_what_if(text, "--set");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(error("bandwith=x2").find("unknown key \"bandwith\""), std::string::npos);
+  EXPECT_NE(error("latency_ms=fast").find("latency_ms: expected a number, got \"fast\""), std::string::npos);
+  EXPECT_NE(error("bandwidth=x0").find("bandwidth: expected a number > 0"), std::string::npos);
+  EXPECT_NE(error("cores=2.5").find("cores: expected a whole number"), std::string::npos);
+  EXPECT_NE(error("clients").find("expected key=value"), std::string::npos);
+  EXPECT_NE(error("").find("--set: empty"), std::string::npos);
+  EXPECT_NE(error("latency_ms=nan").find("latency_ms"), std::string::npos);
+  const WhatIf ok = parse_what_if("bandwidth=x2,latency_ms=0,read_threads=8,clients=4", "--set");
+  EXPECT_EQ(ok.bandwidth_factor.value_or(0), 2);
+  EXPECT_EQ(ok.latency_ms.value_or(-1), 0);
+  EXPECT_EQ(ok.read_threads.value_or(0), 8);
+  EXPECT_EQ(ok.clients.value_or(0), 4);
+}
+
+TEST(Predict, WarmEpochsReadThePageCacheWhenAClientsShareFits) {
+  StorageProfile p = profile({{1, 100}, {64, 400}});
+  p.warm = {{1, 2000}, {64, 10000}};
+  const WorkloadDemand d = small_demand(2);  // 2 GiB of data, 24 GiB of memory, 2 epochs
+  const Prediction warm = predict(p, d, {});
+  EXPECT_TRUE(warm.warm_epochs);
+  const Prediction cold = predict(p, d, {.cold = true});
+  EXPECT_FALSE(cold.warm_epochs);
+  EXPECT_GT(warm.max_accelerators, cold.max_accelerators);
+  // Too little memory: cold.
+  p.memory_bytes = 1073741824.0;
+  EXPECT_FALSE(predict(p, d, {}).warm_epochs);
+}
+
+TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
+  StorageProfile p = profile({{1, 100.5}, {2, 190}, {4, 300}});
+  p.warm = {{1, 900}};
+  p.first_byte_ms = 0.25;
+  p.requests_per_s = 12000;
+  p.cpu_us_per_sample = 42;
+  p.target = "/data/x";
+  p.notes = {"a note"};
+  const StorageProfile back = storage_profile_from_json(nlohmann::json::parse(to_json(p).dump()), "p.json");
+  EXPECT_EQ(back.format, "npz");
+  ASSERT_EQ(back.cold.size(), 3U);
+  EXPECT_EQ(back.cold[2].streams, 4);
+  EXPECT_DOUBLE_EQ(back.cold[0].mib_per_s, 100.5);
+  EXPECT_DOUBLE_EQ(back.cpu_us_per_sample, 42);
+  EXPECT_EQ(back.notes, p.notes);
+  EXPECT_EQ(back.source, "p.json");
+
+  auto error = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json j = nlohmann::json::parse(to_json(p).dump());
+    change(j);
+    try {
+      (void)storage_profile_from_json(j, "p.json");
+    } catch (const pipeprof::results::ResultsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(error([](auto& j) { j["kind"] = "results"; }),
+            "p.json: kind: expected \"pipeprof.storage_profile\", got \"results\"");
+  EXPECT_NE(error([](auto& j) { j["version"] = 9; }).find("p.json: version:"), std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"].erase("cold"); }).find("p.json: bandwidth: missing required key \"cold\""),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"] = nlohmann::json::array(); }).find("bandwidth.cold: expected at least one"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][1]["streams"] = 1; }).find("bandwidth.cold[1].streams: streams must rise"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][0]["mib_per_s"] = -3; }).find("bandwidth.cold[0].mib_per_s: expected a number > 0"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["client"]["cores"] = "many"; }).find("client.cores: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["workload"]["file_bytes"] = 0; }).find("workload.file_bytes: expected a number > 0"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j = nlohmann::json::array(); }).find("p.json: $: expected an object"), std::string::npos);
+
+  // Another format's profile: exit 2 naming the file and the key.
+  DlioWorkload w = load_workload(workloads("resnet50_h100.yaml"));
+  StorageProfile other = back;
+  try {
+    check_profile_matches(other, w);
+    FAIL() << "an npz profile predicted a tfrecord workload";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: workload.format: the profile was measured on npz files"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Predict, AWorkloadWithoutComputationIsRefused) {
+  DlioWorkload w = load_workload(workloads("npz_256k.yaml"), {"++workload.train.computation_time=0"});
+  try {
+    (void)demand_of(w);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.computation_time"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
