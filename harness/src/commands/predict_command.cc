@@ -34,6 +34,7 @@ struct PredictOptions {
   std::vector<std::string> sets;
   std::vector<std::string> what_ifs;
   bool cold = false;
+  bool warm = false;
   int64_t max_accelerators = 1'000'000;
   int64_t probe_streams = 64;
   double probe_seconds = 1.5;
@@ -101,7 +102,13 @@ Outcome predict_command(const PredictOptions& o) {
   }
   workload::check_profile_matches(profile, w);
 
-  workload::PredictOptions base{.clients = o.clients, .cold = o.cold, .limit = o.max_accelerators};
+  if (o.warm && profile.warm.empty()) {
+    throw InputError(fmt::format("--warm: {} has no warm curve (bandwidth.warm: {})",
+                                 profile.source.empty() ? "the probe's profile" : profile.source,
+                                 profile.notes.empty() ? "empty" : profile.notes.front()));
+  }
+  workload::PredictOptions base{
+      .clients = o.clients, .cold = o.cold, .warm = o.warm, .limit = o.max_accelerators};
   workload::StorageProfile base_profile = profile;
   for (const workload::WhatIf& s : sets)
     workload::apply_what_if(s, base_profile, demand, base);
@@ -175,8 +182,11 @@ CommandRunner add_predict_command(CLI::App& app) {
                   "read_threads=8, clients=4 (several: comma-separated)");
   cmd->add_option("--what-if", o->what_ifs,
                   "A what-if beside the prediction, in --set's form; repeat it for a table of them");
-  cmd->add_flag("--cold", o->cold,
+  auto* cold = cmd->add_flag("--cold", o->cold,
                 "Every epoch cold (the MLPerf rule), even when a client's share fits in its memory");
+  cmd->add_flag("--warm", o->warm,
+                "Every epoch warm: the dataset is in the page cache already (the profile's warm curve)")
+      ->excludes(cold);
   cmd->add_option("--max-accelerators", o->max_accelerators, "The most accelerators considered")
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}))
       ->capture_default_str();

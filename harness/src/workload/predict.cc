@@ -130,6 +130,7 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
 }
 
 bool warm_epochs(const StorageProfile& p, const WorkloadDemand& d, const PredictOptions& o) {
+  if (o.warm) return !p.warm.empty();
   return !o.cold && !p.warm.empty() && d.epochs > 1 &&
          d.dataset_bytes / static_cast<double>(std::max<int64_t>(1, o.clients)) <= 0.8 * p.memory_bytes;
 }
@@ -334,7 +335,9 @@ PredictedPoint predict_at(const StorageProfile& p, const WorkloadDemand& d, int6
   out.streams = accelerators * d.threads;
   const Terms cold = terms_at(p.cold, p, d, accelerators, o, false);
   Terms use = cold;
-  if (warm_epochs(p, d, o)) {
+  if (o.warm && !p.warm.empty()) {
+    use = terms_at(p.warm, p, d, accelerators, o, true);
+  } else if (warm_epochs(p, d, o)) {
     const Terms warm = terms_at(p.warm, p, d, accelerators, o, true);
     const double e = static_cast<double>(d.epochs);
     use.au = (cold.au + (e - 1) * warm.au) / e;
@@ -344,9 +347,9 @@ PredictedPoint predict_at(const StorageProfile& p, const WorkloadDemand& d, int6
   }
   out.au = use.au;
   out.samples_per_second = std::min(use.supply, static_cast<double>(accelerators) * d.samples_per_second);
-  out.storage_mib_per_s = cold.storage_mib;
+  out.storage_mib_per_s = use.storage_mib;
   out.limit = use.limit;
-  out.extrapolated = cold.extrapolated;
+  out.extrapolated = use.extrapolated;
   return out;
 }
 
@@ -398,7 +401,7 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
   };
   bool extra = false;
   const double b = bandwidth_at(p.cold, k, &extra) * o.bandwidth_factor;
-  add("storage bandwidth", b * kMiB / d.sample_bytes,
+  if (!o.warm) add("storage bandwidth", b * kMiB / d.sample_bytes,
       fmt::format("{:.0f} MiB/s at {} streams (most measured: {:.0f} MiB/s; {:.0f} MiB/s taken)", b,
                   m * d.threads, peak(p.cold) * o.bandwidth_factor, taken * d.sample_bytes / kMiB));
   if (r.warm_epochs) {
@@ -419,7 +422,8 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
   r.headroom.push_back({"memory (page cache)", 0, share > 0 ? p.memory_bytes / share : 0,
                         fmt::format("a client's share of the dataset {} against {} of memory{}",
                                     human_bytes(share), human_bytes(p.memory_bytes),
-                                    r.warm_epochs ? ": epochs after the first read it warm"
+                                    o.warm ? ": every epoch warm (--warm)"
+                                    : r.warm_epochs ? ": epochs after the first read it warm"
                                                   : (o.cold ? ": every epoch cold (--cold)" : ": cold"))});
   return r;
 }

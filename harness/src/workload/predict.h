@@ -95,6 +95,7 @@ WhatIf parse_what_if(const std::string& text, const std::string& what);
 struct PredictOptions {
   int64_t clients = 1;
   bool cold = false;  // every epoch cold (the MLPerf rule), whatever fits in memory
+  bool warm = false;  // every epoch warm (the dataset already in the page cache); needs a warm curve
   int64_t limit = 1'000'000;  // the most accelerators considered
   // What-ifs: the transfer part of every stream's time divided by this; a request's first byte.
   double bandwidth_factor = 1;
