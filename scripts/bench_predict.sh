@@ -11,8 +11,8 @@
 #   page_cache   the local files in the page cache (predict --warm; the workload after a read)
 #   http_<L>ms_<R>mib   nginx on 127.0.0.1 with L ms to the first byte and R MiB/s per request
 #                (`pipeprof serve` for the probe; the workload's pipeprof.remote, mode direct)
-# Workloads (WORKLOADS, default npz_256k): files of harness/workloads/, run at their
-# pipeprof.scale; remote set-ups add READ_THREADS_REMOTE reader threads (default 16), so that an
+# Workloads (WORKLOADS, default npz_256k resnet50_h100): files of harness/workloads/, run and predicted at
+# their pipeprof.scale; remote set-ups add READ_THREADS_REMOTE reader threads (default 16), so that an
 # accelerator's streams can cover the latency. The data is generated under DATA (default
 # data/bench_predict, kept). Prints one line per set-up and workload and a summary table with the
 # error of each prediction; writes OUT (default out/bench_predict) /predict.csv.
@@ -23,7 +23,7 @@ PIPEPROF="$BUILD_DIR/harness/pipeprof"
 [ -x "$PIPEPROF" ] || { echo "bench_predict.sh: $PIPEPROF not found (build it first)" >&2; exit 2; }
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SETUPS=${SETUPS:-"local_cold page_cache http_5ms_8mib http_20ms_8mib http_5ms_32mib http_20ms_32mib"}
-WORKLOADS=${WORKLOADS:-npz_256k}
+WORKLOADS=${WORKLOADS:-"npz_256k resnet50_h100"}
 READ_THREADS_REMOTE=${READ_THREADS_REMOTE:-16}
 MAX=${MAX_ACCELERATORS:-128}
 DATA=${DATA:-data/bench_predict}
@@ -53,7 +53,7 @@ for name in $WORKLOADS; do
       local_cold) predict_flags=(--cold); workload_flags=(--drop-caches) ;;
       page_cache)
         predict_flags=(--warm)
-        cat "$data"/train/* >/dev/null ;;
+        find "$data/train" -type f -exec cat {} + >/dev/null ;;
       http_*ms_*mib)
         latency=${setup#http_}; latency=${latency%%ms_*}
         rate=${setup##*ms_}; rate=${rate%mib}
@@ -69,16 +69,25 @@ for name in $WORKLOADS; do
         predict_flags=(--data-folder "$folder") ;;
       *) echo "bench_predict.sh: unknown set-up $setup" >&2; exit 2 ;;
     esac
-    "$PIPEPROF" predict "$w" "${overrides[@]}" --probe -q --out "$OUT/$name-$setup" "${predict_flags[@]}" \
-      --max-accelerators "$MAX" --json >"$OUT/$name-$setup.predict.json"
+    # The prediction for the dataset the search runs on: the workload's pipeprof.scale.
+    scale=$(/usr/bin/python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])) or {}; print((d.get("pipeprof") or {}).get("scale", 1))' "$w")
+    predicted=n/a binding=n/a measured=n/a
+    if "$PIPEPROF" predict "$w" "${overrides[@]}" --probe -q --out "$OUT/$name-$setup/probe" --scale "$scale" \
+         "${predict_flags[@]}" --max-accelerators "$MAX" --json >"$OUT/$name-$setup.predict.json" 2>"$OUT/$name-$setup.predict.err"; then
+      read -r predicted binding < <(/usr/bin/python3 -c 'import json,sys; p = json.load(open(sys.argv[1]))["predictions"][0]; print(p["max_accelerators"], p["binding"] or "-")' "$OUT/$name-$setup.predict.json")
+    else
+      echo "bench_predict.sh: $setup $name: predict failed:" >&2; cat "$OUT/$name-$setup.predict.err" >&2
+    fi
     stop_server
-    predicted=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predictions"][0]["max_accelerators"])' "$OUT/$name-$setup.predict.json")
-    binding=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["predictions"][0]["binding"])' "$OUT/$name-$setup.predict.json")
-    [ "$setup" = page_cache ] && cat "$data"/train/* >/dev/null
-    "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
-      "${workload_flags[@]}" -q --out "$OUT/$name-$setup" >"$OUT/$name-$setup.search.txt" 2>&1
-    measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$name-$setup.search.txt")
-    error=$(/usr/bin/python3 -c 'import sys; p,m=float(sys.argv[1]),float(sys.argv[2]); print(f"{(p-m)/m*100:+.1f}" if m else "n/a")' "$predicted" "$measured")
+    [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
+    if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
+         "${workload_flags[@]}" -q --out "$OUT/$name-$setup/search" >"$OUT/$name-$setup.search.txt" 2>&1; then
+      measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$name-$setup.search.txt")
+    fi
+    [ -n "$measured" ] || { echo "bench_predict.sh: $setup $name: the search failed:" >&2; tail -5 "$OUT/$name-$setup.search.txt" >&2; measured=n/a; }
+    error=$(/usr/bin/python3 -c 'import sys
+try: p, m = float(sys.argv[1]), float(sys.argv[2]); print(f"{(p - m) / m * 100:+.1f}" if m else "n/a")
+except ValueError: print("n/a")' "$predicted" "$measured")
     echo "$setup  $name: predicted $predicted, measured $measured ($error%), binding: $binding"
     echo "$setup,$name,$predicted,$measured,$error,$binding" >>"$OUT/predict.csv"
   done

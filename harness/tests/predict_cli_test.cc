@@ -82,6 +82,7 @@ TEST(PredictCommand, ProbesWritesItsProfileAndPredictsTheSameFromIt) {
   // The same profile read back gives the same prediction, as JSON too.
   const CliResult again = pipeprof("predict " + w.string() + " --profile " + profile.string() + " --json");
   ASSERT_EQ(again.code, 0) << again.out;
+  ASSERT_NE(again.out.find('{'), std::string::npos) << again.out;
   const nlohmann::json j = nlohmann::json::parse(again.out.substr(again.out.find('{')));
   ASSERT_EQ(j["predictions"].size(), 1U);
   EXPECT_EQ(j["predictions"][0]["max_accelerators"].get<int64_t>(), max);
@@ -98,9 +99,12 @@ TEST(PredictCommand, WhatIfsStandSideBySide) {
                            {"streams": 64, "mib_per_s": 1000}]},
     "latency": {"first_byte_ms": 0.5},
     "client": {"cpu_us_per_sample": 20, "cores": 4, "memory_bytes": 1e9}})");
+  // An override after the what-ifs is the workload's, not a what-if.
   const CliResult r = pipeprof("predict " + w.string() + " --profile " + profile.string() +
-                               " --what-if bandwidth=x2 --what-if latency_ms=20 --what-if read_threads=16");
+                               " --what-if bandwidth=x2 --what-if latency_ms=20 --what-if read_threads=16"
+                               " ++workload.train.computation_time=0.02");
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("demand per accelerator: 200.0 samples/s"), std::string::npos) << r.out;
   const auto table = r.out.find("what-if ");
   ASSERT_NE(table, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(as measured)", table), std::string::npos);
@@ -109,6 +113,7 @@ TEST(PredictCommand, WhatIfsStandSideBySide) {
   const CliResult j = pipeprof("predict " + w.string() + " --profile " + profile.string() +
                                " --json --what-if bandwidth=x2 --what-if latency_ms=20");
   ASSERT_EQ(j.code, 0) << j.out;
+  ASSERT_NE(j.out.find('{'), std::string::npos) << j.out;
   const nlohmann::json doc = nlohmann::json::parse(j.out.substr(j.out.find('{')));
   const auto& p = doc["predictions"];
   ASSERT_EQ(p.size(), 3U);
@@ -117,6 +122,8 @@ TEST(PredictCommand, WhatIfsStandSideBySide) {
   // --set changes the base; --clients spreads the accelerators over clients.
   const CliResult set = pipeprof("predict " + w.string() + " --profile " + profile.string() +
                                  " --json --set bandwidth=x2");
+  ASSERT_EQ(set.code, 0) << set.out;
+  ASSERT_NE(set.out.find('{'), std::string::npos) << set.out;
   EXPECT_EQ(nlohmann::json::parse(set.out.substr(set.out.find('{')))["predictions"][0]["max_accelerators"],
             p[1]["max_accelerators"]);
 }
@@ -143,7 +150,7 @@ TEST(PredictCommand, BadInputExits2NamingWhatWasWrong) {
   text.replace(text.find("\"cores\":4"), 9, "\"cores\":0");
   const fs::path bad_key = tmp.write("k.json", text);
   expect_2(pipeprof("predict " + w.string() + " --profile " + bad_key.string()),
-           bad_key.string() + ": client.cores: expected a whole number >= 1");
+           bad_key.string() + ": client.cores: expected a whole number in [1, 1000000], got 0");
   const fs::path npy = tmp.write("npy.yaml", workload_text(tmp, "npy"));
   expect_2(pipeprof("predict " + npy.string() + " --profile " + good.string()),
            "workload.format: the profile was measured on npz files");
@@ -155,6 +162,10 @@ TEST(PredictCommand, BadInputExits2NamingWhatWasWrong) {
   expect_2(pipeprof("predict " + w.string() + " --profile " + good.string() + " --set bandwith=x2"),
            "unknown key \"bandwith\"");
   expect_2(pipeprof("predict " + w.string() + " --profile " + good.string() + " --clients 0"), "--clients");
+  expect_2(pipeprof("predict " + w.string() + " --profile " + good.string() + " --probe"), "--probe");
+  expect_2(pipeprof("predict " + w.string() + " --profile " + good.string() + " --cold --warm"), "--warm");
+  expect_2(pipeprof("predict " + w.string() + " --profile " + good.string() + " --warm"),
+           "--warm: " + good.string() + " has no warm curve");
   expect_2(pipeprof("predict " + w.string() + " --profile " + good.string() +
                     " ++workload.train.computation_time=0"),
            "train.computation_time");
@@ -204,7 +215,14 @@ TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {
   // The passes measured before the interrupt are in the profile, which says it was cut short.
   const nlohmann::json p = read_json(out / "storage_profile.json");
   EXPECT_GE(p["bandwidth"]["cold"].size(), 1U);
+  EXPECT_EQ(p["complete"], false);
   EXPECT_NE(p["notes"].dump().find("interrupted"), std::string::npos) << p.dump(2);
+  // Reused, it predicts with a warning that figures are missing.
+  const CliResult reuse = pipeprof("predict " + w.string() + " --profile " + (out / "storage_profile.json").string());
+  EXPECT_EQ(reuse.code, 0) << reuse.out;
+  EXPECT_NE(reuse.out.find("warning: " + (out / "storage_profile.json").string() + ": the probe was cut short"),
+            std::string::npos)
+      << reuse.out;
 }
 
 }  // namespace

@@ -77,10 +77,32 @@ TEST(Predict, AuFallsAsAcceleratorsAreAddedAndTheCurveBracketsTheMaximum) {
   }
   EXPECT_GE(predict_at(p, small_demand(2), r.max_accelerators, {}).au, 0.9);
   EXPECT_LT(predict_at(p, small_demand(2), r.max_accelerators + 1, {}).au, 0.9);
-  // 1100 MiB/s at the plateau over 0.9 x 40 MiB/s: 30 accelerators (k = 60 streams: extrapolated).
+  // 1100 MiB/s at the plateau over 0.9 x 40 MiB/s: 30 accelerators (k = 60 streams, past the
+  // last point, but the curve levelled off there: measured, not extrapolated).
   EXPECT_EQ(r.max_accelerators, 30);
-  EXPECT_TRUE(r.extrapolated);
-  EXPECT_NE(prediction_text(r).find("extrapolated"), std::string::npos);
+  EXPECT_FALSE(r.extrapolated);
+  EXPECT_EQ(prediction_text(r).find("extrapolated"), std::string::npos);
+  // A curve still rising at its last point: beyond it the figure is a guess, and says so.
+  const StorageProfile rising = profile({{1, 200}, {2, 400}, {4, 700}, {8, 1000}});
+  const Prediction guess = predict(rising, small_demand(2), {});
+  EXPECT_EQ(guess.max_accelerators, static_cast<int64_t>(1000 / (0.9 * 40)));
+  EXPECT_TRUE(guess.extrapolated);
+  EXPECT_NE(prediction_text(guess).find("extrapolated: the maximum needs"), std::string::npos);
+}
+
+TEST(Predict, TheLimitCapsTheSearchAndSaysSo) {
+  const StorageProfile p = profile({{1, 1e6}, {2, 1e6}, {4, 1e6}});  // one point's plateau
+  const Prediction r = predict(p, small_demand(2), {.limit = 5});
+  EXPECT_EQ(r.max_accelerators, 5);
+  EXPECT_TRUE(r.capped);
+  EXPECT_EQ(r.binding, "");
+  EXPECT_NE(prediction_text(r).find("at least 5 accelerator(s)"), std::string::npos) << prediction_text(r);
+  EXPECT_EQ(to_json(r)["capped"], true);
+  // A profile of a single point: proportional below it, its figure beyond it.
+  const StorageProfile one = profile({{4, 400}});
+  EXPECT_NEAR(predict_at(one, small_demand(1), 1, {}).storage_mib_per_s, 100, 1e-9);
+  EXPECT_EQ(predict(one, small_demand(2), {}).max_accelerators, static_cast<int64_t>(400 / (0.9 * 40)));
+  EXPECT_TRUE(predict(one, small_demand(2), {}).extrapolated);
 }
 
 TEST(Predict, TooFewStreamsIsRequestsInFlightTimesLatency) {

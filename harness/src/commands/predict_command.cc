@@ -36,7 +36,7 @@ struct PredictOptions {
   bool cold = false;
   bool warm = false;
   int64_t max_accelerators = 1'000'000;
-  int64_t probe_streams = 64;
+  int64_t probe_streams = 512;
   double probe_seconds = 1.5;
   bool no_warm = false;
   double scale = 0;
@@ -60,8 +60,12 @@ std::string profile_line(const workload::StorageProfile& p) {
 
 Outcome predict_command(const PredictOptions& o) {
   DlioWorkload w = read_input([&] { return workload::load_workload(o.file, o.overrides); });
-  workload::apply_scale(w, o.scale > 0 ? o.scale : w.scale);
   if (!o.data_folder.empty()) w.dataset.data_folder = o.data_folder;
+  // The probe reads the files the workload's runs read (its pipeprof.scale: what datagen made);
+  // the prediction is for the workload as DLIO runs it, full size, unless --scale says otherwise.
+  DlioWorkload probed = w;
+  workload::apply_scale(probed, o.scale > 0 ? o.scale : w.scale);
+  if (o.scale > 0) workload::apply_scale(w, o.scale);
   for (const std::string& warning : w.warnings)
     std::cerr << "warning: " << warning << "\n";
   // Everything the options say is checked before the probe measures anything.
@@ -73,6 +77,11 @@ Outcome predict_command(const PredictOptions& o) {
     what_ifs.push_back(workload::parse_what_if(s, "--what-if"));
   const fs::path out = o.out.empty() ? fs::path("out") / "predict" / w.name : fs::path(o.out);
   const bool probing = o.probe || o.profile.empty();
+  if (probing && o.warm && w.dataset.data_folder.find("://") != std::string::npos &&
+      !w.dataset.data_folder.starts_with("file://")) {
+    throw InputError(fmt::format("--warm: {} is remote: the probe measures no warm curve there",
+                                 w.dataset.data_folder));
+  }
   if (probing) check_output_folder("--out", out);
 
   const InterruptGuard guard;
@@ -82,11 +91,11 @@ Outcome predict_command(const PredictOptions& o) {
   } else {
     if (!o.quiet) std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, loader CPU\n";
     profile = workload::probe_storage(
-        w, {.max_streams = o.probe_streams,
+        probed, {.max_streams = o.probe_streams,
             .pass_seconds = o.probe_seconds,
             .warm = !o.no_warm,
             .stop = &InterruptGuard::flag(),
-            .storage = workload::s3_storage(w, &InterruptGuard::flag()),
+            .storage = workload::s3_storage(probed, &InterruptGuard::flag()),
             .on_progress = [&](const std::string& line) {
               if (!o.quiet) std::cerr << line << "\n";
             }});
@@ -103,10 +112,11 @@ Outcome predict_command(const PredictOptions& o) {
   workload::check_profile_matches(profile, w);
 
   if (o.warm && profile.warm.empty()) {
-    throw InputError(fmt::format("--warm: {} has no warm curve (bandwidth.warm: {})",
-                                 profile.source.empty() ? "the probe's profile" : profile.source,
-                                 profile.notes.empty() ? "empty" : profile.notes.front()));
+    throw InputError(fmt::format("--warm: {} has no warm curve (bandwidth.warm is empty)",
+                                 profile.source.empty() ? "the probe's profile" : profile.source));
   }
+  for (const std::string& warning : workload::profile_warnings(profile, w))
+    std::cerr << "warning: " << warning << "\n";
   workload::PredictOptions base{
       .clients = o.clients, .cold = o.cold, .warm = o.warm, .limit = o.max_accelerators};
   workload::StorageProfile base_profile = profile;
@@ -126,7 +136,6 @@ Outcome predict_command(const PredictOptions& o) {
   if (o.json) {
     nlohmann::ordered_json doc{{"workload", w.file},
                                {"name", w.name},
-                               {"clients", o.clients},
                                {"profile", to_json(profile)},
                                {"predictions", nlohmann::ordered_json::array()}};
     for (const workload::Prediction& p : predictions)
@@ -135,7 +144,8 @@ Outcome predict_command(const PredictOptions& o) {
     return Outcome::kOk;
   }
   std::cout << workload::demand_text(w, demand) << profile_line(profile);
-  if (o.clients > 1) std::cout << fmt::format("clients: {} sharing the storage\n", o.clients);
+  if (predictions.front().clients > 1)
+    std::cout << fmt::format("clients: {} sharing the storage\n", predictions.front().clients);
   for (const std::string& s : o.sets)
     std::cout << "set: " << s << "\n";
   std::cout << "\n" << workload::prediction_text(predictions.front());
@@ -163,14 +173,17 @@ CommandRunner add_predict_command(CLI::App& app) {
   cmd->add_option("overrides", o->overrides,
                   "Overrides in DLIO's (Hydra's) form, e.g. ++workload.train.computation_time=0.1 "
                   "(a faster accelerator)");
-  cmd->add_option("--profile", o->profile,
-                  "A storage profile (JSON) measured before by --probe; without it the storage is probed")
-      ->check(CLI::ExistingFile);
+  auto* profile = cmd->add_option("--profile", o->profile,
+                                  "A storage profile (JSON) measured before by --probe; without it "
+                                  "the storage is probed")
+                       ->check(CLI::ExistingFile);
   cmd->add_flag("--probe", o->probe,
                 "Measure the storage behind the workload's data folder (and this client's CPU per "
-                "sample) and write the profile to OUT/storage_profile.json");
+                "sample) and write the profile to OUT/storage_profile.json")
+      ->excludes(profile);
   cmd->add_option("--data-folder", o->data_folder,
-                  "Probe this folder or URL (http(s)://, s3://) instead of the workload's data_folder");
+                  "Probe this folder or URL (http(s)://, s3://) instead of the workload's data_folder")
+      ->excludes(profile);
   cmd->add_option("--out", o->out, "Where the probe writes its profile (default out/predict/<name>)");
   cmd->add_option("--clients", o->clients, "Client nodes sharing the storage, each with the profile's "
                                            "cores and memory; the accelerators spread over them")
@@ -179,35 +192,39 @@ CommandRunner add_predict_command(CLI::App& app) {
   cmd->add_option("--set", o->sets,
                   "Change the profile or the loaders before predicting: bandwidth=x2, "
                   "bandwidth=5000 (MiB/s), latency_ms=5, cpu_us=40, cores=64, memory_gib=512, "
-                  "read_threads=8, clients=4 (several: comma-separated)");
+                  "read_threads=8, clients=4 (several: comma-separated)")
+      ->allow_extra_args(false);
   cmd->add_option("--what-if", o->what_ifs,
-                  "A what-if beside the prediction, in --set's form; repeat it for a table of them");
+                  "A what-if beside the prediction, in --set's form; repeat it for a table of them")
+      ->allow_extra_args(false);
+  auto* no_warm = cmd->add_flag("--no-warm", o->no_warm, "Do not measure the warm (page cache) curve");
   auto* cold = cmd->add_flag("--cold", o->cold,
                 "Every epoch cold (the MLPerf rule), even when a client's share fits in its memory");
   cmd->add_flag("--warm", o->warm,
                 "Every epoch warm: the dataset is in the page cache already (the profile's warm curve)")
-      ->excludes(cold);
+      ->excludes(cold)
+      ->excludes(no_warm);
   cmd->add_option("--max-accelerators", o->max_accelerators, "The most accelerators considered")
-      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}))
+      ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}))
       ->capture_default_str();
   cmd->add_option("--probe-streams", o->probe_streams, "The most concurrent streams the probe measures")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))
       ->capture_default_str();
   cmd->add_option("--probe-seconds", o->probe_seconds, "The most seconds of one probe pass")
-      ->check(positive_number())
+      ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
-  cmd->add_flag("--no-warm", o->no_warm, "Do not measure the warm (page cache) curve");
   cmd->add_option("--scale", o->scale,
-                  "Fraction of the dataset's files, in (0, 1] (default: the workload's pipeprof.scale, "
-                  "else 1)")
+                  "Fraction of the dataset's files, in (0, 1], for the probe and the prediction "
+                  "(default: the probe reads the files of the workload's pipeprof.scale, the "
+                  "prediction is for the full-size workload)")
       ->check(unit_fraction());
   cmd->add_flag("--json", o->json, "Print the profile and the predictions as JSON");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress lines");
   cmd->footer(
       "The model: each accelerator's read_threads readers loop over files, a file costing a "
-      "stream's share of the measured bandwidth at that many streams plus the loader's CPU and "
-      "preprocess time per sample; the client's cores cap the CPU. AU = delivered / demanded "
-      "samples (docs/predict.md).\n"
+      "stream's share of the bandwidth measured (with the workload's own loader) at that many "
+      "streams plus DLIO's preprocess time per sample; the clients' cores cap the loaders' CPU. "
+      "AU = delivered / demanded samples (docs/predict.md).\n"
       "Exit status: 0 ok, 2 bad usage or bad input (the workload file, a profile that is malformed "
       "or of another format, storage the probe cannot reach), 130 interrupted by Ctrl-C (the "
       "probe's profile so far is written).");

@@ -57,8 +57,15 @@ nlohmann::ordered_json curve_json(const std::vector<BandwidthPoint>& c) {
   return out;
 }
 
+// Whether the curve levelled off at its end (its last doubling gained less than 5%): beyond it,
+// its last figure is a measured plateau rather than a guess.
+bool levelled_off(const std::vector<BandwidthPoint>& c) {
+  return c.size() >= 2 && c.back().mib_per_s < 1.05 * c[c.size() - 2].mib_per_s;
+}
+
 // B(k): piecewise linear in log2(streams) between measured points; below the first point, in
-// proportion to the streams; beyond the last, the last (a plateau: `extrapolated` set).
+// proportion to the streams; beyond the last, the last (`extrapolated` set unless the curve
+// levelled off there).
 double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrapolated) {
   if (c.empty()) return 0;
   const BandwidthPoint& first = c.front();
@@ -71,7 +78,7 @@ double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrap
       return c[i - 1].mib_per_s + f * (c[i].mib_per_s - c[i - 1].mib_per_s);
     }
   }
-  if (extrapolated != nullptr) *extrapolated = true;
+  if (extrapolated != nullptr && !levelled_off(c)) *extrapolated = true;
   return c.back().mib_per_s;
 }
 
@@ -85,7 +92,8 @@ double peak(const std::vector<BandwidthPoint>& c) {
 struct Terms {
   double au = 1;
   double supply = 0;        // samples/s, all accelerators
-  double storage_mib = 0;   // B(k)
+  double storage_mib = 0;   // B(k), with the what-ifs
+  double storage_supply = 0;  // samples/s the streams alone would give
   std::string limit;
   bool extrapolated = false;
 };
@@ -96,6 +104,8 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
   Terms t;
   const double k = static_cast<double>(n) * static_cast<double>(d.threads);
   t.storage_mib = bandwidth_at(curve, k, &t.extrapolated);
+  // A stream's time for a file is at least its requests' first bytes (a profile whose first byte
+  // exceeds a stream's measured time per file has that time raised to it).
   // A stream's time for one file: its requests' first bytes, then the transfer.
   const double requests = std::ceil(d.file_bytes / std::max(4096.0, d.request_bytes));
   const double measured_latency_s = requests * p.first_byte_ms / 1e3;
@@ -106,10 +116,14 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
   t.storage_mib = k * d.file_bytes / std::max(1e-12, io_s) / kMiB;
   const double spf = static_cast<double>(d.samples_per_file);
   const double cpu_s = p.cpu_us_per_sample / 1e6;
-  const double thread_s = spf * (cpu_s + d.preprocess_s);
+  // The probe's passes ran the workload's loader, so a stream's measured time holds the parsing
+  // of its samples; what is left of a reader's time per sample is DLIO's preprocess sleep.
+  const double thread_s = spf * d.preprocess_s;
   const double threads_supply = k * spf / std::max(1e-12, io_s + thread_s);
-  const double cpu_supply = cpu_s > 0 ? static_cast<double>(o.clients * p.cores) / cpu_s
-                                      : std::numeric_limits<double>::infinity();
+  t.storage_supply = k * spf / std::max(1e-12, io_s);
+  const double cpu_supply = cpu_s > 0
+                                ? static_cast<double>(o.clients) * static_cast<double>(p.cores) / cpu_s
+                                : std::numeric_limits<double>::infinity();
   t.supply = std::min(threads_supply, cpu_supply);
   const double demand = static_cast<double>(n) * d.samples_per_second;
   t.au = demand > 0 ? std::min(1.0, t.supply / demand) : 1;
@@ -160,6 +174,7 @@ nlohmann::ordered_json to_json(const StorageProfile& p) {
                            {"client", {{"cpu_us_per_sample", p.cpu_us_per_sample},
                                        {"cores", p.cores},
                                        {"memory_bytes", p.memory_bytes}}},
+                           {"complete", p.complete},
                            {"notes", p.notes}};
   return j;
 }
@@ -196,8 +211,10 @@ StorageProfile storage_profile_from_json(const nlohmann::json& doc, const std::s
   const nlohmann::json& cj = jr::object(jr::need(doc, "client", at), ca);
   p.cpu_us_per_sample = positive(cj, "cpu_us_per_sample", ca, true);
   p.cores = jr::integer(cj, "cores", ca);
-  if (p.cores < 1) ca.at("cores").fail(fmt::format("expected a whole number >= 1, got {}", p.cores));
+  if (p.cores < 1 || p.cores > 1'000'000)
+    ca.at("cores").fail(fmt::format("expected a whole number in [1, 1000000], got {}", p.cores));
   p.memory_bytes = positive(cj, "memory_bytes", ca, true);
+  p.complete = jr::flag(doc, "complete", at, true);
   p.notes = jr::list(doc, "notes", at, [](const nlohmann::json& v, const JsonAt& a) { return jr::as_text(v, a); });
   return p;
 }
@@ -228,6 +245,27 @@ void check_profile_matches(const StorageProfile& p, const DlioWorkload& w) {
         "(probe its storage with `pipeprof predict {} --probe`)",
         p.source.empty() ? "the storage profile" : p.source, p.format, w.file, format, w.file));
   }
+}
+
+std::vector<std::string> profile_warnings(const StorageProfile& p, const DlioWorkload& w) {
+  std::vector<std::string> out;
+  const std::string name = p.source.empty() ? "the probe's profile" : p.source;
+  if (!p.complete) {
+    out.push_back(fmt::format("{}: the probe was cut short (complete: false): what it did not measure "
+                              "counts as zero (no CPU cost, no latency)",
+                              name));
+  }
+  const double file = record_bytes(w) * static_cast<double>(std::max<int64_t>(1, w.dataset.num_samples_per_file));
+  if (file > 0 && (p.file_bytes > 2 * file || p.file_bytes < file / 2)) {
+    out.push_back(fmt::format("{}: measured on files of {:.0f} bytes, the workload's are about {:.0f}: "
+                              "bandwidth by streams depends on the file size",
+                              name, p.file_bytes, file));
+  }
+  if (!p.loader.empty() && p.loader != loader_name(w.loader)) {
+    out.push_back(fmt::format("{}: measured with the {} loader, the workload uses the {} loader", name,
+                              p.loader, loader_name(w.loader)));
+  }
+  return out;
 }
 
 WorkloadDemand demand_of(const DlioWorkload& w) {
@@ -287,9 +325,9 @@ WhatIf parse_what_if(const std::string& text, const std::string& what) {
                                    item.substr(eq + 1)));
     }
     const bool zero_ok = key == "latency_ms" || key == "cpu_us";
-    if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0)) {
-      throw InputError(fmt::format("{} \"{}\": {}: expected a number {} 0, got {}", what, text, key,
-                                   zero_ok ? ">=" : ">", item.substr(eq + 1)));
+    if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0) || v > 1e12) {
+      throw InputError(fmt::format("{} \"{}\": {}: expected a number {} 0 (at most 1e12), got {}", what,
+                                   text, key, zero_ok ? ">=" : ">", item.substr(eq + 1)));
     }
     auto whole = [&] {
       if (v != std::floor(v) || v > 1e9)
@@ -332,7 +370,8 @@ PredictedPoint predict_at(const StorageProfile& p, const WorkloadDemand& d, int6
                           const PredictOptions& o) {
   PredictedPoint out;
   out.accelerators = accelerators;
-  out.streams = accelerators * d.threads;
+  out.streams = static_cast<int64_t>(
+      std::min(9e18, static_cast<double>(accelerators) * static_cast<double>(d.threads)));
   const Terms cold = terms_at(p.cold, p, d, accelerators, o, false);
   Terms use = cold;
   if (o.warm && !p.warm.empty()) {
@@ -358,26 +397,19 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
   r.demand = d;
   r.warm_epochs = warm_epochs(p, d, o);
   r.probed_streams = p.cold.empty() ? 0 : p.cold.back().streams;
+  r.clients = o.clients;
   auto meets = [&](int64_t n) { return predict_at(p, d, n, o).au >= d.au - 1e-12; };
-  // AU falls as accelerators are added: double, then bisect.
-  int64_t good = 0, bad = 0;
-  for (int64_t n = 1; n <= o.limit; n = n > o.limit / 2 ? (n == o.limit ? o.limit + 1 : o.limit) : n * 2) {
-    if (meets(n)) {
-      good = n;
-    } else {
-      bad = n;
-      break;
-    }
-  }
-  if (bad == 0) bad = o.limit + 1;
-  while (bad - good > 1) {
-    const int64_t mid = good + (bad - good) / 2;
-    (meets(mid) ? good : bad) = mid;
-  }
+  // Counts from one up, to the first that misses (as DLIO's search starts from one): a curve
+  // whose bandwidth per stream rises somewhere (noise, or a profile written by hand) then gives
+  // the first range that meets the threshold, never a count beyond a miss.
+  int64_t good = 0;
+  while (good < o.limit && meets(good + 1))
+    ++good;
   r.max_accelerators = good;
+  r.capped = good >= o.limit;
   r.at_max = predict_at(p, d, std::max<int64_t>(1, good), o);
   r.beyond = predict_at(p, d, good + 1, o);
-  r.binding = good >= o.limit ? "" : r.beyond.limit;
+  r.binding = r.capped ? "" : r.beyond.limit;
   r.extrapolated = r.beyond.extrapolated || r.at_max.extrapolated;
   // The curve: 1, 2, 4, ... past the maximum, and the two counts around it.
   std::vector<int64_t> counts;
@@ -392,30 +424,30 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
     r.curve.push_back(predict_at(p, d, n, o));
 
   // Headroom at the maximum: each resource's capacity against what the accelerators take at
-  // metric.au.
+  // metric.au, each from the model's own terms.
   const int64_t m = std::max<int64_t>(1, good);
   const double taken = d.au * static_cast<double>(m) * d.samples_per_second;
-  const double k = static_cast<double>(m * d.threads);
+  const double streams = static_cast<double>(m) * static_cast<double>(d.threads);
   auto add = [&](std::string name, double capacity, std::string detail) {
     r.headroom.push_back({std::move(name), capacity, taken > 0 ? capacity / taken : 0, std::move(detail)});
   };
-  bool extra = false;
-  const double b = bandwidth_at(p.cold, k, &extra) * o.bandwidth_factor;
-  if (!o.warm) add("storage bandwidth", b * kMiB / d.sample_bytes,
-      fmt::format("{:.0f} MiB/s at {} streams (most measured: {:.0f} MiB/s; {:.0f} MiB/s taken)", b,
-                  m * d.threads, peak(p.cold) * o.bandwidth_factor, taken * d.sample_bytes / kMiB));
+  if (!o.warm) {
+    const Terms t = terms_at(p.cold, p, d, m, o, false);
+    add("storage", t.storage_supply,
+        fmt::format("{:.0f} MiB/s at {:.0f} streams (most measured: {:.0f} MiB/s; {:.0f} MiB/s taken)",
+                    t.storage_mib, streams, peak(p.cold), taken * d.sample_bytes / kMiB));
+  }
   if (r.warm_epochs) {
-    const double wb = bandwidth_at(p.warm, k, nullptr);
-    add("the page cache", wb * kMiB / d.sample_bytes, fmt::format("{:.0f} MiB/s warm at {} streams", wb, m * d.threads));
+    const Terms t = terms_at(p.warm, p, d, m, o, true);
+    add("the page cache", t.storage_supply, fmt::format("{:.0f} MiB/s warm at {:.0f} streams", t.storage_mib, streams));
   }
   const double cpu_s = p.cpu_us_per_sample / 1e6;
-  if (cpu_s + d.preprocess_s > 0) {
-    add("reader threads", k / (cpu_s + d.preprocess_s),
-        fmt::format("{} threads x {:.1f} us CPU + {:.1f} us preprocess per sample", m * d.threads,
-                    p.cpu_us_per_sample, d.preprocess_s * 1e6));
+  if (d.preprocess_s > 0) {
+    add("reader threads", streams / d.preprocess_s,
+        fmt::format("{:.0f} threads x {:.1f} ms of preprocess per sample", streams, d.preprocess_s * 1e3));
   }
   if (cpu_s > 0) {
-    add("client CPU", static_cast<double>(o.clients * p.cores) / cpu_s,
+    add("client CPU", static_cast<double>(o.clients) * static_cast<double>(p.cores) / cpu_s,
         fmt::format("{} client(s) x {} cores, {:.1f} us per sample", o.clients, p.cores, p.cpu_us_per_sample));
   }
   const double share = d.dataset_bytes / static_cast<double>(o.clients);
@@ -449,7 +481,9 @@ nlohmann::ordered_json to_json(const Prediction& p) {
                       {"sample_bytes", p.demand.sample_bytes},
                       {"read_threads", p.demand.threads},
                       {"au_threshold", p.demand.au}}},
+          {"clients", p.clients},
           {"max_accelerators", p.max_accelerators},
+          {"capped", p.capped},
           {"au_at_max", p.at_max.au},
           {"binding", p.binding},
           {"extrapolated", p.extrapolated},
@@ -470,6 +504,10 @@ std::string prediction_text(const Prediction& p) {
   if (p.max_accelerators == 0) {
     out += fmt::format("predicted maximum: none: one accelerator's AU is {:.1f}%, below {:.0f}% ({})\n",
                        p.at_max.au * 100, p.demand.au * 100, p.at_max.limit);
+  } else if (p.capped) {
+    out += fmt::format("predicted maximum: at least {} accelerator(s) at AU >= {:.0f}% (AU {:.1f}%): the "
+                       "--max-accelerators limit\n",
+                       p.max_accelerators, p.demand.au * 100, p.at_max.au * 100);
   } else {
     out += fmt::format("predicted maximum: {} accelerator(s) at AU >= {:.0f}% (AU {:.1f}%; {}: {:.1f}%)\n",
                        p.max_accelerators, p.demand.au * 100, p.at_max.au * 100, p.beyond.accelerators,
@@ -482,9 +520,10 @@ std::string prediction_text(const Prediction& p) {
     out += fmt::format("  {:<20} {:>8.2f}x  {}\n", h.resource, h.headroom, h.detail);
   if (p.extrapolated) {
     out += fmt::format(
-        "extrapolated: the maximum needs {} streams, the profile measured up to {} (its last "
-        "figure is taken as the plateau); probe with --probe-streams {} to measure them\n",
-        p.beyond.streams, p.probed_streams, p.beyond.streams);
+        "extrapolated: the maximum needs {} streams, the profile measured up to {} and its bandwidth "
+        "was still rising there (its last figure is taken as a plateau); a probe with more streams "
+        "(--probe-streams), or from several clients, measures them\n",
+        p.beyond.streams, p.probed_streams);
   }
   return out;
 }

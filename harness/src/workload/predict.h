@@ -56,7 +56,12 @@ struct StorageProfile {
   int64_t cores = 0;
   double memory_bytes = 0;
   std::vector<std::string> notes;  // what the probe could not measure, and why
+  bool complete = true;            // false: the probe was cut short (Ctrl-C): figures are missing
 };
+
+// Warnings about using `p` for `w` (a profile cut short, files of another size or another
+// loader): one line each, empty when none.
+std::vector<std::string> profile_warnings(const StorageProfile& p, const DlioWorkload& w);
 
 nlohmann::ordered_json to_json(const StorageProfile& p);
 // Throws InputError naming `source` and the key of a bad or missing value.
@@ -131,6 +136,8 @@ struct Prediction {
   std::vector<PredictedPoint> curve;       // 1, 2, 4, ... and the points around the maximum
   bool extrapolated = false;               // the maximum needs more streams than measured
   int64_t probed_streams = 0;
+  bool capped = false;                     // every count up to PredictOptions::limit met it
+  int64_t clients = 1;
 };
 
 // The model at one accelerator count.

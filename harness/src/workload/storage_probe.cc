@@ -23,7 +23,10 @@
 namespace pipeprof::harness::workload {
 namespace {
 
-bool is_url(const std::string& name) { return name.find("://") != std::string::npos; }
+// Objects behind a server (http(s)://, s3://): no page cache of this client to drop or fill.
+bool is_url(const std::string& name) {
+  return name.find("://") != std::string::npos && !name.starts_with("file://");
+}
 
 bool stopped(const ProbeOptions& o) { return o.stop != nullptr && o.stop->load(); }
 
@@ -45,7 +48,7 @@ std::vector<std::string> evenly(const std::vector<std::string>& files, size_t co
 
 void drop_cold(const std::vector<std::string>& files) {
   for (const std::string& f : files) {
-    if (!is_url(f)) pipelines::drop_from_page_cache(f);
+    if (!is_url(f)) pipelines::drop_from_page_cache(f.starts_with("file://") ? f.substr(7) : f);
   }
 }
 
@@ -125,6 +128,42 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
   return samples > 0 ? static_cast<double>(cpu) / 1e3 / static_cast<double>(samples) : 0;
 }
 
+// One pass of the workload's own loader (rank 0 of 1, `streams` reader threads, batch 1, no
+// shuffle and no preprocess sleep) over `files`, for at most `seconds`: MiB/s of samples. Each
+// file is read as the workload reads it (its format's reader: a zip directory first, a header,
+// records), which a plain front-to-back read does not show.
+double loader_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
+                             int64_t streams, double seconds, const ProbeOptions& o) {
+  DlioWorkload c = w;
+  c.dataset.num_files_train = static_cast<int64_t>(files.size());
+  c.read_threads = streams;
+  c.read_threads_autotune = false;
+  c.prefetch_size = 2 * streams;
+  c.batch_size = 1;
+  c.preprocess_time = {};
+  c.total_training_steps = -1;
+  c.file_shuffle = false;
+  c.sample_shuffle = false;
+  const nlohmann::json spec = loader_spec(c, files, 0, 1);
+  auto it = pipelines::parse_spec(spec, fmt::format("{} (the probe's loader)", w.file))
+                .dataset.iterate({.storage = o.storage});
+  int64_t bytes = 0;
+  const int64_t t0 = trace::now_ns();
+  const int64_t deadline = t0 + static_cast<int64_t>(std::min(seconds, 86400.0) * 1e9);
+  int64_t t1 = t0;
+  while (!stopped(o) && t1 < deadline) {
+    auto batch = it->next();
+    if (!batch) break;
+    if (!batch->empty()) {
+      for (const int64_t b : (*batch)[0].values<int64_t>())
+        bytes += b;
+    }
+    t1 = trace::now_ns();
+  }
+  it.reset();  // the reads in flight end before the next pass starts
+  return t1 > t0 ? static_cast<double>(bytes) / 1048576.0 / (static_cast<double>(t1 - t0) / 1e9) : 0;
+}
+
 }  // namespace
 
 double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t streams,
@@ -140,6 +179,11 @@ double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t stream
   const auto block = static_cast<size_t>(std::ceil(std::clamp(request_bytes, 4096.0, 64.0 * 1048576) / 4096) * 4096);
   const int64_t t0 = trace::now_ns();
   {
+    // Whatever way this block is left (a thread that cannot start), the workers stop reading.
+    struct Done {
+      std::atomic<bool>& flag;
+      ~Done() { flag = true; }
+    } done_on_exit{done};
     std::vector<std::jthread> workers;
     workers.reserve(static_cast<size_t>(streams));
     for (int64_t i = 0; i < streams; ++i) {
@@ -157,7 +201,7 @@ double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t stream
         --running;
       });
     }
-    const auto deadline = t0 + static_cast<int64_t>(seconds * 1e9);
+    const auto deadline = t0 + static_cast<int64_t>(std::min(seconds, 86400.0) * 1e9);
     while (running.load() > 0 && trace::now_ns() < deadline && !stopped(o))
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     done = true;
@@ -167,7 +211,9 @@ double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t stream
   return dt > 0 ? static_cast<double>(bytes.load()) / 1048576.0 / (static_cast<double>(dt) / 1e9) : 0;
 }
 
-StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
+namespace {
+
+StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
   auto say = [&](const std::string& line) {
     if (o.on_progress) o.on_progress(line);
   };
@@ -201,13 +247,19 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
                   p.target, files.size(), all.size(), p.file_bytes / 1048576.0,
                   p.request_bytes / 1024.0, remote ? "" : " (local)"));
 
+  // More streams than files cannot all read at once.
+  const int64_t most = std::min<int64_t>(o.max_streams, static_cast<int64_t>(files.size()));
   auto curve = [&](std::vector<BandwidthPoint>& out, bool cold) {
     int flat = 0;
-    for (int64_t k = 1; k <= o.max_streams && !stopped(o); k *= 2) {
+    for (int64_t k = 1; k <= most && !stopped(o); k *= 2) {
       if (cold) drop_cold(files);
-      const double mib = read_pass_mib_per_s(files, k, p.request_bytes, o.pass_seconds, o);
+      const double mib = loader_pass_mib_per_s(w, files, k, o.pass_seconds, o);
       if (stopped(o)) break;
       say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s", cold ? "cold" : "warm", k, mib));
+      if (!(mib > 0)) {
+        p.notes.push_back(fmt::format("{} pass of {} stream(s) read nothing in {} s: left out", cold ? "a cold" : "a warm", k, o.pass_seconds));
+        continue;
+      }
       if (!out.empty()) flat = mib < out.back().mib_per_s * 1.05 ? flat + 1 : 0;
       out.push_back({k, mib});
       if (flat >= 2) break;
@@ -240,6 +292,8 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
     std::atomic<int64_t> requests{0};
     std::atomic<size_t> next{0};
     std::atomic<bool> done{false};
+    std::atomic<bool> failed{false};
+    drop_cold(heads);
     const int64_t r0 = trace::now_ns();
     {
       std::vector<std::jthread> workers;
@@ -252,11 +306,13 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
               ++requests;
             }
           } catch (...) {
+            failed = true;
             done = true;
           }
         });
       }
     }
+    if (failed) p.notes.push_back("a small read failed: requests_per_s counts those before it");
     const int64_t dt = trace::now_ns() - r0;
     if (dt > 0) p.requests_per_s = static_cast<double>(requests.load()) / (static_cast<double>(dt) / 1e9);
     say(fmt::format("  first byte {:.3f} ms, {:.0f} requests/s (4 KiB, 16 streams)", p.first_byte_ms,
@@ -274,8 +330,31 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
     say(fmt::format("  loader CPU {:.1f} us per sample ({} file(s), {} cores, {:.1f} GiB memory)",
                     p.cpu_us_per_sample, some.size(), p.cores, p.memory_bytes / 1073741824.0));
   }
-  if (stopped(o)) p.notes.push_back("interrupted: the probe's later measurements are missing");
+  if (stopped(o)) {
+    p.complete = false;
+    p.notes.push_back("interrupted: the probe's later measurements are missing");
+  } else if (p.cold.empty()) {
+    throw InputError(fmt::format("{}: the probe read nothing from {} in passes of {} s", w.file,
+                                 w.dataset.data_folder, o.pass_seconds));
+  }
   return p;
+}
+
+}  // namespace
+
+StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
+  try {
+    return measure(w, o);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A file that cannot be read in the middle of the probe: the data is not what the workload
+    // says (a smaller --scale generated, a server gone), bad input as a missing folder is.
+    throw InputError(fmt::format("{}: the probe could not read the data folder {}: {}", w.file,
+                                 w.dataset.data_folder, e.what()));
+  }
 }
 
 }  // namespace pipeprof::harness::workload

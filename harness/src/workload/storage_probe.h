@@ -1,11 +1,12 @@
 // `pipeprof predict --probe`: measures the storage behind a workload's data folder (a local
 // folder, http(s)://, s3://) and this client, as a storage profile (predict.h).
 //
-//   bandwidth   k = 1, 2, 4, ... streams, each reading the workload's training files front to back
-//               in the reader's request size through the storage layer, for a time-boxed pass
-//               each (cold: the files dropped from the page cache before every pass; warm: read
-//               once first, when they fit in half the memory), until two doublings in a row gain
-//               less than 5% or `max_streams`
+//   bandwidth   k = 1, 2, 4, ... streams: the workload's own loader with k reader threads (batch
+//               1, no shuffle, no preprocess sleep) over its training files, so that each file is
+//               read as the workload reads it, for a time-boxed pass each (cold: the files
+//               dropped from the page cache before every pass; warm: read once first, when they
+//               fit in half the memory), until two doublings in a row gain less than 5% or
+//               `max_streams`
 //   first byte  open + the first 4 KiB of up to 64 files, one stream, cold
 //   requests/s  4 KiB reads of the files' heads on 16 streams
 //   CPU         the workload's own loader (one accelerator, batch 1) over a few files in the page
@@ -28,7 +29,7 @@ class StorageContext;
 namespace pipeprof::harness::workload {
 
 struct ProbeOptions {
-  int64_t max_streams = 64;
+  int64_t max_streams = 512;  // the probe stops earlier where the curve levels off
   double pass_seconds = 1.5;      // at most, per pass (a pass also ends when the files run out)
   int64_t max_bytes = int64_t{4} << 30;  // the files a pass may read (every k-th file beyond it)
   bool warm = true;                      // also the warm curve (local files that fit in memory)
@@ -41,7 +42,8 @@ struct ProbeOptions {
 // files cannot be listed or read. With `stop` set, returns what it measured so far (notes say so).
 StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options);
 
-// One pass: `streams` threads reading `files` (taken in turn from a shared cursor) front to back in `request_bytes` reads for at most `seconds`; MiB/s.
+// Plain reads (the probe's page-cache fill): `streams` threads reading `files` (taken in turn
+// from a shared cursor) front to back in `request_bytes` reads for at most `seconds`; MiB/s.
 double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t streams,
                            double request_bytes, double seconds, const ProbeOptions& options);
 
