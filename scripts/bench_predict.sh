@@ -41,7 +41,9 @@ for name in $WORKLOADS; do
   base="$HERE/harness/workloads/$name.yaml"
   [ -f "$base" ] || { echo "bench_predict.sh: no workload $base" >&2; exit 2; }
   data="$DATA/$name"
-  "$PIPEPROF" datagen --workload "$base" --data-folder "$data" --quiet >/dev/null
+  # At the workload's pipeprof.scale (`pipeprof datagen --workload` writes the full size).
+  "$PIPEPROF" workload "$base" ++workload.dataset.data_folder="$data" ++workload.workflow.generate_data=True \
+    ++workload.workflow.train=False ++workload.workflow.checkpoint=False -q >/dev/null
   for setup in $SETUPS; do
     w="$OUT/$name-$setup.yaml"
     cp "$base" "$w"

@@ -10,7 +10,11 @@
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/results/results_error.h"
 #include "workload/dlio_workload.h"
+#include "pipeprof/pipelines/datagen.h"
+#include "pipeprof_testing/temp_dir.h"
+#include "workload/dlio_training.h"
 #include "workload/predict.h"
+#include "workload/storage_probe.h"
 
 namespace {
 
@@ -88,6 +92,23 @@ TEST(Predict, AuFallsAsAcceleratorsAreAddedAndTheCurveBracketsTheMaximum) {
   EXPECT_EQ(guess.max_accelerators, static_cast<int64_t>(1000 / (0.9 * 40)));
   EXPECT_TRUE(guess.extrapolated);
   EXPECT_NE(prediction_text(guess).find("extrapolated: the maximum needs"), std::string::npos);
+}
+
+TEST(Predict, MoreAcceleratorsThanFilesMultiplyTheTensorflowLoadersReads) {
+  // 1000 MiB/s of 256 KiB samples: 4000 samples/s. With 10 files, from the eleventh accelerator
+  // on each reads every file and keeps an eleventh of its records: 4000 / 11 samples/s in all.
+  const StorageProfile p = profile({{1, 1000}, {2, 1000}});
+  WorkloadDemand d = small_demand(2);
+  d.files = 10;
+  d.files_per_accelerator = true;
+  EXPECT_DOUBLE_EQ(predict_at(p, d, 10, {}).au, 1);
+  EXPECT_NEAR(predict_at(p, d, 11, {}).au, 4000.0 / 11 / (11 * 160), 1e-9);
+  EXPECT_EQ(predict(p, d, {}).max_accelerators, 10);
+  EXPECT_EQ(predict(p, d, {}).binding, "files (fewer than accelerators: each reads them all)");
+  // The pytorch loader splits samples, not files: the storage sets its limit.
+  WorkloadDemand pytorch = d;
+  pytorch.files_per_accelerator = false;
+  EXPECT_EQ(predict(p, pytorch, {}).max_accelerators, static_cast<int64_t>(4000 / (0.9 * 160)));
 }
 
 TEST(Predict, TheLimitCapsTheSearchAndSaysSo) {
@@ -266,6 +287,32 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A probe pass reads with any number of streams: one, more than one loader's 64 threads (loaders
+// of read_threads each, over their shards), as many as there are files.
+TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
+  const pipeprof::testing_support::TempDir tmp;
+  DlioWorkload w;
+  w.file = "probe.yaml";
+  w.name = "probe";
+  w.loader = Loader::kPyTorch;
+  w.dataset.data_folder = (tmp / "data").string();
+  w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
+  w.dataset.num_files_train = 100;
+  w.dataset.num_samples_per_file = 2;
+  w.dataset.record_length = 4096;
+  w.read_threads = 4;
+  w.computation_time = pipeprof::pipelines::TimeDistribution::constant(0.01);
+  pipeprof::pipelines::formats::generate_dataset(w.dataset, {});
+  const std::vector<std::string> files = training_files(w);
+  for (const int64_t streams : {1, 3, 80, 100}) {
+    EXPECT_GT(probe_pass_mib_per_s(w, files, streams, 60, {}), 0) << streams;
+  }
+  // The tensorflow loader's shards (files round-robin) too.
+  w.loader = Loader::kTensorFlow;
+  w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
+  EXPECT_GT(probe_pass_mib_per_s(w, files, 70, 60, {}), 0);
 }
 
 TEST(Predict, AWorkloadWithoutComputationIsRefused) {

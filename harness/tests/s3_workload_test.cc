@@ -133,6 +133,30 @@ TEST_F(S3Workload, CheckpointsAloneAreWrittenAndReadBack) {
   EXPECT_FALSE(pp::matching_files("s3://mlperf/llama/global_epoch1_step1/*", storage().get()).empty());
 }
 
+// `pipeprof predict --probe` on the bucket: the workload's loader reads its objects by streams,
+// the profile names the bucket's folder, and a wrong secret key is an exit 2 naming it.
+TEST_F(S3Workload, PredictProbesTheBucket) {
+  const TempDir tmp;
+  upload_dataset(tmp, "probed");
+  const fs::path yaml = tmp.write("s3.yaml", training_yaml("probed", storage_yaml()));
+  const fs::path out = tmp / "out";
+  const CliResult r = pipeprof_cmd("predict " + yaml.string() + " --probe --probe-seconds 0.3 --probe-streams 4 --out " +
+                                   out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("probing s3://mlperf/probed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("predicted maximum:"), std::string::npos) << r.out;
+  std::ifstream in(out / "storage_profile.json");
+  const auto p = nlohmann::json::parse(in);
+  EXPECT_EQ(p["target"], "s3://mlperf/probed");
+  EXPECT_GT(p["bandwidth"]["cold"][0]["mib_per_s"].get<double>(), 0) << p.dump(1);
+  EXPECT_GT(p["latency"]["first_byte_ms"].get<double>(), 0) << p.dump(1);
+
+  const fs::path bad = tmp.write("bad.yaml", training_yaml("probed", storage_yaml("wrong-secret")));
+  const CliResult denied = pipeprof_cmd("predict " + bad.string() + " --probe --out " + (tmp / "o2").string());
+  EXPECT_EQ(denied.code, 2) << denied.out;
+  EXPECT_NE(denied.out.find("mlperf"), std::string::npos) << denied.out;
+}
+
 TEST_F(S3Workload, AWrongSecretKeyIsExit2NamingTheEndpointAndBucket) {
   const TempDir tmp;
   const fs::path yaml = tmp.write("bad.yaml", training_yaml("nothing", storage_yaml("wrong-secret")));

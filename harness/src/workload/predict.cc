@@ -114,8 +114,12 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
   const double transfer_s = std::max(0.0, file_s - measured_latency_s) / o.bandwidth_factor;
   const double io_s = latency_s + transfer_s;
   t.storage_mib = k * d.file_bytes / std::max(1e-12, io_s) / kMiB;
-  const double spf = static_cast<double>(d.samples_per_file);
-  const double cpu_s = p.cpu_us_per_sample / 1e6;
+  // Samples an accelerator keeps of each file it reads (all of them, unless every accelerator
+  // reads every file: more accelerators than files under the tensorflow loader).
+  const double amplification =
+      d.files_per_accelerator && d.files > 0 && n > d.files ? static_cast<double>(n) : 1.0;
+  const double spf = static_cast<double>(d.samples_per_file) / amplification;
+  const double cpu_s = p.cpu_us_per_sample * amplification / 1e6;
   // The probe's passes ran the workload's loader, so a stream's measured time holds the parsing
   // of its samples; what is left of a reader's time per sample is DLIO's preprocess sleep.
   const double thread_s = spf * d.preprocess_s;
@@ -128,7 +132,9 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
   const double demand = static_cast<double>(n) * d.samples_per_second;
   t.au = demand > 0 ? std::min(1.0, t.supply / demand) : 1;
   if (t.au < 1) {
-    if (cpu_supply < threads_supply) {
+    if (amplification > 1) {
+      t.limit = "files (fewer than accelerators: each reads them all)";
+    } else if (cpu_supply < threads_supply) {
       t.limit = "client CPU";
     } else if (thread_s > io_s) {
       t.limit = "reader threads";
@@ -288,6 +294,8 @@ WorkloadDemand demand_of(const DlioWorkload& w) {
   d.dataset_bytes = d.file_bytes * static_cast<double>(w.dataset.num_files_train);
   d.au = w.au;
   d.epochs = std::max<int64_t>(1, w.epochs);
+  d.files = w.dataset.num_files_train;
+  d.files_per_accelerator = w.loader == Loader::kTensorFlow;
   return d;
 }
 

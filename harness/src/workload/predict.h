@@ -83,6 +83,11 @@ struct WorkloadDemand {
   double dataset_bytes = 0;         // the training files together
   double au = 0.9;                  // metric.au
   int64_t epochs = 1;
+  int64_t files = 0;                // dataset.num_files_train
+  // The tensorflow loader gives each accelerator its own files, round-robin, while there are as
+  // many files as accelerators; beyond that every accelerator reads every file and keeps its
+  // share of the records (N times the bytes for the same samples).
+  bool files_per_accelerator = false;
 };
 WorkloadDemand demand_of(const DlioWorkload& w);
 

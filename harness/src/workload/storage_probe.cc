@@ -103,13 +103,14 @@ std::vector<std::string> probe_files(const DlioWorkload& w, const ProbeOptions& 
   }
 }
 
-// The workload's own loader (one accelerator, batch 1, no preprocess sleep) over `files`, in
+// The workload's own loader (one accelerator, its batch, no preprocess sleep) over `files`, in
 // the page cache (read once first): the process's CPU time per sample, in microseconds.
 double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& files,
                                 const ProbeOptions& o) {
   DlioWorkload c = w;
   c.dataset.num_files_train = static_cast<int64_t>(files.size());
-  c.batch_size = 1;
+  c.batch_size = std::clamp<int64_t>(
+      w.batch_size, 1, static_cast<int64_t>(files.size()) * std::max<int64_t>(1, w.dataset.num_samples_per_file));
   c.preprocess_time = {};
   c.total_training_steps = -1;
   for (const std::string& f : files)
@@ -126,42 +127,6 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
   }
   const int64_t cpu = process_cpu_ns() - cpu0;
   return samples > 0 ? static_cast<double>(cpu) / 1e3 / static_cast<double>(samples) : 0;
-}
-
-// One pass of the workload's own loader (rank 0 of 1, `streams` reader threads, batch 1, no
-// shuffle and no preprocess sleep) over `files`, for at most `seconds`: MiB/s of samples. Each
-// file is read as the workload reads it (its format's reader: a zip directory first, a header,
-// records), which a plain front-to-back read does not show.
-double loader_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
-                             int64_t streams, double seconds, const ProbeOptions& o) {
-  DlioWorkload c = w;
-  c.dataset.num_files_train = static_cast<int64_t>(files.size());
-  c.read_threads = streams;
-  c.read_threads_autotune = false;
-  c.prefetch_size = 2 * streams;
-  c.batch_size = 1;
-  c.preprocess_time = {};
-  c.total_training_steps = -1;
-  c.file_shuffle = false;
-  c.sample_shuffle = false;
-  const nlohmann::json spec = loader_spec(c, files, 0, 1);
-  auto it = pipelines::parse_spec(spec, fmt::format("{} (the probe's loader)", w.file))
-                .dataset.iterate({.storage = o.storage});
-  int64_t bytes = 0;
-  const int64_t t0 = trace::now_ns();
-  const int64_t deadline = t0 + static_cast<int64_t>(std::min(seconds, 86400.0) * 1e9);
-  int64_t t1 = t0;
-  while (!stopped(o) && t1 < deadline) {
-    auto batch = it->next();
-    if (!batch) break;
-    if (!batch->empty()) {
-      for (const int64_t b : (*batch)[0].values<int64_t>())
-        bytes += b;
-    }
-    t1 = trace::now_ns();
-  }
-  it.reset();  // the reads in flight end before the next pass starts
-  return t1 > t0 ? static_cast<double>(bytes) / 1048576.0 / (static_cast<double>(t1 - t0) / 1e9) : 0;
 }
 
 }  // namespace
@@ -211,6 +176,69 @@ double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t stream
   return dt > 0 ? static_cast<double>(bytes.load()) / 1048576.0 / (static_cast<double>(dt) / 1e9) : 0;
 }
 
+double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
+                            int64_t streams, double seconds, const ProbeOptions& o) {
+  if (files.empty() || streams < 1) return 0;
+  // As accelerators do: loaders of the workload's read_threads each (at most an interleave's 64),
+  // each over its shard, as many as the streams take (at most one per file).
+  const int64_t per = std::clamp<int64_t>(w.read_threads, 1, 64);
+  const int64_t loaders = std::min<int64_t>((streams + per - 1) / per, static_cast<int64_t>(files.size()));
+  DlioWorkload c = w;
+  c.dataset.num_files_train = static_cast<int64_t>(files.size());
+  c.read_threads_autotune = false;
+  // The workload's batches (a sample at a time through the loader's queues costs more CPU than
+  // the workload spends), as long as a loader's shard fills one.
+  const int64_t shard_samples =
+      static_cast<int64_t>(files.size()) * std::max<int64_t>(1, w.dataset.num_samples_per_file) / loaders;
+  c.batch_size = std::clamp<int64_t>(w.batch_size, 1, std::max<int64_t>(1, shard_samples));
+  c.preprocess_time = {};
+  c.total_training_steps = -1;
+  c.file_shuffle = false;
+  c.sample_shuffle = false;
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> last{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+  const int64_t t0 = trace::now_ns();
+  const int64_t deadline = t0 + static_cast<int64_t>(std::min(seconds, 86400.0) * 1e9);
+  {
+    std::vector<std::jthread> consumers;
+    consumers.reserve(static_cast<size_t>(loaders));
+    for (int64_t l = 0; l < loaders; ++l) {
+      DlioWorkload mine = c;
+      mine.read_threads = streams / loaders + (l < streams % loaders ? 1 : 0);
+      mine.prefetch_size = 2 * mine.read_threads;
+      consumers.emplace_back([&, mine, l] {
+        try {
+          const nlohmann::json spec = loader_spec(mine, files, l, loaders);
+          auto it = pipelines::parse_spec(spec, fmt::format("{} (the probe's loader {})", w.file, l))
+                        .dataset.iterate({.storage = o.storage});
+          int64_t now = trace::now_ns();
+          while (!stopped(o) && !failed.load() && now < deadline) {
+            auto batch = it->next();
+            if (!batch) break;
+            if (!batch->empty()) {
+              for (const int64_t b : (*batch)[0].values<int64_t>())
+                bytes += b;
+            }
+            now = trace::now_ns();
+            for (int64_t seen = last.load(); now > seen && !last.compare_exchange_weak(seen, now);) {
+            }
+          }
+        } catch (...) {
+          const std::lock_guard lock(error_mutex);
+          if (!error) error = std::current_exception();
+          failed = true;
+        }
+      });
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  const int64_t t1 = last.load();
+  return t1 > t0 ? static_cast<double>(bytes.load()) / 1048576.0 / (static_cast<double>(t1 - t0) / 1e9) : 0;
+}
+
 namespace {
 
 StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
@@ -253,7 +281,7 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     int flat = 0;
     for (int64_t k = 1; k <= most && !stopped(o); k *= 2) {
       if (cold) drop_cold(files);
-      const double mib = loader_pass_mib_per_s(w, files, k, o.pass_seconds, o);
+      const double mib = probe_pass_mib_per_s(w, files, k, o.pass_seconds, o);
       if (stopped(o)) break;
       say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s", cold ? "cold" : "warm", k, mib));
       if (!(mib > 0)) {

@@ -1,15 +1,15 @@
 // `pipeprof predict --probe`: measures the storage behind a workload's data folder (a local
 // folder, http(s)://, s3://) and this client, as a storage profile (predict.h).
 //
-//   bandwidth   k = 1, 2, 4, ... streams: the workload's own loader with k reader threads (batch
-//               1, no shuffle, no preprocess sleep) over its training files, so that each file is
-//               read as the workload reads it, for a time-boxed pass each (cold: the files
+//   bandwidth   k = 1, 2, 4, ... streams: the workload's own loaders with k reader threads in all
+//               (probe_pass_mib_per_s) over its training files, so that each file is read as the
+//               workload reads it, for a time-boxed pass each (cold: the files
 //               dropped from the page cache before every pass; warm: read once first, when they
 //               fit in half the memory), until two doublings in a row gain less than 5% or
 //               `max_streams`
 //   first byte  open + the first 4 KiB of up to 64 files, one stream, cold
 //   requests/s  4 KiB reads of the files' heads on 16 streams
-//   CPU         the workload's own loader (one accelerator, batch 1) over a few files in the page
+//   CPU         the workload's own loader (one accelerator, its batch) over a few files in the page
 //               cache: the process's CPU time per sample
 #pragma once
 
@@ -41,6 +41,13 @@ struct ProbeOptions {
 // Probes the storage of `w`'s training files. Throws InputError naming the folder or URL when the
 // files cannot be listed or read. With `stop` set, returns what it measured so far (notes say so).
 StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options);
+
+// One bandwidth pass: `streams` reader threads as the workload's accelerators run them (loaders of
+// read_threads threads each, every one over its shard of `files`; the workload's batch where a
+// shard fills one, no shuffle, no preprocess sleep), for at most `seconds` or until the files are read: MiB/s of samples. Throws
+// what a loader throws (a file that cannot be read or parsed).
+double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
+                            int64_t streams, double seconds, const ProbeOptions& options);
 
 // Plain reads (the probe's page-cache fill): `streams` threads reading `files` (taken in turn
 // from a shared cursor) front to back in `request_bytes` reads for at most `seconds`; MiB/s.
