@@ -1,8 +1,7 @@
 // Data generation in DLIO's layout (formats/datagen.h): names, folders and sizes as DLIO makes
 // them; every format read back by pipeprof's own readers (and by numpy, h5py and PIL where
-// python3 has them); idempotence, leftover temporary files, interruption and write errors; and
-// the streaming pieces the generator is built on (TFRecordWriter's records in pieces,
-// encode_example_around, encode_npy_header, RandomBytes).
+// python3 has them); idempotence, leftover temporary files, interruption and write errors. The
+// streaming pieces the generator is built on are in datagen_pieces_test.cc.
 #include "pipeprof/pipelines/datagen.h"
 
 #include <fmt/format.h>
@@ -647,67 +646,6 @@ TEST(Datagen, AWriteErrorNamesTheFileAndLeavesNothing) {
     EXPECT_NE(std::string(e.what()).find(files[1].path), std::string::npos) << e.what();
   }
   EXPECT_TRUE(temporary_files(d.data_folder).empty());
-}
-
-// ---- the streaming pieces ----
-
-TEST(DatagenPieces, ExampleAroundAValueIsEncodeExample) {
-  const std::vector<std::pair<std::string, FeatureValue>> rest{
-      {"size", {.kind = FeatureKind::kInt64, .int64s = {300}}},
-      {"label", {.kind = FeatureKind::kBytes, .bytes = {"cat"}}}};
-  for (const size_t n : {0, 1, 127, 128, 16383, 16384, 70000}) {
-    const std::string value(n, 'v');
-    auto all = rest;
-    all.insert(all.begin(), {"image", {.kind = FeatureKind::kBytes, .bytes = {value}}});
-    const ExampleFrame f = encode_example_around("image", n, rest);
-    EXPECT_EQ(f.head + value + f.tail, encode_example(all)) << n;
-  }
-}
-
-TEST(DatagenPieces, RecordInPiecesIsTheRecord) {
-  const TempDir tmp;
-  const std::string data(5000, 'd');
-  {
-    TFRecordWriter w((tmp / "a").string());
-    w.write(data);
-    w.close();
-  }
-  {
-    TFRecordWriter w((tmp / "b").string());
-    w.begin_record(data.size());
-    w.append(view_of(data.substr(0, 1234)));
-    w.append(view_of(data.substr(1234)));
-    w.end_record();
-    w.close();
-  }
-  EXPECT_EQ(contents((tmp / "a").string()), contents((tmp / "b").string()));
-  TFRecordWriter w((tmp / "c").string());
-  w.begin_record(10);
-  EXPECT_THROW(w.append(view_of(std::string(11, 'x'))), std::logic_error);
-  EXPECT_THROW(w.end_record(), std::logic_error);
-}
-
-TEST(DatagenPieces, NpyHeaderThenValuesIsEncodeNpy) {
-  const Tensor t = random_tensor(DType::kUInt8, {3, 5, 2}, 1);
-  std::vector<std::byte> joined = encode_npy_header(DType::kUInt8, t.shape());
-  joined.insert(joined.end(), t.data(), t.data() + t.nbytes());
-  EXPECT_EQ(joined, encode_npy(t));
-}
-
-TEST(DatagenPieces, RandomBytesDoNotDependOnHowTheStreamIsSplit) {
-  std::vector<std::byte> whole(1000), parts(1000);
-  RandomBytes(7).fill(whole);
-  RandomBytes r(7);
-  size_t at = 0;
-  for (const size_t n : {1, 63, 64, 65, 3, 500, 304}) {
-    r.fill(std::span(parts).subspan(at, n));
-    at += n;
-  }
-  ASSERT_EQ(at, parts.size());
-  EXPECT_EQ(whole, parts);
-  std::vector<std::byte> other(1000);
-  RandomBytes(8).fill(other);
-  EXPECT_NE(whole, other);
 }
 
 }  // namespace
