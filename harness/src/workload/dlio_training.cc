@@ -19,19 +19,6 @@
 namespace pipeprof::harness::workload {
 namespace {
 
-int64_t batch_bytes(const pipelines::Element& batch) {
-  int64_t bytes = 0;
-  if (!batch.empty() && batch[0].dtype() == pipelines::DType::kInt64) {
-    for (const int64_t b : batch[0].values<int64_t>())
-      bytes += b;
-  }
-  return bytes;
-}
-
-int64_t batch_samples(const pipelines::Element& batch) {
-  return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
-}
-
 // The emulated step: a sleep to `deadline_ns`, as DLIO's time.sleep, without the spin at the end
 // that precise_sleep_until adds. Every accelerator's step ends at about the same moment (they
 // start together after the barrier), so spinning accelerators would take the cores from each other
@@ -65,6 +52,19 @@ void start_readers_at_one(const nlohmann::json& spec, pipelines::Model& model) {
 }
 
 }  // namespace
+
+int64_t batch_bytes(const pipelines::Element& batch) {
+  int64_t bytes = 0;
+  if (!batch.empty() && batch[0].dtype() == pipelines::DType::kInt64) {
+    for (const int64_t b : batch[0].values<int64_t>())
+      bytes += b;
+  }
+  return bytes;
+}
+
+int64_t batch_samples(const pipelines::Element& batch) {
+  return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
+}
 
 std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::StorageContext* storage) {
   std::vector<std::string> files;

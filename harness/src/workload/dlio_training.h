@@ -87,6 +87,11 @@ struct TrainRun {
 // others are stopped and joined first).
 TrainRun run_training(const DlioWorkload& w, const TrainOptions& options);
 
+// What a batch of a workload's loader holds: its samples' bytes together (the samples stand as
+// their sizes), and its samples.
+int64_t batch_bytes(const pipelines::Element& batch);
+int64_t batch_samples(const pipelines::Element& batch);
+
 // The training files as DLIO lists them (sorted; at most num_files_train, an InputError when there
 // are fewer).
 std::vector<std::string> training_files(const DlioWorkload& w,

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/pipelines/memory_limit.h"
 #include "pipeprof/results/json_at.h"
 
 namespace pipeprof::harness::workload {
@@ -153,13 +154,6 @@ bool warm_epochs(const StorageProfile& p, const WorkloadDemand& d, const Predict
   if (o.warm) return !p.warm.empty();
   return !o.cold && !p.warm.empty() && d.epochs > 1 &&
          d.dataset_bytes / static_cast<double>(std::max<int64_t>(1, o.clients)) <= 0.8 * p.memory_bytes;
-}
-
-std::string human_bytes(double b) {
-  if (b >= 1099511627776.0) return fmt::format("{:.2f} TiB", b / 1099511627776.0);
-  if (b >= 1073741824.0) return fmt::format("{:.2f} GiB", b / 1073741824.0);
-  if (b >= kMiB) return fmt::format("{:.1f} MiB", b / kMiB);
-  return fmt::format("{:.0f} KiB", b / 1024.0);
 }
 
 }  // namespace
@@ -461,7 +455,7 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
   const double share = d.dataset_bytes / static_cast<double>(o.clients);
   r.headroom.push_back({"memory (page cache)", 0, share > 0 ? p.memory_bytes / share : 0,
                         fmt::format("a client's share of the dataset {} against {} of memory{}",
-                                    human_bytes(share), human_bytes(p.memory_bytes),
+                                    pipelines::format_bytes(share), pipelines::format_bytes(p.memory_bytes),
                                     o.warm ? ": every epoch warm (--warm)"
                                     : r.warm_epochs ? ": epochs after the first read it warm"
                                                   : (o.cold ? ": every epoch cold (--cold)" : ": cold"))});

@@ -19,6 +19,7 @@
 #include "workload/dlio_metrics.h"
 #include "workload/dlio_training.h"
 #include "workload/workload_pipeline.h"
+#include "workload/workload_run.h"
 
 namespace pipeprof::harness::workload {
 namespace {
@@ -29,12 +30,6 @@ bool is_url(const std::string& name) {
 }
 
 bool stopped(const ProbeOptions& o) { return o.stop != nullptr && o.stop->load(); }
-
-int64_t process_cpu_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // `count` names taken evenly across `files`.
 std::vector<std::string> evenly(const std::vector<std::string>& files, size_t count) {
@@ -78,103 +73,69 @@ double mean_file_bytes(const std::vector<std::string>& files, const ProbeOptions
   return some.empty() ? 0 : total / static_cast<double>(some.size());
 }
 
-// The probe's files: the training files as the layout names them under the probed folder.
+// The probe's files: the training files as the layout names them under the probed folder
+// (probe_storage says which folder could not be read).
 std::vector<std::string> probe_files(const DlioWorkload& w, const ProbeOptions& o) {
   const std::string& folder = w.dataset.data_folder;
-  try {
-    if (is_url(folder) && !w.s3) {
-      // http(s): the layout's names under the URL (no listing needed); the first must exist.
-      std::string base = folder;
-      while (base.ends_with('/')) base.pop_back();
-      DlioWorkload local = w;
-      local.dataset.data_folder = std::string(1, '/');  // (a literal "/" trips -Wrestrict at -O3)
-      std::vector<std::string> files = expected_training_files(local);
-      for (std::string& f : files)
-        f = base + f;
-      if (!files.empty()) (void)pipelines::object_size(files.front(), o.storage);
-      return files;
-    }
-    return training_files(w, o.storage.get());
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError(fmt::format("{}: the probe cannot read the data folder {}: {}", w.file,
-                                 folder, e.what()));
+  if (is_url(folder) && !w.s3) {
+    // http(s): the layout's names under the URL (no listing needed); the first must exist.
+    std::string base = folder;
+    while (base.ends_with('/')) base.pop_back();
+    DlioWorkload local = w;
+    local.dataset.data_folder = std::string(1, '/');  // (a literal "/" trips -Wrestrict at -O3)
+    std::vector<std::string> files = expected_training_files(local);
+    for (std::string& f : files)
+      f = base + f;
+    if (!files.empty()) (void)pipelines::object_size(files.front(), o.storage);
+    return files;
   }
+  return training_files(w, o.storage.get());
+}
+
+// The workload as the probe's loaders run it over `files` split among `loaders`: `threads` reader
+// threads each, the workload's batch where a loader's share fills one, no shuffle, no preprocess
+// sleep, no step limit.
+DlioWorkload probe_loader(const DlioWorkload& w, size_t files, int64_t loaders, int64_t threads) {
+  DlioWorkload c = w;
+  c.dataset.num_files_train = static_cast<int64_t>(files);
+  c.read_threads = threads;
+  c.read_threads_autotune = false;
+  c.prefetch_size = 2 * threads;
+  const int64_t share = static_cast<int64_t>(files) * std::max<int64_t>(1, w.dataset.num_samples_per_file) / loaders;
+  c.batch_size = std::clamp<int64_t>(w.batch_size, 1, std::max<int64_t>(1, share));
+  c.preprocess_time = {};
+  c.total_training_steps = -1;
+  c.file_shuffle = false;
+  c.sample_shuffle = false;
+  return c;
+}
+
+std::unique_ptr<pipelines::Iterator> open_probe_loader(const DlioWorkload& c, const std::vector<std::string>& files,
+                                                       int64_t index, int64_t loaders, const ProbeOptions& o) {
+  return pipelines::parse_spec(loader_spec(c, files, index, loaders),
+                               fmt::format("{} (the probe's loader {})", c.file, index))
+      .dataset.iterate({.storage = o.storage});
 }
 
 // The workload's own loader (one accelerator, its batch, no preprocess sleep) over `files`, in
 // the page cache (read once first): the process's CPU time per sample, in microseconds.
 double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& files,
                                 const ProbeOptions& o) {
-  DlioWorkload c = w;
-  c.dataset.num_files_train = static_cast<int64_t>(files.size());
-  c.batch_size = std::clamp<int64_t>(
-      w.batch_size, 1, static_cast<int64_t>(files.size()) * std::max<int64_t>(1, w.dataset.num_samples_per_file));
-  c.preprocess_time = {};
-  c.total_training_steps = -1;
   for (const std::string& f : files)
     (void)pipelines::read_whole_file(f, {.storage = o.storage, .stop = o.stop});
-  const nlohmann::json spec = loader_spec(c, files, 0, 1);
-  auto it = pipelines::parse_spec(spec, fmt::format("{} (the probe's loader)", w.file))
-                .dataset.iterate({.storage = o.storage});
+  auto it = open_probe_loader(probe_loader(w, files.size(), 1, std::max<int64_t>(1, w.read_threads)), files, 0, 1, o);
   int64_t samples = 0;
-  const int64_t cpu0 = process_cpu_ns();
+  const int64_t cpu0 = trace::process_cpu_ns();
   while (!stopped(o)) {
     auto batch = it->next();
     if (!batch) break;
-    samples += batch->empty() || (*batch)[0].rank() == 0 ? 1 : (*batch)[0].shape()[0];
+    samples += batch_samples(*batch);
   }
-  const int64_t cpu = process_cpu_ns() - cpu0;
+  const int64_t cpu = trace::process_cpu_ns() - cpu0;
   return samples > 0 ? static_cast<double>(cpu) / 1e3 / static_cast<double>(samples) : 0;
 }
 
 }  // namespace
-
-double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t streams,
-                           double request_bytes, double seconds, const ProbeOptions& o) {
-  if (files.empty() || streams < 1) return 0;
-  std::atomic<size_t> next{0};
-  std::atomic<int64_t> bytes{0};
-  std::atomic<bool> done{false};
-  std::atomic<int64_t> running{streams};
-  std::mutex error_mutex;
-  std::exception_ptr error;
-  // A whole number of alignment units, so that each thread's buffer is used as it is.
-  const auto block = static_cast<size_t>(std::ceil(std::clamp(request_bytes, 4096.0, 64.0 * 1048576) / 4096) * 4096);
-  const int64_t t0 = trace::now_ns();
-  {
-    // Whatever way this block is left (a thread that cannot start), the workers stop reading.
-    struct Done {
-      std::atomic<bool>& flag;
-      ~Done() { flag = true; }
-    } done_on_exit{done};
-    std::vector<std::jthread> workers;
-    workers.reserve(static_cast<size_t>(streams));
-    for (int64_t i = 0; i < streams; ++i) {
-      workers.emplace_back([&] {
-        try {
-          std::vector<std::byte> buffer(block);
-          for (size_t k = next++; k < files.size() && !done.load(); k = next++)
-            bytes += static_cast<int64_t>(pipelines::read_whole_file(
-                files[k], {.block_bytes = block, .storage = o.storage, .stop = &done, .buffer = buffer}));
-        } catch (...) {
-          const std::lock_guard lock(error_mutex);
-          if (!error) error = std::current_exception();
-          done = true;
-        }
-        --running;
-      });
-    }
-    const auto deadline = t0 + static_cast<int64_t>(std::min(seconds, 86400.0) * 1e9);
-    while (running.load() > 0 && trace::now_ns() < deadline && !stopped(o))
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    done = true;
-  }
-  if (error) std::rethrow_exception(error);
-  const int64_t dt = trace::now_ns() - t0;
-  return dt > 0 ? static_cast<double>(bytes.load()) / 1048576.0 / (static_cast<double>(dt) / 1e9) : 0;
-}
 
 double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
                             int64_t streams, double seconds, const ProbeOptions& o) {
@@ -183,18 +144,6 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   // each over its shard, as many as the streams take (at most one per file).
   const int64_t per = std::clamp<int64_t>(w.read_threads, 1, 64);
   const int64_t loaders = std::min<int64_t>((streams + per - 1) / per, static_cast<int64_t>(files.size()));
-  DlioWorkload c = w;
-  c.dataset.num_files_train = static_cast<int64_t>(files.size());
-  c.read_threads_autotune = false;
-  // The workload's batches (a sample at a time through the loader's queues costs more CPU than
-  // the workload spends), as long as a loader's shard fills one.
-  const int64_t shard_samples =
-      static_cast<int64_t>(files.size()) * std::max<int64_t>(1, w.dataset.num_samples_per_file) / loaders;
-  c.batch_size = std::clamp<int64_t>(w.batch_size, 1, std::max<int64_t>(1, shard_samples));
-  c.preprocess_time = {};
-  c.total_training_steps = -1;
-  c.file_shuffle = false;
-  c.sample_shuffle = false;
   std::atomic<int64_t> bytes{0};
   std::atomic<int64_t> last{0};
   std::mutex error_mutex;
@@ -206,22 +155,16 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
     std::vector<std::jthread> consumers;
     consumers.reserve(static_cast<size_t>(loaders));
     for (int64_t l = 0; l < loaders; ++l) {
-      DlioWorkload mine = c;
-      mine.read_threads = streams / loaders + (l < streams % loaders ? 1 : 0);
-      mine.prefetch_size = 2 * mine.read_threads;
+      const DlioWorkload mine =
+          probe_loader(w, files.size(), loaders, streams / loaders + (l < streams % loaders ? 1 : 0));
       consumers.emplace_back([&, mine, l] {
         try {
-          const nlohmann::json spec = loader_spec(mine, files, l, loaders);
-          auto it = pipelines::parse_spec(spec, fmt::format("{} (the probe's loader {})", w.file, l))
-                        .dataset.iterate({.storage = o.storage});
+          auto it = open_probe_loader(mine, files, l, loaders, o);
           int64_t now = trace::now_ns();
           while (!stopped(o) && !failed.load() && now < deadline) {
             auto batch = it->next();
             if (!batch) break;
-            if (!batch->empty()) {
-              for (const int64_t b : (*batch)[0].values<int64_t>())
-                bytes += b;
-            }
+            bytes += batch_bytes(*batch);
             now = trace::now_ns();
             for (int64_t seen = last.load(); now > seen && !last.compare_exchange_weak(seen, now);) {
             }
@@ -258,12 +201,7 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
   const std::vector<std::string> all = probe_files(w, o);
   if (all.empty()) throw InputError(fmt::format("{}: no training files to probe", w.file));
   const bool remote = is_url(all.front());
-  try {
-    p.file_bytes = mean_file_bytes(all, o);
-  } catch (const std::exception& e) {
-    throw InputError(fmt::format("{}: the probe cannot read the data folder {}: {}", w.file,
-                                 w.dataset.data_folder, e.what()));
-  }
+  p.file_bytes = mean_file_bytes(all, o);
   p.request_bytes = std::min(p.file_bytes, static_cast<double>(w.transfer_size.value_or(1 << 20)));
   if (p.request_bytes <= 0) p.request_bytes = 4096;
   // Every k-th file, so that a pass reads at most max_bytes.
@@ -303,7 +241,11 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
                                   "half of this client's memory",
                                   files_bytes / 1073741824.0));
   } else if (!stopped(o)) {
-    (void)read_pass_mib_per_s(files, 8, p.request_bytes, 600, o);  // into the page cache
+    // Into the page cache (local files: plain reads).
+    std::vector<std::string> paths;
+    for (const std::string& f : files)
+      paths.push_back(f.starts_with("file://") ? f.substr(7) : f);
+    (void)measure_storage_mib_per_s(paths, 8, false, o.stop);
     curve(p.warm, false);
   }
 

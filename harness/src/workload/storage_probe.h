@@ -44,14 +44,9 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options)
 
 // One bandwidth pass: `streams` reader threads as the workload's accelerators run them (loaders of
 // read_threads threads each, every one over its shard of `files`; the workload's batch where a
-// shard fills one, no shuffle, no preprocess sleep), for at most `seconds` or until the files are read: MiB/s of samples. Throws
-// what a loader throws (a file that cannot be read or parsed).
+// shard fills one, no shuffle, no preprocess sleep), for at most `seconds` or until the files are
+// read: MiB/s of samples. Throws what a loader throws (a file that cannot be read or parsed).
 double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
                             int64_t streams, double seconds, const ProbeOptions& options);
-
-// Plain reads (the probe's page-cache fill): `streams` threads reading `files` (taken in turn
-// from a shared cursor) front to back in `request_bytes` reads for at most `seconds`; MiB/s.
-double read_pass_mib_per_s(const std::vector<std::string>& files, int64_t streams,
-                           double request_bytes, double seconds, const ProbeOptions& options);
 
 }  // namespace pipeprof::harness::workload
