@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <vector>
 
 #include "io/filesystem.h"
@@ -181,12 +180,7 @@ uint64_t read_whole_file(const std::string& name, const WholeReadOptions& option
   const size_t block = std::max<size_t>(
       kStorageAlignment, (options.block_bytes + kStorageAlignment - 1) / kStorageAlignment *
                              kStorageAlignment);
-  std::optional<io::AlignedBuffer> own;
-  std::span<std::byte> buffer = options.buffer;
-  if (buffer.size() < block) {
-    own.emplace(block);
-    buffer = own->span();
-  }
+  io::AlignedBuffer buffer(block);
   uint64_t offset = 0;
   while (options.stop == nullptr || !options.stop->load()) {
     size_t want = block;
@@ -194,7 +188,7 @@ uint64_t read_whole_file(const std::string& name, const WholeReadOptions& option
       if (offset >= options.max_bytes) break;
       want = static_cast<size_t>(std::min<uint64_t>(block, options.max_bytes - offset));
     }
-    const size_t n = file->read_at(offset, buffer.first(want));
+    const size_t n = file->read_at(offset, buffer.span().first(want));
     offset += n;
     if (n < want) break;
   }

@@ -69,10 +69,6 @@ struct WholeReadOptions {
   std::shared_ptr<const StorageContext> storage;
   const std::atomic<bool>* stop = nullptr;  // set: the read ends after the current block
   uint64_t max_bytes = 0;                   // > 0: the read ends after its first max_bytes bytes
-  // The caller's buffer, used for the reads instead of one allocated per call (a loop over many
-  // small objects then pays no page faults for a fresh buffer each): at least block_bytes, and
-  // aligned to kStorageAlignment for direct reads.
-  std::span<std::byte> buffer;
 };
 
 // Reads an object front to back in block_bytes reads (into one aligned buffer, the bytes
