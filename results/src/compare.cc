@@ -19,6 +19,8 @@ const std::vector<double>& samples(const Entry& e, Metric metric) {
       return e.au;
     case Metric::kThroughput:
       return e.throughput;
+    case Metric::kPredictionError:
+      return e.prediction_error;
   }
   return e.time_ns;
 }
@@ -31,9 +33,14 @@ bool has_au(const Entry& e) {
 
 // What a pair is judged on: workloads on their AU and samples/s where the efficiency metric is
 // asked for (on efficiency, as before, where one side lacks them); otherwise the metric asked for.
+// A search set beside its prediction is also judged on the prediction's error.
 std::vector<Metric> metrics_of(const Entry& e, const Entry* other, Metric metric) {
-  if (metric == Metric::kEfficiency && has_au(e) && (other == nullptr || has_au(*other)))
-    return {Metric::kAu, Metric::kThroughput};
+  if (metric == Metric::kEfficiency && has_au(e) && (other == nullptr || has_au(*other))) {
+    std::vector<Metric> out{Metric::kAu, Metric::kThroughput};
+    if (!e.prediction_error.empty() && (other == nullptr || !other->prediction_error.empty()))
+      out.push_back(Metric::kPredictionError);
+    return out;
+  }
   return {metric};
 }
 
@@ -73,8 +80,9 @@ Metric parse_metric(const std::string& name) {
   if (name == "time") return Metric::kTime;
   if (name == "au") return Metric::kAu;
   if (name == "throughput") return Metric::kThroughput;
+  if (name == "prediction_error") return Metric::kPredictionError;
   throw std::invalid_argument("unknown metric '" + name +
-                              "' (expected efficiency, time, au or throughput)");
+                              "' (expected efficiency, time, au, throughput or prediction_error)");
 }
 
 const char* metric_name(Metric metric) {
@@ -87,6 +95,8 @@ const char* metric_name(Metric metric) {
       return "au";
     case Metric::kThroughput:
       return "throughput";
+    case Metric::kPredictionError:
+      return "prediction_error";
   }
   return "?";
 }
@@ -157,13 +167,17 @@ Comparison compare(const std::vector<Entry>& base, const std::vector<Entry>& now
       const std::vector<double>& ys = samples(*n, metric);
       row.new_n = ys.size();
       if (!ys.empty()) row.new_median = median(ys);
-      if (xs.empty() || ys.empty() || *row.base_median == 0) {
+      // An error of 0 is a perfect prediction, not a missing figure.
+      const bool in_points = metric == Metric::kPredictionError;
+      if (xs.empty() || ys.empty() || (*row.base_median == 0 && !in_points)) {
         row.verdict = Verdict::kNoMetric;
         c.rows.push_back(std::move(row));
         continue;
       }
-      row.change = (*row.new_median - *row.base_median) / *row.base_median;
-      const double worse = metric == Metric::kTime ? *row.change : -*row.change;  // > 0: worse
+      row.change = in_points ? (*row.new_median - *row.base_median) / 100
+                             : (*row.new_median - *row.base_median) / *row.base_median;
+      const bool lower_is_better = metric == Metric::kTime || in_points;
+      const double worse = lower_is_better ? *row.change : -*row.change;  // > 0: worse
       bool significant = true;  // when the test is skipped, the threshold alone decides
       if (xs.size() < 2 || ys.size() < 2) {
         row.test_note = "no test (n=1)";

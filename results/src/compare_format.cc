@@ -12,6 +12,7 @@ std::string format_value(double v, Metric metric) {
   if (metric == Metric::kEfficiency) return fmt::format("{:.3f}", v);
   if (metric == Metric::kAu) return fmt::format("{:.2f}%", v);
   if (metric == Metric::kThroughput) return fmt::format("{:.1f}/s", v);
+  if (metric == Metric::kPredictionError) return fmt::format("{:.1f}%", v);
   if (v >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
   if (v >= 1e6) return fmt::format("{:.3f} ms", v / 1e6);
   if (v >= 1e3) return fmt::format("{:.3f} us", v / 1e3);
@@ -45,7 +46,9 @@ std::string format_table(const Comparison& c) {
                                 ? fmt::format("{} (n={})", format_value(*r.new_median, r.metric), r.new_n)
                                 : "-";
     out += fmt::format("{:<{}}  {:>16} {:>16} {:>9} {:>9}  {:<22} {}\n", label(r), width, base, now,
-                       r.change ? fmt::format("{:+.1f}%", *r.change * 100) : "-",
+                       !r.change ? std::string("-")
+                       : r.metric == Metric::kPredictionError ? fmt::format("{:+.1f}pt", *r.change * 100)
+                                                              : fmt::format("{:+.1f}%", *r.change * 100),
                        r.test ? fmt::format("{:.4f}", r.test->p) : "-",
                        r.test_note.empty() ? "-" : r.test_note,
                        r.verdict == Verdict::kRegression ? "REGRESSION" : verdict_name(r.verdict));
@@ -59,7 +62,8 @@ std::string format_table(const Comparison& c) {
       std::any_of(c.rows.begin(), c.rows.end(), [m](const ComparisonRow& r) { return r.metric != m; });
   out += fmt::format(
       "{} compared on {}{} (threshold {:.1f}%, alpha {}): {} regression(s), {} improvement(s)\n",
-      c.matched(), metric_name(m), other_metrics ? " (workloads on au and throughput)" : "",
+      c.matched(), metric_name(m),
+      other_metrics ? " (workloads on au and throughput, predictions on their error)" : "",
       c.options.threshold * 100, c.options.alpha, regressions, improvements);
   return out;
 }

@@ -146,6 +146,16 @@ AcceleratorSearch search_from_json(const nlohmann::json& j, const JsonAt& at) {
     b.bound_accelerators = number(j, "bound_accelerators", at);
     s.storage = std::move(b);
   }
+  s.prediction = part(j, "prediction", at, [](const nlohmann::json& p, const JsonAt& a) {
+    object(p, a);
+    return PredictionCheck{.storage = text(p, "storage", a),
+                           .predicted = integer(p, "max_accelerators", a),
+                           .binding = text(p, "binding", a),
+                           .extrapolated = flag(p, "extrapolated", a, false),
+                           .capped = flag(p, "capped", a, false),
+                           .profile_mib_per_s = number(p, "profile_mib_per_s", a),
+                           .error_percent = opt_number(p, "error_percent", a)};
+  });
   return s;
 }
 
@@ -323,6 +333,16 @@ nlohmann::json to_json(const AcceleratorSearch& s) {
     out["storage_cold"] = b.cold;
     out["demand_mib_per_s"] = b.demand_mib_per_s;
     out["bound_accelerators"] = b.bound_accelerators;
+  }
+  if (const auto& p = s.prediction) {
+    nlohmann::json x{{"storage", p->storage},
+                     {"max_accelerators", p->predicted},
+                     {"binding", p->binding},
+                     {"extrapolated", p->extrapolated},
+                     {"capped", p->capped},
+                     {"profile_mib_per_s", p->profile_mib_per_s}};
+    put(x, "error_percent", p->error_percent);
+    out["prediction"] = std::move(x);
   }
   return out;
 }

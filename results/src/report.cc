@@ -187,7 +187,7 @@ std::string environment_section(const nlohmann::json& doc) {
 const std::vector<ReportSection>& report_sections() {
   static const std::vector<ReportSection> sections{
       {"part B", {"summary-part-b.svg"}, &part_b_section},
-      {"storage", {"storage.svg", "remote.svg"}, &storage_section},
+      {"storage", {"storage.svg", "prediction.svg", "remote.svg"}, &storage_section},
       {"scale-out", {"scaleout.svg"}, &scaleout_section},
       {"checkpoints", {"checkpoints.svg"}, &checkpoint_section},
       {"PyTorch DataLoaders", {}, &loader_watch_section},

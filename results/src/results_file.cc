@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -170,6 +171,10 @@ std::vector<Entry> pipeprof_entries(const nlohmann::json& doc, const std::string
     if (e.au.size() != e.time_ns.size()) e.au.clear();
     if (e.throughput.size() != e.time_ns.size()) e.throughput.clear();
     read_records(x, version->get<int>(), JsonAt{source, at}, e);
+    if (e.workload && e.workload->max_accelerators && e.workload->max_accelerators->prediction) {
+      if (const auto error = e.workload->max_accelerators->prediction->error_percent)
+        e.prediction_error.push_back(std::abs(*error));
+    }
     entries.push_back(std::move(e));
   }
   return entries;

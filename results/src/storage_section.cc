@@ -119,6 +119,45 @@ std::string remote_subsection(const std::vector<Entry>& entries, Report& report)
   return md + growing;
 }
 
+// Searches set beside pipeprof predict's answer from a probe of the same storage just before.
+std::string prediction_subsection(const std::vector<Entry>& entries, Report& report) {
+  std::string rows;
+  std::vector<ChartRow> chart;
+  for (const Entry& x : entries) {
+    if (!x.workload || !x.workload->max_accelerators || !x.workload->max_accelerators->prediction)
+      continue;
+    const AcceleratorSearch& s = *x.workload->max_accelerators;
+    const PredictionCheck& p = *s.prediction;
+    std::string flags;
+    if (p.extrapolated) flags += " (extrapolated)";
+    rows += fmt::format("| {} | {} | {}{}{} | {}{} | {} | {} | {:.0f} |\n", cell(x.workload->name),
+                        cell(p.storage), p.capped ? ">=" : "", p.predicted, flags,
+                        s.at_limit() ? ">=" : "", s.max_accelerators,
+                        p.error_percent ? fmt::format("{:+.1f}%", *p.error_percent) : std::string("-"),
+                        cell(p.binding.empty() ? "-" : p.binding), p.profile_mib_per_s);
+    chart.push_back({fmt::format("{}, {}", x.workload->name, p.storage),
+                     static_cast<double>(p.predicted), static_cast<double>(s.max_accelerators),
+                     std::nullopt});
+  }
+  if (rows.empty()) return "";
+  ChartText t;
+  t.title = "Most simulated accelerators at the AU threshold: predicted and measured";
+  t.series[0] = "predicted (pipeprof predict)";
+  t.series[1] = "measured (the search)";
+  t.series[2] = "";
+  t.unit = "accelerators";
+  report.files.push_back({"prediction.svg", summary_chart_svg(chart, t)});
+  return "### Predicted against measured\n\n"
+         "Before each search, `pipeprof predict` probed the same storage (bandwidth by streams, "
+         "first byte, the loader's CPU per sample) and predicted the most accelerators that meet "
+         "the workload's AU threshold, without running it. `error` is (predicted - measured) / "
+         "measured; `probe MiB/s` the highest bandwidth of the curve the prediction used; "
+         "`binding` the resource the prediction names. `>=`: at the search's limit.\n\n"
+         "| workload | storage | predicted | measured | error | binding | probe MiB/s |\n"
+         "|---|---|--:|--:|--:|---|--:|\n" +
+         rows + "\n![predicted and measured most accelerators per storage set-up](prediction.svg)\n\n";
+}
+
 }  // namespace
 
 std::string storage_section(const nlohmann::json&, const std::vector<Entry>& entries,
@@ -208,6 +247,7 @@ std::string storage_section(const nlohmann::json&, const std::vector<Entry>& ent
     report.files.push_back({"storage.svg", summary_chart_svg(chart, t)});
     md += "![pipeprof beside other loaders on the same workloads](storage.svg)\n\n";
   }
+  md += prediction_subsection(entries, report);
   md += remote_subsection(entries, report);
   return md;
 }

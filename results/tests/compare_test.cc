@@ -154,6 +154,36 @@ TEST(Compare, WorkloadsAreJudgedOnAuAndSamplesPerSecond) {
   EXPECT_EQ(c.rows[1].verdict, Verdict::kNoMetric);  // the experiment has no samples/s
 }
 
+// A search beside its prediction: also judged on the prediction's |error| in %, lower is better,
+// its change in points (a perfect prediction, 0, is a figure too).
+TEST(Compare, PredictionsAreJudgedOnTheirErrorInPoints) {
+  Entry base = workload("s", {99.0}, {500});
+  base.prediction_error = {0};
+  Entry near = base;
+  near.prediction_error = {8};
+  Entry far = base;
+  far.prediction_error = {12.5};
+  Comparison c = compare({base}, {near}, {.metric = Metric::kEfficiency, .threshold = 0.10});
+  ASSERT_EQ(c.rows.size(), 3u);
+  EXPECT_EQ(c.rows[2].metric, Metric::kPredictionError);
+  EXPECT_DOUBLE_EQ(*c.rows[2].change, 0.08);  // 8 points
+  EXPECT_EQ(c.rows[2].verdict, Verdict::kUnchanged);
+  c = compare({base}, {far}, {.metric = Metric::kEfficiency, .threshold = 0.10});
+  EXPECT_EQ(c.rows[2].verdict, Verdict::kRegression);
+  EXPECT_NE(format_table(c).find("+12.5pt"), std::string::npos) << format_table(c);
+  EXPECT_NE(format_table(c).find("s [prediction_error]"), std::string::npos) << format_table(c);
+  EXPECT_EQ(compare({far}, {base}, {.threshold = 0.10}).rows[2].verdict, Verdict::kImprovement);
+  // --metric prediction_error on its own: entries without a prediction have no such figure.
+  c = compare({base, eff("x", {0.9})}, {far, eff("x", {0.9})},
+              {.metric = Metric::kPredictionError, .threshold = 0.10});
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.rows[0].verdict, Verdict::kRegression);
+  EXPECT_EQ(c.rows[1].verdict, Verdict::kNoMetric);
+  EXPECT_EQ(parse_metric("prediction_error"), Metric::kPredictionError);
+  // A baseline without the prediction: judged on AU and samples/s only.
+  EXPECT_EQ(compare({workload("s", {99.0}, {500})}, {far}, {.threshold = 0.10}).rows.size(), 2u);
+}
+
 TEST(Compare, Median) {
   EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
   EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);

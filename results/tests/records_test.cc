@@ -67,6 +67,9 @@ WorkloadRecord full_workload() {
   w.max_accelerators->storage = StorageBound{.samples_mib_per_s = {2000, 2100, 1900}, .mib_per_s = 2000,
                                              .cold = true, .demand_mib_per_s = 380,
                                              .bound_accelerators = 5.26};
+  w.max_accelerators->prediction = PredictionCheck{.storage = "local, cold", .predicted = 4,
+                                                   .binding = "storage bandwidth",
+                                                   .profile_mib_per_s = 1900, .error_percent = -20};
   w.stall_analysis = StallRecord{.synthetic_au_percentage = 99, .warm_au_percentage = 95,
                                  .cold_au_percentage = 60};
   w.stall_analysis->epochs = {{.epoch = 1, .synthetic_s = 1, .warm_s = 1.05, .cold_s = 1.6,
@@ -161,6 +164,9 @@ TEST(Records, EveryFieldOfEveryKindIsInTheSchemaAndNothingElse) {
   EXPECT_EQ(file.entries[1].kind, EntryKind::kWorkload);
   EXPECT_TRUE(file.entries[1].judged_on_au());
   EXPECT_EQ(file.entries[1].workload->max_accelerators->storage->bound_accelerators, 5.26);
+  // A search beside its prediction: compare judges the error's size.
+  EXPECT_EQ(file.entries[1].workload->max_accelerators->prediction->binding, "storage bandwidth");
+  EXPECT_EQ(file.entries[1].prediction_error, std::vector<double>{20});
   EXPECT_EQ(file.entries[1].ranks->rows[1].error, "rank 1: corrupt record");
   EXPECT_EQ(file.entries[2].workload->peer, "pytorch_dataloader");
   EXPECT_EQ(file.entries[3].workload->growing_cache->epochs.size(), 1u);

@@ -92,6 +92,42 @@ TEST(StorageSection, WorkloadsAndPipeprofBesideAPeer) {
             std::string::npos);
 }
 
+TEST(StorageSection, SearchesBesideTheirPredictionsWithTheirChart) {
+  WorkloadRecord cold = workload(90.2, 20);
+  cold.max_accelerators->prediction =
+      PredictionCheck{.storage = "local, cold", .predicted = 18, .binding = "storage bandwidth",
+                      .profile_mib_per_s = 812.4, .error_percent = -10};
+  WorkloadRecord http = workload(91.5, 16);
+  http.max_accelerators->limit = 16;  // at its limit: no error
+  http.max_accelerators->prediction =
+      PredictionCheck{.storage = "http 5 ms, 32 MiB/s", .predicted = 40, .binding = "client CPU",
+                      .extrapolated = true, .profile_mib_per_s = 700};
+  WorkloadRecord plain = workload(99.5, 39);  // no prediction: no row
+  const nlohmann::json doc = document({entry("workload:npz_256k (cold)", cold),
+                                       entry("workload:npz_256k_http", http),
+                                       entry("workload:npz_256k", plain)});
+  const Report r = render_report(doc, ".", "doc.json");
+  const std::string& md = r.markdown;
+  expect_row(md, "### Predicted against measured");
+  expect_row(md, "| npz_256k | local, cold | 18 | 20 | -10.0% | storage bandwidth | 812 |");
+  expect_row(md, "| npz_256k | http 5 ms, 32 MiB/s | 40 (extrapolated) | >=16 | - | client CPU | 700 |");
+  size_t rows = 0;
+  for (size_t at = md.find("| npz_256k | "); at != std::string::npos; at = md.find("| npz_256k | ", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 2u) << md;
+  bool chart = false;
+  for (const auto& f : r.files) {
+    chart = chart || (f.name == "prediction.svg" &&
+                      f.content.find("npz_256k, local, cold") != std::string::npos);
+  }
+  EXPECT_TRUE(chart);
+  // Without a prediction, no subsection and no chart.
+  const Report none = render_report(document({entry("workload:npz_256k", plain)}), ".", "doc.json");
+  EXPECT_EQ(none.markdown.find("Predicted against measured"), std::string::npos);
+  for (const auto& f : none.files)
+    EXPECT_NE(f.name, "prediction.svg");
+}
+
 TEST(StorageSection, RemoteReadsPerEpochWithTheirChart) {
   WorkloadRecord w = workload(88.7, 0);
   w.name = "remote_cached";

@@ -1,4 +1,5 @@
-// pipeprof compare BASE NEW [--metric efficiency|time|au|throughput] [--threshold 5%] [--alpha 0.05]
+// pipeprof compare BASE NEW [--metric efficiency|time|au|throughput|prediction_error]
+//                  [--threshold 5%] [--alpha 0.05]
 //                  [--json]
 //
 // Judges a run against a baseline (results/compare.h): experiments or Google Benchmark benchmarks
@@ -77,10 +78,13 @@ CommandRunner add_compare_command(CLI::App& app) {
   cmd->add_option("new", o->now, "New results file to judge")->required();
   cmd->add_option("--metric", o->metric,
                   "efficiency (ideal / measured, higher is better; workloads are judged on their "
-                  "AU and samples/s instead), time (wall time, lower is better), au (accelerator "
-                  "utilization) or throughput (samples/s); auto: efficiency for two pipeprof "
-                  "files, time otherwise")
-      ->check(CLI::IsMember({"auto", "efficiency", "time", "au", "throughput"}))
+                  "AU and samples/s instead, searches set beside a prediction also on its error), "
+                  "time (wall time, lower is better), au (accelerator utilization), throughput "
+                  "(samples/s) or prediction_error (|predicted - measured| / measured most "
+                  "accelerators, %, lower is better; its threshold is in points: 10% fails an error "
+                  "that grows by more than 10 points); auto: efficiency for two pipeprof files, "
+                  "time otherwise")
+      ->check(CLI::IsMember({"auto", "efficiency", "time", "au", "throughput", "prediction_error"}))
       ->capture_default_str();
   cmd->add_option("--threshold", o->threshold,
                   "Smallest relative change of the median that counts, e.g. 5% or 0.05")

@@ -14,8 +14,9 @@
 //
 // Each kind of entry is judged on its own figures: with the efficiency metric, an experiment on its
 // efficiency and a workload (a DLIO-style run of simulated accelerators) on its accelerator
-// utilization and its samples/s, one row each. --metric au or throughput judges every entry that
-// has that figure on it.
+// utilization and its samples/s, one row each, and a search set beside its prediction also on
+// the prediction's error. --metric au, throughput or prediction_error judges every entry that has
+// that figure on it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,10 @@ enum class Metric {
   kTime,        // wall time: lower is better
   kAu,          // accelerator utilization, %: higher is better
   kThroughput,  // samples/s: higher is better
+  // A search set beside its prediction: |predicted - measured| / measured in %, lower is better.
+  // Its change is in points, not relative: a threshold of 10% fails an error that grows by more
+  // than 10 points (3% to 14%).
+  kPredictionError,
 };
 
 struct CompareOptions {
@@ -49,7 +54,8 @@ struct ComparisonRow {
   Verdict verdict = Verdict::kUnchanged;
   size_t base_n = 0, new_n = 0;
   std::optional<double> base_median, new_median;
-  std::optional<double> change;     // (new - base) / base of the medians
+  std::optional<double> change;     // (new - base) / base of the medians (prediction error:
+                                    // (new - base) / 100, in points)
   std::optional<MannWhitney> test;  // absent when the test was skipped
   std::string test_note;            // "U test", "no test (n=1)", "no test (n too small)"
 };

@@ -145,11 +145,26 @@ struct StorageBound {
   double lowest() const;
   double highest() const;
 };
+// `pipeprof predict`'s answer for the same workload on the same storage, from a probe made just
+// before the search (the suite's search entries with "predict"): what the search is set beside.
+struct PredictionCheck {
+  std::string storage;            // the set-up: "local, cold", "page cache", "http 5 ms, 8 MiB/s"
+  int64_t predicted = 0;          // the most accelerators predicted to meet metric.au
+  std::string binding;            // the resource the prediction names ("" when none binds)
+  bool extrapolated = false;      // the prediction needs more streams than the probe measured
+  bool capped = false;            // every count up to the search's limit was predicted to meet it
+  double profile_mib_per_s = 0;   // the probe's highest bandwidth on the curve the prediction used
+  // (predicted - measured) / measured x 100, against the search's maximum; none when the
+  // search found none or stopped at its limit.
+  std::optional<double> error_percent;
+};
+
 struct AcceleratorSearch {
   int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
   int64_t limit = 0;             // the most it tried
   std::vector<SearchProbe> probes;
   std::optional<StorageBound> storage;
+  std::optional<PredictionCheck> prediction;
   bool at_limit() const { return limit > 0 && max_accelerators >= limit; }
 };
 

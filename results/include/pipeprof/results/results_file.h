@@ -37,6 +37,8 @@ struct Entry {
   std::vector<double> efficiency;  // per repetition: ideal / wall; empty without an ideal
   // Per repetition, where every repetition has them: accelerator utilization in % and samples/s.
   std::vector<double> au, throughput;
+  // A search set beside its prediction (records.h, PredictionCheck): |error| in %, one value.
+  std::vector<double> prediction_error;
   // pipeprof files: what the entry is, its part of the catalog ("A", "B", "C" or ""), and its
   // typed records (records.h).
   EntryKind kind = EntryKind::kExperiment;
