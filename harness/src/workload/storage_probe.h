@@ -9,8 +9,10 @@
 //               `max_streams`
 //   first byte  open + the first 4 KiB of up to 64 files, one stream, cold
 //   requests/s  4 KiB reads of the files' heads on 16 streams
-//   CPU         the workload's own loader (one accelerator, its batch) over a few files in the page
-//               cache: the process's CPU time per sample
+//   CPU         the workload's loader alone (one accelerator) over a few files in the page cache,
+//               then (local files that fit in half the memory) its training loop with half again
+//               as many accelerators as that could feed, over the probe's files: what a sample
+//               costs the client's cores near its limit
 #pragma once
 
 #include <atomic>
