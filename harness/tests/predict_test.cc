@@ -14,6 +14,7 @@
 #include "pipeprof_testing/temp_dir.h"
 #include "workload/dlio_training.h"
 #include "workload/predict.h"
+#include "workload/prediction_check.h"
 #include "workload/storage_probe.h"
 
 namespace {
@@ -313,6 +314,49 @@ TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
   w.loader = Loader::kTensorFlow;
   w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
   EXPECT_GT(probe_pass_mib_per_s(w, files, 70, 60, {}), 0);
+}
+
+// A suite's search beside its prediction: the error is against the search's maximum, unless the
+// search or the prediction stopped at the search's limit (then both say "at least").
+TEST(PredictionCheck, TheErrorIsAgainstTheSearchUnlessEitherStoppedAtItsLimit) {
+  SearchPrediction p;
+  p.storage = "page cache";
+  p.profile = profile({{1, 500}, {2, 900}});
+  p.profile.warm = {{1, 1500}, {2, 2500}};
+  p.prediction.max_accelerators = 18;
+  p.prediction.binding = "client CPU";
+  p.prediction.warm_epochs = true;
+  MaxAcceleratorSearch s;
+  s.max_accelerators = 20;
+  pipeprof::results::PredictionCheck c = prediction_check(p, s, 64);
+  EXPECT_EQ(c.storage, "page cache");
+  EXPECT_EQ(c.predicted, 18);
+  EXPECT_EQ(c.binding, "client CPU");
+  EXPECT_DOUBLE_EQ(c.profile_mib_per_s, 2500);  // the warm curve: the one the prediction used
+  ASSERT_TRUE(c.error_percent);
+  EXPECT_DOUBLE_EQ(*c.error_percent, -10);
+  p.prediction.warm_epochs = false;
+  EXPECT_DOUBLE_EQ(prediction_check(p, s, 64).profile_mib_per_s, 900);
+  s.max_accelerators = 64;  // the search at its limit
+  EXPECT_FALSE(prediction_check(p, s, 64).error_percent);
+  s.max_accelerators = 20;
+  p.prediction.capped = true;  // the prediction at the limit
+  EXPECT_FALSE(prediction_check(p, s, 64).error_percent);
+  EXPECT_TRUE(prediction_check(p, s, 64).capped);
+  p.prediction.capped = false;
+  s.max_accelerators = 0;  // not even one measured
+  EXPECT_FALSE(prediction_check(p, s, 64).error_percent);
+}
+
+// A set-up the model does not describe is refused before anything is probed.
+TEST(PredictionCheck, RemoteModesOtherThanDirectAreRefused) {
+  DlioWorkload w = load_workload(workloads("remote_cached.yaml"), {});
+  try {
+    (void)predict_search(w, false, 8, nullptr, {});
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeprof.remote.mode cached"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Predict, AWorkloadWithoutComputationIsRefused) {

@@ -514,7 +514,7 @@ TEST(SuiteManifest, RunsItsEntriesByKindAndOnlyPicksThem) {
       {"id": "tiny", "kind": "workload", "section": "storage", "workload": "tiny",
        "epochs": {"quick": 1, "full": 2}},
       {"id": "tiny_cold", "kind": "search", "section": "storage", "workload": "tiny", "epochs": 1,
-       "limit": {"quick": 2, "full": 4}, "cold": true}]})");
+       "limit": {"quick": 2, "full": 4}, "cold": true, "predict": true}]})");
   ::setenv("PIPEPROF_WORKLOADS", (tmp / "workloads").c_str(), 1);
   const std::string common = "suite --quick --no-trace --manifest " + manifest.string() + " --out ";
   const CliResult all = pipeprof(common + (tmp / "all").string() + " --only storage");
@@ -530,6 +530,12 @@ TEST(SuiteManifest, RunsItsEntriesByKindAndOnlyPicksThem) {
   const auto cold = results["experiments"][1];
   EXPECT_EQ(cold["workload"]["max_accelerators"]["limit"], 2) << cold.dump();
   EXPECT_EQ(cold["workload"]["max_accelerators"]["storage_cold"], true);
+  // "predict": the probe's prediction beside the search, on the same (cold) storage.
+  const auto prediction = cold["workload"]["max_accelerators"]["prediction"];
+  EXPECT_EQ(prediction["storage"], "local, cold") << cold.dump();
+  EXPECT_TRUE(prediction["max_accelerators"].is_number_integer()) << cold.dump();
+  EXPECT_GT(prediction["profile_mib_per_s"].get<double>(), 0) << cold.dump();
+  EXPECT_NE(all.out.find("pipeprof predict: "), std::string::npos) << all.out;
   // Each repetition (an epoch) has its AU and samples/s, for compare.
   EXPECT_TRUE(cold["repetitions"][0]["au_percentage"].is_number());
   ASSERT_EQ(search.code, 0) << search.out;

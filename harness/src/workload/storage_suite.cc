@@ -12,6 +12,7 @@
 #include "workload/dlio_workload.h"
 #include "workload/growing_run.h"
 #include "workload/peers.h"
+#include "workload/prediction_check.h"
 #include "workload/workload_run.h"
 
 namespace pipeprof::harness::workload {
@@ -129,6 +130,15 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
           // cached): the loader against the device itself.
           const DlioWorkload w = prepared(e, data, epochs);
           generate(w, o);
+          std::optional<SearchPrediction> predicted;
+          if (e.predict) {
+            predicted = predict_search(w, e.cold, limit, o.stop, log);
+            if (predicted->interrupted) break;
+            log(fmt::format("{} ({}): pipeprof predict: {} accelerators{}, binding: {}", w.name,
+                            predicted->storage, predicted->prediction.max_accelerators,
+                            predicted->prediction.extrapolated ? " (extrapolated)" : "",
+                            predicted->prediction.binding.empty() ? "-" : predicted->prediction.binding));
+          }
           const MaxAcceleratorSearch s =
               find_max_accelerators(w, {.drop_caches = e.cold, .stop = o.stop}, limit, {});
           if (s.interrupted) break;
@@ -138,6 +148,12 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
           ExperimentResult x = to_experiment(w, r);
           if (e.cold) x.id += " (cold)";
           x.workload->max_accelerators = search_record(s, e.cold, limit);
+          if (predicted) {
+            x.workload->max_accelerators->prediction = prediction_check(*predicted, s, limit);
+            if (const auto error = x.workload->max_accelerators->prediction->error_percent)
+              log(fmt::format("{}: predicted {}, measured {} ({:+.1f}%)", e.id,
+                              predicted->prediction.max_accelerators, s.max_accelerators, *error));
+          }
           log(fmt::format("{}{}: pipeprof sustains {} accelerators at AU >= {:.0f}%, {:.0f}% of the "
                           "storage bound ({:.1f}: {:.0f} MiB/s{})",
                           w.name, e.cold ? ", cold" : "", s.max_accelerators, w.au * 100,

@@ -157,7 +157,8 @@ SuiteManifest load_suite_manifest(const fs::path& file) {
         r.only({"id", "kind", "section", "workload", "data", "epochs", "warm_page_cache", "needs"});
         break;
       case EntryKind::kSearch:
-        r.only({"id", "kind", "section", "workload", "data", "epochs", "limit", "cold", "needs"});
+        r.only({"id", "kind", "section", "workload", "data", "epochs", "limit", "cold", "predict", "needs"});
+        e.predict = r.boolean("predict");
         break;
       case EntryKind::kPeer:
         r.only({"id", "kind", "section", "workload", "data", "epochs", "limit", "peer", "needs"});

@@ -5,6 +5,8 @@
 //   catalog        every experiment of the catalog (harness/experiments/)
 //   workload       a DLIO workload file on its dataset (generated under OUT/data when missing)
 //   search         the most simulated accelerators a workload's loader sustains at its AU target
+//                  (with "predict": beside what `pipeprof predict` answers from a probe of the
+//                  same storage, prediction_check.h)
 //   peer           the same search by another loader (a peer runner: peers.h)
 //   growing_cache  the growing sample cache (EXPERIMENTS.md C3)
 //   scaleout       a spec of harness/scaleout/ under mpirun at several rank counts (C4)
@@ -40,6 +42,7 @@ struct SuiteEntry {
   QuickFull epochs{1, 2};
   QuickFull limit{16, 64};        // search, peer: the most accelerators tried
   bool cold = false;              // search: files dropped from the page cache first
+  bool predict = false;           // search: pipeprof predict's answer set beside it (a probe first)
   bool warm_page_cache = false;   // workload: files read once first when they fit in memory
   std::string needs;              // "", "nginx" or "mpirun"
   std::string peer;               // peer: the runner's name (peers.h)

@@ -1,0 +1,47 @@
+// A search set beside its prediction (the suite's search entries with "predict"): the storage the
+// search will read is probed first (storage_probe.h) and `pipeprof predict`'s model answers for the
+// workload (predict.h); after the search, the record (results::PredictionCheck) holds both and
+// the prediction's error, which the report tabulates and `compare` judges.
+//
+// Set-ups, as the search reads its files:
+//   local, cold    files dropped from the page cache before every epoch: the cold curve, every
+//                  epoch cold
+//   page cache     files read into the page cache first: the warm curve, every epoch warm
+//   http L ms, R MiB/s
+//                  a workload of pipeprof.remote mode direct: its folder served by nginx with the
+//                  workload's latency and rate for the probe, as the search's runs serve it
+//   s3             storage.storage_type s3: the bucket through the workload's storage options
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "pipeprof/results/records.h"
+#include "workload/dlio_workload.h"
+#include "workload/predict.h"
+#include "workload/workload_run.h"
+
+namespace pipeprof::harness::workload {
+
+struct SearchPrediction {
+  std::string storage;  // the set-up's label
+  StorageProfile profile;
+  Prediction prediction;
+  bool interrupted = false;  // the probe was cut short: no prediction
+};
+
+// Probes the storage as a search of `w` with `cold` and at most `limit` accelerators will read it,
+// then predicts. Leaves local files in the page cache when not cold (the search then reads them
+// from there). Throws InputError for a set-up the model does not describe (pipeprof.remote modes
+// other than direct) or storage the probe cannot read.
+SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
+                                const std::atomic<bool>* stop,
+                                const std::function<void(const std::string&)>& log);
+
+// The record of the prediction beside the search's result.
+results::PredictionCheck prediction_check(const SearchPrediction& p, const MaxAcceleratorSearch& s,
+                                          int64_t limit);
+
+}  // namespace pipeprof::harness::workload
