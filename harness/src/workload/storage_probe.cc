@@ -227,6 +227,11 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   const int64_t loaders = std::min<int64_t>((streams + per - 1) / per, static_cast<int64_t>(files.size()));
   std::atomic<int64_t> bytes{0};
   std::atomic<int64_t> last{0};
+  // The steady state, as a run's AU window leaves its first step out: from the moment every
+  // loader has its first batch (connections opened, read-ahead started), the bytes after it.
+  std::atomic<int64_t> running{0};
+  std::atomic<int64_t> all_running{0};
+  std::atomic<int64_t> steady{0};
   std::mutex error_mutex;
   std::exception_ptr error;
   std::atomic<bool> failed{false};
@@ -242,11 +247,19 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
         try {
           auto it = open_probe_loader(mine, files, l, loaders, o);
           int64_t now = trace::now_ns();
+          bool first = true;
           while (!stopped(o) && !failed.load() && now < deadline) {
             auto batch = it->next();
             if (!batch) break;
-            bytes += batch_bytes(*batch);
+            const int64_t b = batch_bytes(*batch);
+            bytes += b;
             now = trace::now_ns();
+            if (first) {
+              first = false;
+              if (++running == loaders) all_running = now;
+            } else if (all_running.load() != 0) {
+              steady += b;
+            }
             for (int64_t seen = last.load(); now > seen && !last.compare_exchange_weak(seen, now);) {
             }
           }
@@ -260,7 +273,14 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   }
   if (error) std::rethrow_exception(error);
   const int64_t t1 = last.load();
-  return t1 > t0 ? static_cast<double>(bytes.load()) / 1048576.0 / (static_cast<double>(t1 - t0) / 1e9) : 0;
+  auto mib_per_s = [](int64_t b, int64_t ns) {
+    return static_cast<double>(b) / 1048576.0 / (static_cast<double>(ns) / 1e9);
+  };
+  // The steady state where it lasted a quarter of the pass at least (else the files ran out
+  // first, or the start took most of it): the whole pass otherwise.
+  const int64_t from = all_running.load();
+  if (from > 0 && steady.load() > 0 && 4 * (t1 - from) >= t1 - t0) return mib_per_s(steady.load(), t1 - from);
+  return t1 > t0 ? mib_per_s(bytes.load(), t1 - t0) : 0;
 }
 
 namespace {

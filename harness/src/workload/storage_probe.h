@@ -47,7 +47,8 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options)
 // One bandwidth pass: `streams` reader threads as the workload's accelerators run them (loaders of
 // read_threads threads each, every one over its shard of `files`; the workload's batch where a
 // shard fills one, no shuffle, no preprocess sleep), for at most `seconds` or until the files are
-// read: MiB/s of samples. Throws what a loader throws (a file that cannot be read or parsed).
+// read: MiB/s of samples from the moment every loader has its first batch (the whole pass where
+// that leaves less than a quarter of it). Throws what a loader throws (a file that cannot be read or parsed).
 double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
                             int64_t streams, double seconds, const ProbeOptions& options);
 
