@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The CI regression gate: a quick suite of the sleep-based experiments of part A, compared on
 # efficiency (ideal / measured, stable across machines for sleep-based steps) with the baseline
-# committed next to this script. Fails (exit 1) on a significant regression.
+# committed next to this script; then the suite's prediction check (a search set beside what
+# `pipeprof predict` answers from a probe of the same storage), compared on the prediction's
+# error (in points: a relative error is as portable as efficiency, the search's AU and samples/s
+# are not). Fails (exit 1) on a significant regression.
 #
-#   results/baseline/ci_quick.sh            run the quick suite and compare with the baseline
-#   results/baseline/ci_quick.sh --refresh  run the quick suite and make it the new baseline
+#   results/baseline/ci_quick.sh            run both and compare with the baselines
+#   results/baseline/ci_quick.sh --refresh  run both and make them the new baselines
 #
 # Environment: PIPEPROF_BUILD_DIR (default <repo>/build), where `pipeprof` was built.
 set -euo pipefail
@@ -12,20 +15,35 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD_DIR=${PIPEPROF_BUILD_DIR:-$ROOT/build}
 PIPEPROF=$BUILD_DIR/harness/pipeprof
 BASELINE=$ROOT/results/baseline/ci-quick.json
+PREDICT_BASELINE=$ROOT/results/baseline/ci-predict.json
 OUT=$BUILD_DIR/ci-suite
+PREDICT_OUT=$BUILD_DIR/ci-predict
 
 # About 2.2 s per repetition of all of them on any machine: the steps are sleeps.
 EXPERIMENTS=naive,prefetch,interleave_sequential,interleave_parallel,interleave_sequential_3,interleave_parallel_3,map_sequential,map_parallel,cache
 REPETITIONS=7
 THRESHOLD=10%
+# The prediction check: npz_256k from nginx (5 ms, 32 MiB/s per request), about a minute; its
+# dataset (2 GiB) is generated under $PREDICT_OUT/data once and kept. An error that grows by more
+# than 15 points fails: one search's maximum moves by a few accelerators from run to run.
+PREDICTION=npz_256k_http
+PREDICTION_THRESHOLD=15%
 
 [ -x "$PIPEPROF" ] || { echo "ci_quick: $PIPEPROF not built (set PIPEPROF_BUILD_DIR)" >&2; exit 2; }
 rm -rf "$OUT"
 "$PIPEPROF" suite --only "$EXPERIMENTS" --repetitions "$REPETITIONS" --no-trace --out "$OUT"
+rm -f "$PREDICT_OUT/results.json"
+"$PIPEPROF" suite --only "$PREDICTION" --no-trace --out "$PREDICT_OUT"
 
 if [ "${1:-}" = "--refresh" ]; then
   cp "$OUT/results.json" "$BASELINE"
-  echo "ci_quick: wrote $BASELINE; review and commit it"
+  cp "$PREDICT_OUT/results.json" "$PREDICT_BASELINE"
+  echo "ci_quick: wrote $BASELINE and $PREDICT_BASELINE; review and commit them"
   exit 0
 fi
-"$PIPEPROF" compare "$BASELINE" "$OUT/results.json" --metric efficiency --threshold "$THRESHOLD"
+rc=0 second=0
+"$PIPEPROF" compare "$BASELINE" "$OUT/results.json" --metric efficiency --threshold "$THRESHOLD" || rc=$?
+"$PIPEPROF" compare "$PREDICT_BASELINE" "$PREDICT_OUT/results.json" --metric prediction_error \
+  --threshold "$PREDICTION_THRESHOLD" || second=$?
+[ "$second" -gt "$rc" ] && rc=$second
+exit "$rc"
