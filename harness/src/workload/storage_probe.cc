@@ -41,10 +41,20 @@ std::vector<std::string> evenly(const std::vector<std::string>& files, size_t co
   return out;
 }
 
+std::string local_path(const std::string& f) { return f.starts_with("file://") ? f.substr(7) : f; }
+
 void drop_cold(const std::vector<std::string>& files) {
   for (const std::string& f : files) {
-    if (!is_url(f)) pipelines::drop_from_page_cache(f.starts_with("file://") ? f.substr(7) : f);
+    if (!is_url(f)) pipelines::drop_from_page_cache(local_path(f));
   }
+}
+
+// Local files into the page cache (plain reads).
+void read_warm(const std::vector<std::string>& files, const ProbeOptions& o) {
+  std::vector<std::string> paths;
+  for (const std::string& f : files)
+    paths.push_back(local_path(f));
+  (void)measure_storage_mib_per_s(paths, 8, false, o.stop);
 }
 
 // The files' mean size, from up to 8 of them asked at once (a request to a remote store may take
@@ -342,11 +352,7 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
                                   "half of this client's memory",
                                   files_bytes / 1073741824.0));
   } else if (!stopped(o)) {
-    // Into the page cache (local files: plain reads).
-    std::vector<std::string> paths;
-    for (const std::string& f : files)
-      paths.push_back(f.starts_with("file://") ? f.substr(7) : f);
-    (void)measure_storage_mib_per_s(paths, 8, false, o.stop);
+    read_warm(files, o);
     curve(p.warm, false);
   }
 
@@ -407,12 +413,7 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     if (!remote && files_bytes > p.memory_bytes / 2) {
       why = "the loader's: the probe's files exceed half the memory";
     } else if (!remote && !stopped(o)) {
-      if (p.warm.empty()) {
-        std::vector<std::string> paths;
-        for (const std::string& f : files)
-          paths.push_back(f.starts_with("file://") ? f.substr(7) : f);
-        (void)measure_storage_mib_per_s(paths, 8, false, o.stop);
-      }
+      if (p.warm.empty()) read_warm(files, o);
       if (!stopped(o)) loop = loop_cpu_us_per_sample(w, files, loader, p.cores, o);
       why = "the loader's: too few samples or no compute for the training loop";
     }
