@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <iostream>
 #include <map>
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands/commands.h"
+#include "pipeprof/harness/training_loop.h"
 #include "pipeprof/harness/step.h"
 #include "pipeprof/harness/version.h"
 #include "pipeprof/pipelines/errors.h"
@@ -101,6 +104,38 @@ CLI::Validator positive_number() {
 CLI::Validator unit_fraction() {
   return number_check<double>("a fraction in (0, 1]", "FRACTION",
                               [](double v) { return std::isfinite(v) && v > 0 && v <= 1; });
+}
+
+void WatchdogOptions::add_to(CLI::App* cmd) {
+  constexpr double kMostSeconds = 1e6;  // about 11 days
+  cmd->add_option("--stall-report", report_seconds,
+                  "Seconds without progress (no step, no byte read or written) after which the run "
+                  "says what it waits for: a file, URL, producer process or rank (0: never)")
+      ->check(number_check<double>("a number of seconds from 0 to 1000000", "SECONDS",
+                                   [](double v) { return std::isfinite(v) && v >= 0 && v <= kMostSeconds; }))
+      ->default_str("60");
+  cmd->add_option("--stall-timeout", timeout_seconds,
+                  "Seconds without progress after which the run fails (exit 1), naming what it "
+                  "waits for (default: it waits)")
+      ->check(number_check<double>("a number of seconds above 0, at most 1000000", "SECONDS",
+                                   [](double v) { return std::isfinite(v) && v > 0 && v <= kMostSeconds; }));
+}
+
+void WatchdogOptions::apply() const {
+  const auto ms = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+  };
+  Watchdog w;
+  w.report_after = ms(report_seconds);
+  w.fail_after = ms(timeout_seconds);
+  const bool fails = timeout_seconds > 0;
+  w.report = [fails, timeout = timeout_seconds](const std::string& text) {
+    const std::string hint =
+        fails ? fmt::format("the run fails after {:g} s without progress (--stall-timeout)", timeout)
+              : std::string("--stall-timeout SECONDS makes such a stall an error");
+    std::fprintf(stderr, "\nwarning: %s\n  (%s)\n", text.c_str(), hint.c_str());
+  };
+  set_default_watchdog(w);
 }
 
 int run_cli(int argc, char** argv) {

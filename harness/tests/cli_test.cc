@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -582,6 +583,56 @@ TEST(Run, CtrlCWhileWaitingForAnElementThatNeverComesExits130) {
   EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD) << "a stopped producer is still there";
   prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// A stopped producer process once left the run waiting forever, silently. The watchdog says whom
+// it waits for (the producers, stopped), and --stall-timeout makes the stall an error (exit 1).
+TEST(Run, AStallIsReportedAndTheStallTimeoutEndsIt) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const TempDir tmp;
+  const auto stopped = tmp.write("stopped.json", R"({
+    "stages": [{"op": "multiprocess", "producers": 2, "pipeline": {"stages": [
+      {"op": "artificial", "open_ms": 0, "read_ms": 20, "num_samples": 100000}]}}],
+    "experiment": {"step": "sleep:1"}})");
+  const auto log = tmp / "log.txt";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    execl(PIPEPROF_BINARY, PIPEPROF_BINARY, "run", stopped.c_str(), "--repetitions", "1",
+          "--stall-report", "0.5", "--stall-timeout", "3", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the producers run
+  const CliResult children = pipeprof::testing::run_command("pgrep -P " + std::to_string(pid));
+  int stopped_count = 0;
+  std::istringstream ids(children.out);
+  for (pid_t child = 0; ids >> child;) stopped_count += kill(child, SIGSTOP) == 0 ? 1 : 0;
+  EXPECT_EQ(stopped_count, 2) << children.out;
+  EXPECT_EQ(wait_exit(pid, std::chrono::seconds(30)), 1);
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(out.find("warning: no progress for"), std::string::npos) << out;
+  EXPECT_NE(out.find("the run stalled: no progress for 3.0 s (the stall timeout)"), std::string::npos) << out;
+  EXPECT_NE(out.find("multiprocess: an element from producer 0 (pid "), std::string::npos) << out;
+  EXPECT_NE(out.find(", stopped)"), std::string::npos) << out;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int status = 0;
+  int leftovers = 0;
+  while (waitpid(-1, &status, WNOHANG) > 0)
+    ++leftovers;
+  EXPECT_EQ(leftovers, 0) << "producers outlived pipeprof";
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+
+  CliResult r = run("run naive --stall-timeout 0");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--stall-timeout: expected a number of seconds above 0"), std::string::npos) << r.out;
+  r = run(std::string("workload ") + PIPEPROF_WORKLOADS_DIR + "/unet3d_h100.yaml --stall-report nan");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--stall-report: expected a number of seconds from 0 to 1000000"), std::string::npos)
+      << r.out;
 }
 
 TEST(Run, CudaStepWithoutGpuExitsTwo) {

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pipeprof/harness/cluster.h"
@@ -245,6 +247,30 @@ TEST(Mpi, KilledRankEndsTheJobNamingIt) {
   const auto at = r.out.find("after ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_LE(std::stoi(r.out.substr(at + 6)), 10) << r.out;  // within seconds, never a hang
+  expect_no_ranks_left(tmp);
+}
+
+// A stopped rank (SIGSTOP) once left the others waiting in the step's collective forever. Their
+// watchdog names the wait, and --stall-timeout ends the job (exit 1) within seconds.
+TEST(Mpi, AStoppedRankIsReportedAndTheStallTimeoutEndsTheJob) {
+  REQUIRE_MPI();
+  const TempDir tmp;
+  const fs::path w = workload(tmp, 1000);
+  ASSERT_NO_FATAL_FAILURE(generate(w));
+  const std::string job = mpirun(2) + bin() + " workload " + w.string() + " -q --out " +
+                          (tmp / "out").string() + " --stall-report 1 --stall-timeout 3";
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + job + " & pid=$!; sleep 2; victim=$(pgrep -P $pid -f \"[p]ipeprof workload\" | "
+      "sort -n | sed -n 2p); kill -STOP $victim; start=$(date +%s); wait $pid; rc=$?; "
+      "kill -CONT $victim 2>/dev/null; echo \"rc=$rc after $(( $(date +%s) - start )) s\"'");
+  EXPECT_NE(r.out.find("rank 0 of 2: the other ranks at the step barrier"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the run stalled: no progress for 3.0 s (the stall timeout)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("rc=1 "), std::string::npos) << r.out;
+  const auto at = r.out.rfind("after ");  // the shell's line, the last
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LE(std::stoi(r.out.substr(at + 6)), 20) << r.out;  // never a hang
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   expect_no_ranks_left(tmp);
 }
 

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "pipeprof/harness/errors.h"
 #include "pipeprof/harness/metrics.h"
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/functions.h"
@@ -167,6 +170,78 @@ TEST(TrainingLoop, StopEndsTheRunAfterTheCurrentStep) {
   EXPECT_EQ(steps, 7);
   ASSERT_EQ(run.consumers[0].epochs.size(), 1u);
   EXPECT_FALSE(run.consumers[0].epochs[0].complete);
+}
+
+// The watchdog: a loader that never yields (an artificial source that opens for a day) is
+// reported, naming what it waits for, and fails the run after fail_after; the loader is cancelled.
+TEST(TrainingLoop, TheWatchdogReportsAStallAndFailsIt) {
+  LoopOptions o;
+  o.steps = 10;
+  o.open = [](int64_t, int64_t) {
+    return pipelines::artificial({.open_ms = 86'400'000, .read_ms = 0, .num_samples = 10}).iterate();
+  };
+  std::vector<std::string> reports;
+  std::mutex m;
+  o.watchdog.report_after = std::chrono::milliseconds(100);
+  o.watchdog.fail_after = std::chrono::milliseconds(450);
+  o.watchdog.report = [&](const std::string& text) {
+    std::lock_guard lock(m);
+    reports.push_back(text);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    (void)run_loop(o);
+    FAIL() << "the stalled run ended without an error";
+  } catch (const RunFailure& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the run stalled: no progress for"), std::string::npos) << what;
+    EXPECT_NE(what.find("artificial: its open (86400000 ms)"), std::string::npos) << what;
+    EXPECT_NE(what.find("accelerator 0: a batch from its loader (epoch 1, step 1)"), std::string::npos)
+        << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30)) << "the wait was not cancelled";
+  std::lock_guard lock(m);
+  ASSERT_GE(reports.size(), 2u) << "reported again while the stall lasts";
+  EXPECT_NE(reports[0].find("no progress for"), std::string::npos) << reports[0];
+  EXPECT_NE(reports[0].find("artificial: its open"), std::string::npos) << reports[0];
+}
+
+// With a barrier: one accelerator's loader stalls, the others wait for it at the barrier. The
+// report names both; the failure releases the others too.
+TEST(TrainingLoop, TheWatchdogEndsAStallBehindTheBarrier) {
+  LoopOptions o;
+  o.consumers = 3;
+  o.steps = 50;
+  o.barrier = true;
+  o.open = [](int64_t rank, int64_t) {
+    if (rank == 1) return pipelines::artificial({.open_ms = 86'400'000, .read_ms = 0, .num_samples = 1}).iterate();
+    return pipelines::range(1000).iterate();
+  };
+  std::string report;
+  o.watchdog.report_after = std::chrono::milliseconds(100);
+  o.watchdog.fail_after = std::chrono::milliseconds(400);
+  o.watchdog.report = [&](const std::string& text) {
+    if (report.empty()) report = text;
+  };
+  EXPECT_THROW((void)run_loop(o), RunFailure);
+  EXPECT_NE(report.find("accelerator 1: a batch from its loader (epoch 1, step 1)"), std::string::npos) << report;
+  EXPECT_NE(report.find("accelerator 0: the other accelerators at the barrier after step 1"), std::string::npos)
+      << report;
+}
+
+// A run that moves does not stall, however long it takes: its steps are its progress.
+TEST(TrainingLoop, TheWatchdogLeavesAMovingRunAlone) {
+  LoopOptions o;
+  o.steps = 40;
+  o.open = range_loader(1000);
+  o.step = [](int64_t, Element&, int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(10)); };
+  int reports = 0;
+  o.watchdog.report_after = std::chrono::milliseconds(250);
+  o.watchdog.fail_after = std::chrono::seconds(2);
+  o.watchdog.report = [&](const std::string&) { ++reports; };
+  const LoopRun run = run_loop(o);  // about 0.4 s in all, far more than report_after
+  EXPECT_EQ(run.consumers[0].epochs[0].steps.size(), 40u);
+  EXPECT_EQ(reports, 0);
 }
 
 TEST(TrainingLoop, WithoutALoaderABatchIsInHandAtOnce) {

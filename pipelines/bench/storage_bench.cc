@@ -6,6 +6,8 @@
 //                                (ns_per_record) and the CRC's share of it (crc_ns_per_record)
 //   BM_TFRecordRead              the parallel-read pipeline list_files -> interleave(tfrecord),
 //                                bytes/s, on the files scripts/bench_storage.sh shares with fio
+//   BM_WaitScope                 one WaitScope entered and left and one note_progress (waits.h):
+//                                what every blocking read and write pays for the run's watchdog
 //   BM_NpzRead                   the same over numpy .npz archives in DLIO's npz layout (a stored
 //                                uint8 member x and an int64 member y): list_files ->
 //                                interleave(npz_files), the archives' bytes per second
@@ -38,6 +40,7 @@
 #include "pipeprof/pipelines/file_sources.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/formats.h"
+#include "pipeprof/pipelines/waits.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::pipelines {
@@ -66,6 +69,17 @@ void BM_Crc32c(benchmark::State& state) {
   state.SetLabel(std::string(formats::crc32c_implementation()));
 }
 BENCHMARK(BM_Crc32c)->Arg(64)->Arg(4096)->Arg(1 << 20);
+
+void BM_WaitScope(benchmark::State& state) {
+  const std::string path = "/data/some/file.npz";
+  auto what = [&] { return "reading " + path; };
+  for (auto _ : state) {
+    WaitScope waiting(what);
+    benchmark::ClobberMemory();
+    note_progress();
+  }
+}
+BENCHMARK(BM_WaitScope)->ThreadRange(1, 4);
 
 // A temporary file removed at the end of the benchmark.
 struct ScratchFile {

@@ -22,6 +22,16 @@ CLI::Validator positive_count();
 CLI::Validator positive_number();
 CLI::Validator unit_fraction();
 
+// The run's watchdog (training_loop.h) from the command line: --stall-report SECONDS (when a run
+// that makes no progress says whom it waits for; 0: never) and --stall-timeout SECONDS (such a run
+// then fails, exit 1). apply() makes them every loop's default; it runs before the command.
+struct WatchdogOptions {
+  double report_seconds = 60;
+  double timeout_seconds = 0;  // 0: none
+  void add_to(CLI::App* cmd);
+  void apply() const;
+};
+
 CommandRunner add_analyze_command(CLI::App& app);
 CommandRunner add_compare_command(CLI::App& app);
 CommandRunner add_datagen_command(CLI::App& app);

@@ -26,6 +26,7 @@ namespace pipeprof::harness {
 namespace {
 
 struct RunCommandOptions {
+  WatchdogOptions watchdog;
   std::string target;
   std::string step;
   int64_t epochs = 0;
@@ -197,7 +198,11 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->footer(
       "Exit status: 0 ok, 1 the pipeline failed or an output cannot be written, 2 bad usage or bad "
       "input (an unknown experiment, an invalid spec or step), 130 interrupted by Ctrl-C.");
-  return [o] { return run_command(*o); };
+  o->watchdog.add_to(cmd);
+  return [o] {
+    o->watchdog.apply();
+    return run_command(*o);
+  };
 }
 
 }  // namespace pipeprof::harness

@@ -32,6 +32,7 @@ namespace pipeprof::harness {
 namespace {
 
 struct SuiteOptions {
+  WatchdogOptions watchdog;
   bool quick = false;
   std::string out = "out";
   std::string step;
@@ -292,7 +293,11 @@ CommandRunner add_suite_command(CLI::App& app) {
       "Exit status: 0 ok, 1 an experiment failed or an output cannot be written, 2 bad usage or "
       "bad input (an unknown id in --only, an unusable --step, an invalid catalog spec), 130 "
       "interrupted by Ctrl-C (what was measured is written).");
-  return [o] { return suite(*o); };
+  o->watchdog.add_to(cmd);
+  return [o] {
+    o->watchdog.apply();
+    return suite(*o);
+  };
 }
 
 }  // namespace pipeprof::harness

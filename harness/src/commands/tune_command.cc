@@ -27,6 +27,7 @@ namespace pipeprof::harness {
 namespace {
 
 struct TuneCommandOptions {
+  WatchdogOptions watchdog;
   std::string target;
   int budget = 30;
   std::string strategy = "hill";
@@ -182,7 +183,11 @@ CommandRunner add_tune_command(CLI::App& app) {
       "Exit status: 0 tuned, 1 a trial's pipeline failed or an output cannot be written, 2 bad "
       "usage or bad input (an unknown experiment, an invalid spec or step, no \"autotune\" "
       "parameter), 130 interrupted by Ctrl-C (the best so far is written).");
-  return [o] { return tune_command(*o); };
+  o->watchdog.add_to(cmd);
+  return [o] {
+    o->watchdog.apply();
+    return tune_command(*o);
+  };
 }
 
 }  // namespace pipeprof::harness

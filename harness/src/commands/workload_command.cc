@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 using workload::DlioWorkload;
 
 struct WorkloadOptions {
+  WatchdogOptions watchdog;
   std::string file;
   std::vector<std::string> overrides;
   int64_t accelerators = 1;
@@ -601,7 +602,11 @@ CommandRunner add_workload_command(CLI::App& app) {
       "Exit status: 0 ok, 1 a loader failed or --fail-below-au, 2 bad usage or bad input (the "
       "workload file, an override, missing data files), 130 interrupted by Ctrl-C (what was "
       "measured is written).");
-  return [o] { return workload_command(*o); };
+  o->watchdog.add_to(cmd);
+  return [o] {
+    o->watchdog.apply();
+    return workload_command(*o);
+  };
 }
 
 }  // namespace pipeprof::harness

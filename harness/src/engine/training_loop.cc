@@ -7,6 +7,7 @@
 #include <barrier>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "pipeprof/pipelines/iterator.h"
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/pipelines/sleep.h"
+#include "pipeprof/pipelines/waits.h"
 #include "pipeprof/trace/clock.h"
 #include "pipeprof/trace/recorder.h"
 
@@ -55,11 +57,19 @@ int64_t storage_bytes(const std::vector<pipelines::NodeSnapshot>& stages) {
 // The wait for a batch, as a span: the loader's next batch, or (no loader) an empty one at once.
 // Out of line: GCC 12 misreads the optional's lifetime when this is inlined in the step loop.
 [[gnu::noinline]] std::optional<pipelines::Element> next_batch(pipelines::Iterator* it,
-                                                               trace::NameId name) {
+                                                               trace::NameId name, int64_t rank,
+                                                               int64_t epoch, int64_t step) {
   trace::ScopedSpan wait(name, trace::category::wait());
   if (it == nullptr) return pipelines::Element{};
+  auto what = [&] {
+    return fmt::format("accelerator {}: a batch from its loader (epoch {}, step {})", rank, epoch, step);
+  };
+  pipelines::WaitScope waiting(what);
   return it->next();
 }
+
+std::mutex g_watchdog_mutex;
+Watchdog g_watchdog;
 
 class Shared;
 
@@ -94,12 +104,21 @@ class Shared {
     // one more allreduce.
     if (cluster_ == nullptr || agreed_stop_.load()) return;
     try {
-      if (cluster_->agree_stop(local_stop() || ran_out_.load(), stop_)) agreed_stop_ = true;
+      auto what = [&] {
+        return fmt::format("rank {} of {}: the other ranks at the step barrier (one or more has not arrived)",
+                           cluster_->rank(), cluster_->size());
+      };
+      pipelines::WaitScope waiting(what);
+      // Given up (the cluster then broken) when the run is stopped or the watchdog fails it.
+      if (cluster_->agree_stop(local_stop() || ran_out_.load(), &abandon_)) agreed_stop_ = true;
+      pipelines::note_progress();
     } catch (...) {
       agreed_stop_ = true;
       fail(std::current_exception());
     }
   }
+  // Ctrl-C or a stall the watchdog ended: a collective of the ranks no longer waits for them.
+  void abandon() { abandon_ = true; }
   void fail(std::exception_ptr error) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!error_) error_ = std::move(error);
@@ -151,6 +170,7 @@ class Shared {
   std::barrier<PhaseDone> barrier_;
   const std::atomic<bool>* stop_;
   cluster::Cluster* cluster_;
+  std::atomic<bool> abandon_{false};
   std::atomic<bool> agreed_stop_{false};
   std::atomic<bool> ran_out_{false};
   std::atomic<bool> failed_{false};
@@ -278,7 +298,13 @@ class Consumer {
     int64_t bytes_before = 0;
     for (int64_t epoch = 1; epoch <= o_.epochs; ++epoch) {
       if (local_ == 0 && o_.before_epoch) o_.before_epoch(epoch);
-      if (o_.barrier) shared_.barrier().arrive_and_wait();  // every consumer starts together
+      if (o_.barrier) {  // every consumer starts together
+        auto what = [&] {
+          return fmt::format("accelerator {}: the other accelerators at the start of epoch {}", rank_, epoch);
+        };
+        pipelines::WaitScope at_barrier(what);
+        shared_.barrier().arrive_and_wait();
+      }
       if (shared_.stopping()) break;
       trace::ScopedSpan epoch_span(names.epoch, trace::category::step(), names.epoch_arg, epoch);
       if (per_epoch) {
@@ -294,7 +320,8 @@ class Consumer {
       int64_t load_start = e.start_ns;
       for (int64_t step = 1; o_.steps == 0 || step <= o_.steps; ++step) {
         StepRecord s;
-        std::optional<pipelines::Element> batch = next_batch(it.get(), names.get_next);
+        std::optional<pipelines::Element> batch =
+            next_batch(it.get(), names.get_next, rank_, epoch, step);
         const int64_t loaded = trace::now_ns();
         if (!batch) {
           // A loader cancelled by the stop: the epoch was cut short, not at the loader's end.
@@ -317,21 +344,34 @@ class Consumer {
         }
         {
           trace::ScopedSpan compute(names.step, trace::category::step(), names.step_arg, step);
+          auto what = [&] { return fmt::format("accelerator {}: its step (epoch {}, step {})", rank_, epoch, step); };
+          pipelines::WaitScope in_step(what);
           if (o_.step) o_.step(rank_, *batch, loaded);
         }
         const int64_t computed = trace::now_ns();
         batch.reset();
         s.compute_ns = computed - loaded;
         s.proc_ns = computed - load_start;
+        pipelines::note_progress();
         if (o_.barrier) {
           {
             trace::ScopedSpan wait(names.barrier, trace::category::wait());
+            auto what = [&] {
+              return fmt::format("accelerator {}: the other accelerators at the barrier after step {}",
+                                 rank_, step);
+            };
+            pipelines::WaitScope at_barrier(what);
             shared_.barrier().arrive_and_wait();
           }
           s.barrier_ns = trace::now_ns() - computed;
         }
         if (o_.after_step) {
           const int64_t before = trace::now_ns();
+          auto what = [&] {
+            return fmt::format("accelerator {}: the work after step {} of epoch {} (a checkpoint)", rank_,
+                               step, epoch);
+          };
+          pipelines::WaitScope pausing(what);
           if (o_.after_step(rank_, epoch, step)) {
             if (o_.barrier) {
               trace::ScopedSpan wait(names.barrier, trace::category::wait());
@@ -397,7 +437,80 @@ class Consumer {
   bool left_ = false;
 };
 
+std::string describe_waits(int64_t now) {
+  constexpr size_t kMostListed = 16;
+  const std::vector<pipelines::OpenWait> waits = pipelines::open_waits();
+  std::string text;
+  for (size_t i = 0; i < waits.size() && i < kMostListed; ++i)
+    text += fmt::format("\n  {:7.1f} s  {}", trace::ns_to_seconds(now - waits[i].since_ns), waits[i].what);
+  if (waits.size() > kMostListed) text += fmt::format("\n  ... and {} more", waits.size() - kMostListed);
+  if (waits.empty()) text += "\n  (no thread of this process says it waits: a step or loader busy computing?)";
+  return text;
+}
+
+// The monitor of a loop: Ctrl-C cancels the loaders (again for any opened since) and gives up the
+// ranks' collective; the watchdog reports and fails stalls (LoopOptions::watchdog).
+void watch(Shared& shared, const LoopOptions& o, const std::stop_token& done) {
+  using std::chrono::milliseconds;
+  const int64_t report_ns = std::chrono::nanoseconds(o.watchdog.report_after).count();
+  const int64_t fail_ns = std::chrono::nanoseconds(o.watchdog.fail_after).count();
+  uint64_t seen = pipelines::progress_count();
+  int64_t moved = trace::now_ns();  // when the count last changed
+  int64_t next_report = report_ns;
+  bool failed = false;
+  std::mutex m;
+  std::condition_variable_any wake;  // at the end of the loop, at once
+  std::unique_lock lock(m);
+  while (!done.stop_requested()) {
+    if ((o.stop != nullptr && o.stop->load()) || failed) {
+      shared.abandon();
+      shared.cancel_loaders();
+    }
+    const int64_t now = trace::now_ns();
+    if (const uint64_t count = pipelines::progress_count(); count != seen) {
+      seen = count;
+      moved = now;
+      next_report = report_ns;
+    }
+    const int64_t idle = now - moved;
+    if (!failed && fail_ns > 0 && idle >= fail_ns) {
+      failed = true;
+      shared.fail(std::make_exception_ptr(RunFailure(fmt::format(
+          "the run stalled: no progress for {:.1f} s (the stall timeout), waiting for:{}",
+          trace::ns_to_seconds(idle), describe_waits(now)))));
+      continue;  // cancels at once
+    }
+    if (!failed && report_ns > 0 && idle >= next_report) {
+      const std::string text =
+          fmt::format("no progress for {:.1f} s (no step ended; nothing was read, written or received), "
+                      "waiting for:{}",
+                      trace::ns_to_seconds(idle), describe_waits(now));
+      next_report += report_ns;
+      try {
+        if (o.watchdog.report) {
+          o.watchdog.report(text);
+        } else {
+          std::fprintf(stderr, "warning: %s\n", text.c_str());
+        }
+      } catch (...) {
+        // A report that cannot be delivered does not end the run.
+      }
+    }
+    wake.wait_for(lock, done, milliseconds(20), [] { return false; });
+  }
+}
+
 }  // namespace
+
+void set_default_watchdog(const Watchdog& watchdog) {
+  std::lock_guard<std::mutex> lock(g_watchdog_mutex);
+  g_watchdog = watchdog;
+}
+
+Watchdog default_watchdog() {
+  std::lock_guard<std::mutex> lock(g_watchdog_mutex);
+  return g_watchdog;
+}
 
 LoopRun run_loop(const LoopOptions& options) {
   if (options.consumers < 1) throw InputError("the training loop needs at least one consumer");
@@ -409,20 +522,11 @@ LoopRun run_loop(const LoopOptions& options) {
     throw InputError("a training loop over ranks needs a step count per epoch");
   }
   Shared shared(options);
-  // Ctrl-C: the loaders are cancelled, so that a consumer waiting inside one for an element that
-  // never comes sees the stop within a few tens of milliseconds.
-  std::jthread stop_watch;
-  if (options.stop != nullptr && options.open) {
-    stop_watch = std::jthread([&shared, stop = options.stop](const std::stop_token& done) {
-      std::mutex m;
-      std::condition_variable_any wake;  // at the end of the loop, at once
-      std::unique_lock lock(m);
-      while (!done.stop_requested()) {
-        if (stop->load()) shared.cancel_loaders();  // again for a loader opened since
-        wake.wait_for(lock, done, std::chrono::milliseconds(20), [] { return false; });
-      }
-    });
-  }
+  // Ctrl-C and the watchdog: the loaders are cancelled, so that a consumer waiting inside one for
+  // an element that never comes sees the stop within a few tens of milliseconds.
+  std::jthread monitor([&shared, &options](const std::stop_token& done) {
+    watch(shared, options, done);
+  });
   const bool own_threads = options.consumers > 1 || options.realtime;
   std::vector<std::unique_ptr<Consumer>> consumers;
   for (int64_t k = 0; k < options.consumers; ++k)
@@ -448,6 +552,8 @@ LoopRun run_loop(const LoopOptions& options) {
       }
     }
   }  // joined
+  monitor.request_stop();
+  monitor.join();
   if (const std::exception_ptr error = shared.error()) std::rethrow_exception(error);
   LoopRun run;
   for (auto& c : consumers)

@@ -15,6 +15,7 @@
 
 #include "formats/format_error.h"
 #include "io/filesystem.h"
+#include "pipeprof/pipelines/waits.h"
 #include "io/storage.h"
 
 namespace pipeprof::pipelines::formats {
@@ -61,6 +62,7 @@ std::unique_ptr<const MappedFile> read_direct(const std::string& path, size_t si
   while (done < size) {
     const size_t want = std::min<size_t>(rounded - done, size_t{16} << 20);
     const ssize_t n = ::pread(file.fd, buffer.get() + done, want, static_cast<off_t>(done));
+    if (n > 0) note_progress();
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail_errno(path, "cannot read (O_DIRECT)");
     if (n == 0) {
@@ -102,6 +104,8 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
     (void)buffer.release();
     return out;
   }
+  auto what = [&] { return "reading " + path; };
+  WaitScope waiting(what);  // its open, a read or (O_DIRECT) every read
   struct Fd {
     int fd;
     ~Fd() {
@@ -128,6 +132,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
     size_t done = 0;
     while (done < size) {
       const ssize_t n = ::pread(file.fd, buffer.get() + done, size - done, static_cast<off_t>(done));
+      if (n > 0) note_progress();
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) fail_errno(path, "cannot read");
       if (n == 0) {
@@ -143,6 +148,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
   }
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, file.fd, 0);
   if (p == MAP_FAILED) fail_errno(path, "cannot map");
+  note_progress();  // opened and mapped (its pages are read as they are touched)
   // Writable but private: a tensor viewing the mapping may be written to (copy on write, page by
   // page); the file never changes.
   io::advise_file_mapping(p, size);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "io/s3.h"
+#include "pipeprof/pipelines/waits.h"
 #include "pipeprof/trace/json_depth.h"
 
 namespace pipeprof::pipelines::io {
@@ -72,6 +73,7 @@ constexpr size_t kErrorBodyBytes = 8192;
 size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<Sink*>(user);
   const size_t n = size * count;
+  note_progress();
   long status = 0;
   curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status >= 300) {
@@ -157,6 +159,7 @@ size_t on_read(char* out, size_t size, size_t count, void* user) {
   const size_t n = std::min(size * count, upload->body.size() - upload->sent);
   std::memcpy(out, upload->body.data() + upload->sent, n);
   upload->sent += n;
+  if (n > 0) note_progress();
   return n;
 }
 
@@ -259,6 +262,8 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
   auto stopped_error = [&] {
     return IoError(fmt::format("{}: {}: stopped (interrupted)", label, what));
   };
+  auto waiting_for = [&] { return fmt::format("{} {}: {}", label == url ? "HTTP" : "HTTP of", label, what); };
+  WaitScope waiting(waiting_for);
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) {
       add_count(&HttpCounters::retries, counters);

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "io/filesystem.h"
+#include "pipeprof/pipelines/waits.h"
 
 namespace pipeprof::pipelines::io {
 namespace {
@@ -92,10 +93,13 @@ class LocalFile final : public RandomAccessFile {
       throw IoError(fmt::format("{}: an O_DIRECT read at byte {} of {} bytes is not aligned to {}",
                                 name_, offset, out.size(), kDirectAlignment));
     }
+    auto what = [&] { return fmt::format("reading {} at byte {}", name_, offset); };
+    WaitScope waiting(what);
     size_t done = 0;
     while (done < out.size()) {
       const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
                                 static_cast<off_t>(offset + done));
+      if (n > 0) note_progress();
       if (n < 0) {
         if (errno == EINTR) continue;
         throw IoError(fmt::format("{}: read failed at byte {}: {}", name_, offset + done,

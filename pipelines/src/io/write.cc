@@ -16,6 +16,7 @@
 #include "io/filesystem.h"
 #include "io/storage.h"
 #include "pipeprof/pipelines/storage_io.h"
+#include "pipeprof/pipelines/waits.h"
 
 namespace pipeprof::pipelines {
 namespace io {
@@ -106,10 +107,13 @@ class LocalWritableFile final : public WritableFile {
       }
       direct_ = false;
     }
+    auto what = [&] { return fmt::format("writing {} at byte {}", name_, size_); };
+    WaitScope waiting(what);
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
                                  static_cast<off_t>(size_ + done));
+      if (n > 0) note_progress();
       if (n < 0) {
         if (errno == EINTR) continue;
         throw IoError(fmt::format("{}: write failed at byte {}: {}", name_, size_ + done,
@@ -132,6 +136,8 @@ class LocalWritableFile final : public WritableFile {
 
   void commit() override {
     if (fd_ < 0) throw IoError(fmt::format("{}: committed twice", name_));
+    auto what = [&] { return fmt::format("syncing and closing {}", name_); };
+    WaitScope waiting(what);
     if (fsync_ && ::fdatasync(fd_) != 0) {
       throw IoError(fmt::format("{}: fdatasync failed: {}", name_, write_errno(errno)));
     }
@@ -144,6 +150,7 @@ class LocalWritableFile final : public WritableFile {
       throw IoError(fmt::format("{}: cannot be renamed into place: {}", name_, write_errno(errno)));
     }
     committed_ = true;
+    note_progress();
     if (fsync_) {
       fsync_folder(std::filesystem::path(name_).parent_path(), name_);
       for (const std::filesystem::path& made : created_)  // each new folder's entry in its parent

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <climits>
 #include <cstring>
 #include <system_error>
@@ -102,6 +103,28 @@ ProcessGroup::~ProcessGroup() {
 
 std::string ProcessGroup::name(int i) const {
   return fmt::format("producer {} (pid {})", i, children_[i].pid);
+}
+
+std::string ProcessGroup::name_with_state(int i) const {
+  const Child& c = children_[i];
+  // Only the pid is read (another thread may be reaping it): /proc/<pid>/stat is
+  // "pid (comm) S ...", the state after the last ')'.
+  const char* state = nullptr;
+  std::ifstream in(fmt::format("/proc/{}/stat", c.pid));
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');
+  if (close != std::string::npos && close + 2 < stat.size()) {
+    switch (stat[close + 2]) {
+      case 'T':
+      case 't': state = "stopped"; break;
+      case 'D': state = "waiting on the disk"; break;
+      case 'Z': state = "exited, not yet reaped"; break;
+      default: break;
+    }
+  }
+  if (state == nullptr) return name(i);
+  return fmt::format("producer {} (pid {}, {})", i, c.pid, state);
 }
 
 bool ProcessGroup::reap(int i, int timeout_ms) {

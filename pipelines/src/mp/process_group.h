@@ -53,6 +53,9 @@ class ProcessGroup {
   bool reap(int i, int timeout_ms);
   // "producer 3 (pid 1234)".
   std::string name(int i) const;
+  // name(i) with what the kernel says of the process when it is not running normally:
+  // "producer 3 (pid 1234, stopped)"; also "waiting on the disk", "exited, not yet reaped".
+  std::string name_with_state(int i) const;
 
   void terminate(int grace_ms = 500);
 

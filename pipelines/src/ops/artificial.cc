@@ -2,10 +2,13 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "pipeprof/pipelines/sleep.h"
 #include "pipeprof/trace/clock.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/registry.h"
+#include "pipeprof/pipelines/waits.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -28,11 +31,19 @@ class ArtificialIterator final : public Iterator {
     if (!opened_) {
       opened_ = true;
       trace::ScopedSpan span(open_name_, trace::category::pipeline());
+      auto what = [&] { return fmt::format("{}: its open ({} ms)", stage_name(), options_.open_ms); };
+      WaitScope waiting(what);
       if (!precise_sleep_for(ms_to_ns(options_.open_ms))) return std::nullopt;  // cancelled
+      note_progress();
     }
     if (index_ >= options_.num_samples) return std::nullopt;
     trace::ScopedSpan span(read_name_, trace::category::pipeline());
-    if (!precise_sleep_for(ms_to_ns(options_.read_ms))) return std::nullopt;
+    {
+      auto what = [&] { return fmt::format("{}: a read ({} ms)", stage_name(), options_.read_ms); };
+      WaitScope waiting(what);
+      if (!precise_sleep_for(ms_to_ns(options_.read_ms))) return std::nullopt;
+    }
+    note_progress();
     return scalar_element(index_++);
   }
 

@@ -17,6 +17,7 @@
 #include "pipeprof/pipelines/serialization.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/registry.h"
+#include "pipeprof/pipelines/waits.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -189,6 +190,14 @@ class MultiprocessIterator final : public Iterator {
       mp::PollResult ready;
       {
         BlockedScope blocked(*this);
+        auto what = [&] {
+          std::string names;
+          for (size_t k = 0; k < watch.size(); ++k) {
+            if (watch[k]) names += (names.empty() ? "" : ", ") + group_->name_with_state(static_cast<int>(k));
+          }
+          return fmt::format("{}: an element from {}", stage_name(), names);
+        };
+        WaitScope waiting(what);
         while (ready.readable.empty() && ready.exited.empty()) {
           if (!keep_going()) return std::nullopt;
           ready = mp::poll_producers(*group_, watch, first_, kPollSliceMs);
@@ -220,6 +229,7 @@ class MultiprocessIterator final : public Iterator {
       std::byte raw[sizeof(mp::MessageHeader)];
       if (!mp::recv_exact_polled(fd, raw, sizeof raw, go)) return std::nullopt;
       const mp::MessageHeader h = mp::parse_header(raw);
+      note_progress();
       if (h.kind == mp::MessageKind::kElement) return read_element(i, h.body_bytes);
       if (h.kind != mp::MessageKind::kEnd && h.kind != mp::MessageKind::kError &&
           h.kind != mp::MessageKind::kInputError && h.kind != mp::MessageKind::kTrace) {

@@ -20,6 +20,7 @@
 #include "pipeprof/pipelines/serialization.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/registry.h"
+#include "pipeprof/pipelines/waits.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -108,6 +109,13 @@ class SharedStoreIterator final : public Iterator {
     Ready r;
     {
       BlockedScope blocked(*this);
+      auto what = [&] {  // the producers' names do not change while it runs
+        std::string names;
+        for (int k = 0; k < n_; ++k)
+          names += (k == 0 ? "" : ", ") + group_->name_with_state(k);
+        return fmt::format("{}: an element from {}", stage_name(), names);
+      };
+      WaitScope waiting(what);
       while (true) {
         if (!error_.empty()) throw_failure();
         if (cancellation().cancelled()) return std::nullopt;
@@ -311,6 +319,7 @@ class SharedStoreIterator final : public Iterator {
     ElementLayout layout = decode_layout(std::span(body).subspan(sizeof head), it->second.second);
     granted_.erase(it);
     store_->seal(head[0], i);
+    note_progress();
     stats().bytes_copied.fetch_add(static_cast<int64_t>(head[1]), std::memory_order_relaxed);
     std::lock_guard lock(mu_);
     ready_[static_cast<size_t>(i)].push_back({head[0], std::move(layout)});

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,6 +79,23 @@ enum class LoaderLife {
   kEpoch,  // a fresh loader for every epoch
 };
 
+// The loop's watchdog. When nothing progresses for `report_after` (no step ends, no byte is read
+// or written, no element comes from a producer process, no collective of the ranks completes) it
+// reports what this process's threads wait for (pipelines/waits.h: the file, URL, producer
+// process, the ranks' collective, the accelerator's step), oldest first, and again every
+// `report_after` while the stall lasts. After `fail_after` the run fails (RunFailure naming them):
+// the loaders are cancelled and the ranks' collective given up.
+struct Watchdog {
+  std::chrono::milliseconds report_after{std::chrono::seconds(60)};  // 0: never
+  std::chrono::milliseconds fail_after{0};                           // 0: never
+  // Receives each report (several lines, no final newline); nullptr: "warning: ..." on stderr.
+  std::function<void(const std::string& report)> report;
+};
+// The watchdog every LoopOptions starts with: the command line sets it once from --stall-report
+// and --stall-timeout (a process-wide choice, as Ctrl-C is).
+void set_default_watchdog(const Watchdog& watchdog);
+Watchdog default_watchdog();
+
 struct LoopOptions {
   int64_t consumers = 1;
   int64_t epochs = 1;
@@ -123,6 +141,7 @@ struct LoopOptions {
   // The consumers at real-time priority (SCHED_FIFO 1) where permitted; a note says so when not.
   bool realtime = false;
   const std::atomic<bool>* stop = nullptr;  // Ctrl-C: stop after the current step
+  Watchdog watchdog = default_watchdog();
 
   // The consumers' lanes in a trace: their thread names and sort indexes.
   std::function<std::string(int64_t rank)> lane_name;
