@@ -1,9 +1,21 @@
 // Reading and writing traces: parse + model building of a ~50 MB PyTorch-profiler (Kineto) style
 // trace (target: >= 100 MB/s end to end, i.e. <= 0.5 s for 50 MB), and writing a trace of the
 // same size back as Chrome JSON.
+//
+//   BM_ReadKinetoTrace        parse_chrome_json of the text in memory, args kept
+//   BM_LoadTraceFile/stream:S load_chrome_json of the same text in a file, as `pipeprof analyze`
+//                             reads it (no args): S=1 a part at a time, S=0 the whole file at once
+//   BM_SimdjsonOnDemandRaw    simdjson On-Demand alone over the same text: every event's fields
+//                             visited, keys compared, values skipped (what any reader on it pays)
+//   BM_SimdjsonStage1         its first stage alone (the structural index)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -128,6 +140,74 @@ void BM_ReadKinetoTrace(benchmark::State& state) {
   state.counters["spans"] = static_cast<double>(spans);
 }
 BENCHMARK(BM_ReadKinetoTrace)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The trace in a file, once, removed at exit.
+const std::filesystem::path& kineto_file() {
+  struct File {
+    std::filesystem::path path;
+    File() {
+      path = std::filesystem::temp_directory_path() / ("pipeprof_bench_" + std::to_string(::getpid()) + ".json");
+      std::ofstream(path, std::ios::binary) << kineto_trace();
+    }
+    ~File() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  };
+  static const File file;
+  return file.path;
+}
+
+void BM_LoadTraceFile(benchmark::State& state) {
+  const std::filesystem::path& path = kineto_file();
+  ReadOptions options;
+  options.keep_args = false;
+  options.stream = state.range(0) != 0;
+  size_t spans = 0;
+  for (auto _ : state) {
+    const Trace t = load_chrome_json(path, options);
+    spans = t.span_count();
+    benchmark::DoNotOptimize(spans);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kineto_trace().size()));
+  state.counters["spans"] = static_cast<double>(spans);
+}
+BENCHMARK(BM_LoadTraceFile)->ArgName("stream")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SimdjsonOnDemandRaw(benchmark::State& state) {
+  const simdjson::padded_string text(kineto_trace());
+  simdjson::ondemand::parser parser;
+  size_t events = 0;
+  for (auto _ : state) {
+    events = 0;
+    size_t phases = 0;
+    simdjson::ondemand::document doc = parser.iterate(text);
+    for (auto field : doc.get_object()) {
+      if (field.unescaped_key().value() != "traceEvents") continue;
+      for (auto event : field.value().get_array()) {
+        for (auto f : event.get_object()) {
+          if (f.key().value() == "ph") ++phases;
+        }
+        ++events;
+      }
+    }
+    benchmark::DoNotOptimize(phases);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kineto_trace().size()));
+  state.counters["events"] = static_cast<double>(events);
+}
+BENCHMARK(BM_SimdjsonOnDemandRaw)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SimdjsonStage1(benchmark::State& state) {
+  const simdjson::padded_string text(kineto_trace());
+  simdjson::ondemand::parser parser;
+  for (auto _ : state) {
+    simdjson::ondemand::document doc = parser.iterate(text);
+    benchmark::DoNotOptimize(doc);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kineto_trace().size()));
+}
+BENCHMARK(BM_SimdjsonStage1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_WriteChromeJson(benchmark::State& state) {
   static const Trace trace = parse_chrome_json(kineto_trace(), "bench.json");

@@ -13,12 +13,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
 #include <deque>
 #include <optional>
 #include <vector>
 
 #include "json_text.h"
 #include "padded_buffer.h"
+#include "text_source.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "trace_builder.h"
 
@@ -86,10 +90,13 @@ class Reader {
  public:
   static constexpr int kMaxDepth = 256;  // nesting inside an event's values (recursion bound)
 
-  Reader(std::string source, simdjson::padded_string_view json, const ReadOptions& options)
-      : source_(std::move(source)), json_(json), builder_(source_), keep_args_(options.keep_args) {}
+  Reader(std::string source, const ReadOptions& options)
+      : source_(std::move(source)), builder_(source_), keep_args_(options.keep_args) {}
 
-  Trace run() {
+  // A whole trace, or the last part of a streamed one: its top level with the events not read
+  // yet (read_chunk has read the others).
+  Trace run(simdjson::padded_string_view json) {
+    json_ = json;
     if (json_.size() == 0) throw TraceFormatError(source_, 0, "empty input: expected a JSON trace");
     od::document doc;
     if (const auto err = parser_.iterate(json_).get(doc)) stage1_error(err);
@@ -113,8 +120,28 @@ class Reader {
       if (in_event_) what += " (in traceEvents[" + std::to_string(event_index_) + "])";
       throw TraceFormatError(source_, location(), what);
     }
+    doc_ = nullptr;
     if (!format_given_) builder_.metadata("format", kineto_ ? "kineto" : "chrome");
     return std::move(builder_).finish();
+  }
+
+  // A streamed part: an array of whole events ("[" + events + "]"). False when simdjson's first
+  // stage finds a string that does not end (the part was cut inside a string; nothing was read).
+  // Errors throw as in run(), their offsets within the part.
+  bool read_chunk(simdjson::padded_string_view json) {
+    json_ = json;
+    od::document doc;
+    if (const auto err = parser_.iterate(json_).get(doc)) {
+      if (err == simdjson::UNCLOSED_STRING) return false;
+      stage1_error(err);
+    }
+    doc_ = &doc;
+    read_events(doc.get_array());
+    const char* rest = nullptr;
+    if (doc.current_location().get(rest) == simdjson::SUCCESS)
+      fail(offset_of(rest), "unexpected content after a part of the events");
+    doc_ = nullptr;
+    return true;
   }
 
  private:
@@ -539,6 +566,223 @@ class Reader {
   bool kineto_ = false;
 };
 
+// Reading a trace file a part at a time, so that memory holds the model and a part or two of the
+// text rather than the whole text and simdjson's index of it.
+//
+// The top level up to the events ("[" or {"...": ..., "traceEvents": [) is found in the first
+// bytes and checked; then the events are read in parts of about part_bytes: a part ends after an
+// event's "}" followed by "," and the next event's "{". The last such place in the part is taken;
+// when it falls inside a string (one holding "}, {"), simdjson's first stage finds a string that
+// does not end before any event is read, and the last such place outside strings is taken
+// instead (a scan of the part's strings). What is left when the text ends (the last
+// events and the rest of the top level) is read with the top level's beginning as one document,
+// through the same code as a whole trace. Anything this does not expect (NotStreamable) and any
+// error read the file again whole, so that messages and offsets are those of a whole read.
+struct NotStreamable {};
+
+constexpr size_t kMostPrefixBytes = size_t{64} << 20;  // the top level before "traceEvents"
+constexpr size_t kMostPartBytes = size_t{1} << 30;     // one event (or cut) larger: read whole
+
+// Text read so far, with simdjson's padding behind it; grows as needed.
+class Window {
+ public:
+  explicit Window(size_t part_bytes) : part_bytes_(part_bytes) { reserve(part_bytes + 1); }
+  size_t part_bytes() const { return part_bytes_; }
+  char* data() { return data_.get(); }
+  size_t size() const { return size_; }
+  char& operator[](size_t i) { return data_[i]; }
+  // The text in [0, size) with all the allocation behind it as padding.
+  simdjson::padded_string_view view(size_t size) {
+    return simdjson::padded_string_view(data_.get(), size, capacity_ + PaddedBuffer::kPadding);
+  }
+  // Reads until the window holds `target` bytes or the text ends; false once it has ended.
+  bool fill(TextSource& source, size_t target) {
+    if (target > capacity_) reserve(std::max(target, capacity_ * 2));
+    while (size_ < target) {
+      const size_t got = source.read(data_.get() + size_, target - size_);
+      if (got == 0) return false;
+      size_ += got;
+    }
+    return true;
+  }
+  // Drops the first n bytes.
+  void drop_front(size_t n) {
+    std::memmove(data_.get(), data_.get() + n, size_ - n);
+    size_ -= n;
+  }
+
+ private:
+  void reserve(size_t capacity) {
+    std::unique_ptr<char[]> grown(new char[capacity + PaddedBuffer::kPadding]);
+    if (size_ > 0) std::memcpy(grown.get(), data_.get(), size_);
+    std::memset(grown.get() + capacity, 0, PaddedBuffer::kPadding);
+    data_ = std::move(grown);
+    capacity_ = capacity;
+  }
+  size_t part_bytes_;
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+// The top level before the events, ending in "[", is a JSON object whose last key is traceEvents.
+void check_prefix(std::string_view prefix) {
+  simdjson::padded_string doc(std::string(prefix) + "]}");
+  od::parser parser;
+  od::document d;
+  if (parser.iterate(doc).get(d) != simdjson::SUCCESS) throw NotStreamable{};
+  try {
+    std::string last;
+    for (auto field : d.get_object())
+      last = std::string(field.unescaped_key().value());
+    if (last != "traceEvents") throw NotStreamable{};
+  } catch (const simdjson::simdjson_error&) {
+    throw NotStreamable{};
+  }
+}
+
+// Where the top level's events begin (the byte after their "["), reading more as needed.
+size_t find_events(Window& w, TextSource& source, bool& more) {
+  size_t i = 0;
+  while (i < w.size() && is_space(w[i]))
+    ++i;
+  if (i == w.size()) throw NotStreamable{};
+  if (w[i] == '[') return i + 1;
+  if (w[i] != '{') throw NotStreamable{};
+  static constexpr std::string_view kKey = "\"traceEvents\"";
+  size_t from = i;
+  while (true) {
+    const std::string_view text(w.data(), w.size());
+    const size_t at = text.find(kKey, from);
+    if (at == std::string_view::npos) {
+      if (!more || w.size() >= kMostPrefixBytes) throw NotStreamable{};
+      from = w.size() >= kKey.size() ? w.size() - kKey.size() : 0;
+      more = w.fill(source, w.size() + w.part_bytes());
+      continue;
+    }
+    // The key, blanks, ":", blanks, "[" (a few bytes, perhaps not read yet).
+    size_t j = at + kKey.size();
+    bool colon = false;
+    while (true) {
+      if (j == w.size()) {
+        if (!more) throw NotStreamable{};
+        more = w.fill(source, w.size() + 4096);
+        continue;
+      }
+      const char c = w[j];
+      if (is_space(c)) {
+        ++j;
+      } else if (c == ':' && !colon) {
+        colon = true;
+        ++j;
+      } else if (c == '[' && colon) {
+        check_prefix(std::string_view(w.data(), j + 1));
+        return j + 1;
+      } else {
+        break;  // "traceEvents" in a string, or not an array: the next one
+      }
+    }
+    from = at + 1;
+  }
+}
+
+// The last place in [lo, hi) where an event ends and the next begins: "}", blanks, ",", blanks,
+// "{". close: the byte after the "}"; next: the "{".
+struct Cut {
+  size_t close = 0, next = 0;
+};
+std::optional<Cut> last_cut(Window& w, size_t lo, size_t hi) {
+  while (hi > lo) {
+    const void* found = ::memrchr(w.data() + lo, '{', hi - lo);
+    if (found == nullptr) return std::nullopt;
+    const size_t q = static_cast<size_t>(static_cast<const char*>(found) - w.data());
+    size_t p = q;
+    while (p > lo && is_space(w[p - 1]))
+      --p;
+    if (p > lo && w[p - 1] == ',') {
+      --p;
+      while (p > lo && is_space(w[p - 1]))
+        --p;
+      if (p > lo && w[p - 1] == '}') return Cut{p, q};
+    }
+    hi = q;
+  }
+  return std::nullopt;
+}
+
+// The last cut in [lo, hi) outside strings, from a scan of the strings from lo (where no string
+// is open): for a part whose last cut fell inside one.
+std::optional<Cut> last_cut_outside_strings(Window& w, size_t lo, size_t hi) {
+  std::optional<Cut> cut;
+  bool in_string = false;
+  for (size_t i = lo; i < hi; ++i) {
+    const char c = w[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '}') {
+      size_t j = i + 1;
+      while (j < hi && is_space(w[j]))
+        ++j;
+      if (j < hi && w[j] == ',') {
+        ++j;
+        while (j < hi && is_space(w[j]))
+          ++j;
+        if (j < hi && w[j] == '{') cut = Cut{i + 1, j};
+      }
+    }
+  }
+  return cut;
+}
+
+Trace read_streaming(const std::filesystem::path& path, const ReadOptions& options) {
+  const std::unique_ptr<TextSource> source = TextSource::open(path);
+  Window w(std::max<size_t>(options.part_bytes, 64));
+  bool more = w.fill(*source, w.part_bytes());
+  const size_t events = find_events(w, *source, more);
+  const std::string prefix(w.data(), events);
+  w.drop_front(events - 1);  // w[0] is the "[" of every part
+  Reader reader(path.string(), options);
+  size_t target = w.part_bytes() + 1;
+  while (true) {
+    if (more && w.size() < target) more = w.fill(*source, target);
+    if (!more) break;  // the rest goes with the top level
+    // The last cut; when it falls inside a string (found before any event is read), the last
+    // one outside strings.
+    bool read = false;
+    for (int exact = 0; exact < 2 && !read; ++exact) {
+      const std::optional<Cut> cut = exact == 0 ? last_cut(w, 1, w.size()) : last_cut_outside_strings(w, 1, w.size());
+      if (!cut) break;
+      const char saved = w[cut->close];
+      w[cut->close] = ']';
+      if (reader.read_chunk(w.view(cut->close + 1))) {
+        if (options.stats != nullptr) ++options.stats->parts;
+        w.drop_front(cut->next - 1);
+        w[0] = '[';
+        read = true;
+      } else {
+        w[cut->close] = saved;
+      }
+    }
+    if (read) {
+      target = w.part_bytes() + 1;
+    } else {
+      if (target >= kMostPartBytes) throw NotStreamable{};  // one event this large: read whole
+      target *= 2;
+    }
+  }
+  const PaddedBuffer rest = PaddedBuffer::copy_of(prefix + std::string(w.data() + 1, w.size() - 1));
+  return reader.run(simdjson::padded_string_view(rest.data(), rest.size(), rest.capacity()));
+}
+
 }  // namespace
 
 TraceFormatError::TraceFormatError(std::string source, uint64_t offset, const std::string& what)
@@ -549,21 +793,29 @@ TraceFormatError::TraceFormatError(std::string source, uint64_t offset, const st
 Trace parse_chrome_json(std::string_view json, const std::string& source,
                         const ReadOptions& options) {
   const PaddedBuffer buffer = PaddedBuffer::copy_of(json);
-  return Reader(source,
-                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()),
-                options)
-      .run();
+  return Reader(source, options)
+      .run(simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()));
 }
 
 Trace load_chrome_json(const std::filesystem::path& path, const ReadOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw std::runtime_error(path.string() + ": no such file");
+  if (options.stats != nullptr) *options.stats = ReadStats{};
+  if (options.stream) {
+    try {
+      return read_streaming(path, options);
+    } catch (const NotStreamable&) {
+    } catch (const TraceFormatError&) {
+    } catch (const simdjson::simdjson_error&) {
+    }
+    // Read again whole: the shape the parts do not handle, or an error to report as a whole
+    // read reports it.
+  }
+  if (options.stats != nullptr) options.stats->whole = true;
   const PaddedBuffer buffer = PaddedBuffer::load(path);
-  return Reader(path.string(),
-                simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()),
-                options)
-      .run();
+  return Reader(path.string(), options)
+      .run(simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()));
 }
 
 }  // namespace pipeprof::trace

@@ -128,7 +128,29 @@ void append_us(std::string& out, int64_t ns) {
   out.push_back(static_cast<char>('0' + frac % 10));
 }
 
-std::optional<int64_t> parse_us_to_ns(std::string_view text) {
+namespace {
+
+// The significant digits of a number without an allocation: a timestamp has about 20; a number
+// with more than kDigits goes to a std::string (digits.full() says so).
+class InlineDigits {
+ public:
+  static constexpr size_t kDigits = 40;
+  void push_back(char c) {
+    if (size_ < kDigits) digits_[size_] = c;
+    ++size_;
+  }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  bool full() const { return size_ > kDigits; }
+  char operator[](size_t i) const { return i < kDigits ? digits_[i] : '0'; }  // past them: unused
+
+ private:
+  char digits_[kDigits];
+  size_t size_ = 0;
+};
+
+template <typename Digits>
+std::optional<int64_t> us_to_ns_from(std::string_view text, Digits& digits) {
   // Grammar of a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
   size_t i = 0;
   const size_t n = text.size();
@@ -136,7 +158,6 @@ std::optional<int64_t> parse_us_to_ns(std::string_view text) {
   if (negative) ++i;
   if (i >= n || !is_digit(text[i])) return std::nullopt;
   // The significant digits (leading zeros dropped) and the power of ten of the last one.
-  std::string digits;
   int64_t exponent = 0;
   if (text[i] == '0') {
     ++i;
@@ -190,6 +211,16 @@ std::optional<int64_t> parse_us_to_ns(std::string_view text) {
   }
   const auto v = static_cast<int64_t>(mag);
   return negative ? -v : v;
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_us_to_ns(std::string_view text) {
+  InlineDigits digits;
+  const std::optional<int64_t> ns = us_to_ns_from(text, digits);
+  if (!digits.full()) return ns;
+  std::string all;  // more significant digits than kept inline: again, all of them
+  return us_to_ns_from(text, all);
 }
 
 bool is_number(std::string_view text) {

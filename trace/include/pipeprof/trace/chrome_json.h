@@ -22,6 +22,7 @@
 // "kineto" when Kineto's categories or keys appear, else "chrome".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -47,11 +48,24 @@ void write_chrome_json(const Trace& trace, std::ostream& out);
 // Writes atomically (temporary file, then rename); throws std::runtime_error naming the path.
 void save_chrome_json(const Trace& trace, const std::filesystem::path& path);
 
+// How load_chrome_json read a file (for tests and benchmarks).
+struct ReadStats {
+  size_t parts = 0;    // parts of events read before the rest (streamed)
+  bool whole = false;  // read whole in the end (not streamed, or a shape or error the parts left)
+};
+
 struct ReadOptions {
   // Keep each event's "args" object (Trace::args). The analysis never reads them, so `pipeprof
   // analyze` turns this off: a Kineto trace's args are about half its bytes, and copying them is
   // a third of the reading time. They are validated either way.
   bool keep_args = true;
+  // load_chrome_json reads the file a part of a few MiB at a time (memory: the model and a part
+  // or two of text, not the whole text and simdjson's index of it), and again whole where the
+  // trace's shape is one the parts do not handle or its text is malformed (so that errors are
+  // those of a whole read). Off: always whole (for comparisons).
+  bool stream = true;
+  size_t part_bytes = size_t{8} << 20;  // the text read at a time when streaming (tests: small)
+  ReadStats* stats = nullptr;            // filled when given
 };
 
 // Parses a whole document held in memory; `source` names it in errors.
