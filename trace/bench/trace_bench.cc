@@ -3,8 +3,13 @@
 // same size back as Chrome JSON.
 //
 //   BM_ReadKinetoTrace        parse_chrome_json of the text in memory, args kept
-//   BM_LoadTraceFile/stream:S load_chrome_json of the same text in a file, as `pipeprof analyze`
-//                             reads it (no args): S=1 a part at a time, S=0 the whole file at once
+//   BM_LoadTraceFile/stream:S/threads:T  load_chrome_json of the same text in a file, as
+//                             `pipeprof analyze` reads it (no args): S=1 a part at a time (parts
+//                             of 4 MiB here, as a file of 50 MB has few of 8), parsed by T threads
+//                             beside the reading one (0: one per core; 1: the reading thread
+//                             alone); S=0 the whole file at once
+//                             PIPEPROF_TRACE_FILE=<trace> reads that file instead (a large one:
+//                             make_kineto_trace.py writes them)
 //   BM_SimdjsonOnDemandRaw    simdjson On-Demand alone over the same text: every event's fields
 //                             visited, keys compared, values skipped (what any reader on it pays)
 //   BM_SimdjsonStage1         its first stage alone (the structural index)
@@ -14,6 +19,7 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -159,20 +165,30 @@ const std::filesystem::path& kineto_file() {
 }
 
 void BM_LoadTraceFile(benchmark::State& state) {
-  const std::filesystem::path& path = kineto_file();
+  const char* given = std::getenv("PIPEPROF_TRACE_FILE");
+  const std::filesystem::path path = given != nullptr && *given != '\0' ? std::filesystem::path(given) : kineto_file();
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path));
   ReadOptions options;
   options.keep_args = false;
   options.stream = state.range(0) != 0;
+  options.threads = static_cast<size_t>(state.range(1));
+  options.part_bytes = size_t{4} << 20;
   size_t spans = 0;
   for (auto _ : state) {
     const Trace t = load_chrome_json(path, options);
     spans = t.span_count();
     benchmark::DoNotOptimize(spans);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kineto_trace().size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
   state.counters["spans"] = static_cast<double>(spans);
 }
-BENCHMARK(BM_LoadTraceFile)->ArgName("stream")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadTraceFile)
+    ->ArgNames({"stream", "threads"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_SimdjsonOnDemandRaw(benchmark::State& state) {
   const simdjson::padded_string text(kineto_trace());

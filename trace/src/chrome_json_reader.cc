@@ -16,7 +16,12 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <condition_variable>
 #include <deque>
+#include <exception>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <optional>
 #include <vector>
 
@@ -308,16 +313,56 @@ class Reader {
       event_offset_ = location();
       if (v.type() != od::json_type::object) fail_event("an event must be a JSON object");
       e_.clear();
-      key_storage_.clear();
+      if (collected_ == nullptr) key_storage_.clear();  // collected events' keys live with the part
       for (auto field : v.get_object()) {
         const std::string_view key = key_text(field);
         read_field(key, field.value());
       }
-      handle_event();
+      if (collected_ != nullptr) {
+        collect();
+      } else {
+        handle_event();
+      }
       in_event_ = false;
       ++event_index_;
     }
   }
+
+  // The event just read into the part's list (its element's vector capacity is kept for reuse).
+  void collect() {
+    if (collected_count_ < collected_->size()) {
+      std::swap((*collected_)[collected_count_], e_);
+    } else {
+      collected_->push_back(e_);
+    }
+    ++collected_count_;
+  }
+
+ public:
+  // Reads a part's events ("[" + events + "]") into `events` (its first `count` elements) without
+  // handling them: their views point into the part's text and this reader's parser, so both must
+  // stay as they are until handle() has taken every one. False: the part was cut inside a string.
+  bool collect_chunk(simdjson::padded_string_view json, std::vector<EventFields>& events, size_t& count) {
+    collected_ = &events;
+    collected_count_ = 0;
+    key_storage_.clear();
+    struct Reset {
+      Reader* r;
+      ~Reset() { r->collected_ = nullptr; }
+    } reset{this};
+    const bool read = read_chunk(json);
+    count = collected_count_;
+    return read;
+  }
+
+  // Handles an event another reader collected, as if read here (in the trace's order).
+  void handle(EventFields& event) {
+    std::swap(e_, event);
+    handle_event();
+    ++event_index_;
+  }
+
+ private:
 
   std::string_view string_field(od::value v, const char* key) {
     if (v.type() != od::json_type::string)
@@ -431,15 +476,16 @@ class Reader {
     if (!e_.ph) fail_event("\"ph\" (the event's phase) is missing");
     if (!e_.pid_text.empty()) e_.pid = builder_.pid_from_string(e_.pid_text);
     if (!e_.tid_text.empty()) e_.tid = builder_.tid_from_string(e_.pid, e_.tid_text);
+    const bool gpu = e_.cat && is_gpu_category(*e_.cat);
     if (e_.cat && is_kineto_category(*e_.cat)) kineto_ = true;
     const std::string_view ph = *e_.ph;
     if (ph.size() != 1) return;  // unknown phase: ignored
     switch (ph[0]) {
       case 'X':
-        return complete_event();
+        return complete_event(gpu);
       case 'B': {
         const uint32_t lane = builder_.lane(e_.pid, e_.tid);
-        if (!e_.cat || !is_gpu_category(*e_.cat)) builder_.note_host_span(lane);
+        if (!gpu) builder_.note_host_span(lane);
         return builder_.begin(lane, need_ts(), intern(e_.name), intern(e_.cat), args_index());
       }
       case 'E': {
@@ -469,7 +515,7 @@ class Reader {
     }
   }
 
-  void complete_event() {
+  void complete_event(bool gpu) {
     Span s;
     s.start_ns = need_ts();
     if (!e_.dur) fail_event("complete event (ph \"X\") has no \"dur\"");
@@ -481,7 +527,7 @@ class Reader {
     s.category = intern(e_.cat);
     s.args = args_index();
     const uint32_t lane = builder_.lane(e_.pid, e_.tid);
-    if (e_.cat && is_gpu_category(*e_.cat)) {
+    if (gpu) {
       const auto stream = e_.numeric_arg("stream");
       if (stream && *stream >= 0 && *stream == std::floor(*stream) && *stream < 9e18) {
         const auto device = e_.numeric_arg("device");
@@ -556,6 +602,8 @@ class Reader {
   bool keep_args_ = true;
   EventFields e_;
   std::deque<std::string> key_storage_;
+  std::vector<EventFields>* collected_ = nullptr;  // collect_chunk's list
+  size_t collected_count_ = 0;
   std::string scratch_;
   std::string series_name_;
   uint64_t event_offset_ = 0;
@@ -613,9 +661,8 @@ class Window {
 
  private:
   void reserve(size_t capacity) {
-    std::unique_ptr<char[]> grown(new char[capacity + PaddedBuffer::kPadding]);
+    std::unique_ptr<char[]> grown(new char[capacity + PaddedBuffer::kPadding]());  // padding zeroed
     if (size_ > 0) std::memcpy(grown.get(), data_.get(), size_);
-    std::memset(grown.get() + capacity, 0, PaddedBuffer::kPadding);
     data_ = std::move(grown);
     capacity_ = capacity;
   }
@@ -694,19 +741,19 @@ size_t find_events(Window& w, TextSource& source, bool& more) {
 struct Cut {
   size_t close = 0, next = 0;
 };
-std::optional<Cut> last_cut(Window& w, size_t lo, size_t hi) {
+std::optional<Cut> last_cut(const char* text, size_t lo, size_t hi) {
   while (hi > lo) {
-    const void* found = ::memrchr(w.data() + lo, '{', hi - lo);
+    const void* found = ::memrchr(text + lo, '{', hi - lo);
     if (found == nullptr) return std::nullopt;
-    const size_t q = static_cast<size_t>(static_cast<const char*>(found) - w.data());
+    const size_t q = static_cast<size_t>(static_cast<const char*>(found) - text);
     size_t p = q;
-    while (p > lo && is_space(w[p - 1]))
+    while (p > lo && is_space(text[p - 1]))
       --p;
-    if (p > lo && w[p - 1] == ',') {
+    if (p > lo && text[p - 1] == ',') {
       --p;
-      while (p > lo && is_space(w[p - 1]))
+      while (p > lo && is_space(text[p - 1]))
         --p;
-      if (p > lo && w[p - 1] == '}') return Cut{p, q};
+      if (p > lo && text[p - 1] == '}') return Cut{p, q};
     }
     hi = q;
   }
@@ -743,23 +790,41 @@ std::optional<Cut> last_cut_outside_strings(Window& w, size_t lo, size_t hi) {
   return cut;
 }
 
-Trace read_streaming(const std::filesystem::path& path, const ReadOptions& options) {
-  const std::unique_ptr<TextSource> source = TextSource::open(path);
-  Window w(std::max<size_t>(options.part_bytes, 64));
-  bool more = w.fill(*source, w.part_bytes());
-  const size_t events = find_events(w, *source, more);
-  const std::string prefix(w.data(), events);
-  w.drop_front(events - 1);  // w[0] is the "[" of every part
+// The text up to the events read and checked; the window holds "[" and the events' first bytes.
+struct Start {
+  std::unique_ptr<TextSource> source;
+  Window w;
+  bool more = true;
+  std::string prefix;  // the top level up to and with the events' "["
+  Start(const std::filesystem::path& path, const ReadOptions& options)
+      : source(TextSource::open(path)), w(std::max<size_t>(options.part_bytes, 64)) {
+    more = w.fill(*source, w.part_bytes());
+    const size_t events = find_events(w, *source, more);
+    prefix.assign(w.data(), events);
+    w.drop_front(events - 1);  // w[0] is the "[" of every part
+  }
+  // The trace: the rest (the last events and the end of the top level) read by `reader`, which
+  // has handled every event before them.
+  Trace finish(Reader& reader) {
+    const PaddedBuffer rest = PaddedBuffer::copy_of(prefix + std::string(w.data() + 1, w.size() - 1));
+    return reader.run(simdjson::padded_string_view(rest.data(), rest.size(), rest.capacity()));
+  }
+};
+
+// One thread reads, cuts and parses every part.
+Trace read_parts(const std::filesystem::path& path, const ReadOptions& options) {
+  Start start(path, options);
+  Window& w = start.w;
   Reader reader(path.string(), options);
   size_t target = w.part_bytes() + 1;
   while (true) {
-    if (more && w.size() < target) more = w.fill(*source, target);
-    if (!more) break;  // the rest goes with the top level
+    if (start.more && w.size() < target) start.more = w.fill(*start.source, target);
+    if (!start.more) break;  // the rest goes with the top level
     // The last cut; when it falls inside a string (found before any event is read), the last
     // one outside strings.
     bool read = false;
     for (int exact = 0; exact < 2 && !read; ++exact) {
-      const std::optional<Cut> cut = exact == 0 ? last_cut(w, 1, w.size()) : last_cut_outside_strings(w, 1, w.size());
+      const std::optional<Cut> cut = exact == 0 ? last_cut(w.data(), 1, w.size()) : last_cut_outside_strings(w, 1, w.size());
       if (!cut) break;
       const char saved = w[cut->close];
       w[cut->close] = ']';
@@ -779,8 +844,165 @@ Trace read_streaming(const std::filesystem::path& path, const ReadOptions& optio
       target *= 2;
     }
   }
-  const PaddedBuffer rest = PaddedBuffer::copy_of(prefix + std::string(w.data() + 1, w.size() - 1));
-  return reader.run(simdjson::padded_string_view(rest.data(), rest.size(), rest.capacity()));
+  return start.finish(reader);
+}
+
+// A part cut inside a string in parallel reading: the parts are read again by one thread, which
+// can cut again.
+struct CutInsideAString {};
+
+// A part handed to a worker: its text ("[" + events + "]", padded), the reader that parses it (its
+// parser holds the events' strings) and the events it collected, kept until they are handled.
+struct PartJob {
+  PartJob(const std::string& source, const ReadOptions& options) : reader(source, options) {}
+  // Room for n bytes, the text so far kept.
+  void reserve(size_t n) {
+    if (n <= capacity) return;
+    const size_t grown = std::max(n, capacity * 2);
+    std::unique_ptr<char[]> bigger(new char[grown + PaddedBuffer::kPadding]());  // padding zeroed
+    if (size > 0) std::memcpy(bigger.get(), text.get(), size);
+    text = std::move(bigger);
+    capacity = grown;
+  }
+  // Reads until the text holds `target` bytes; false once the source has ended.
+  bool fill(TextSource& source, size_t target) {
+    reserve(target);
+    while (size < target) {
+      const size_t got = source.read(text.get() + size, target - size);
+      if (got == 0) return false;
+      size += got;
+    }
+    return true;
+  }
+  std::unique_ptr<char[]> text;
+  size_t size = 0, capacity = 0;
+  Reader reader;
+  std::vector<EventFields> events;
+  size_t count = 0;
+  bool done = false, unclosed = false;  // under the pool's lock
+  std::exception_ptr error;
+};
+
+// The main thread reads and cuts the parts; `workers` threads parse them (simdjson, every value
+// checked: most of the time); the main thread hands their events to the builder in the trace's
+// order. Parts in flight: workers + 1.
+Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOptions& options, size_t workers) {
+  Start start(path, options);
+  Window& w = start.w;
+  Reader reader(path.string(), options);
+  std::vector<std::unique_ptr<PartJob>> jobs;
+  std::deque<PartJob*> idle, in_flight;  // in_flight: in the trace's order
+  for (size_t k = 0; k < workers + 1; ++k) {
+    jobs.push_back(std::make_unique<PartJob>(path.string(), options));
+    idle.push_back(jobs.back().get());
+  }
+  std::mutex mutex;
+  std::condition_variable_any changed;
+  std::deque<PartJob*> todo;
+  auto handle_oldest = [&] {
+    PartJob* job = in_flight.front();
+    {
+      std::unique_lock lock(mutex);
+      changed.wait(lock, [&] { return job->done; });
+    }
+    in_flight.pop_front();
+    if (job->error) std::rethrow_exception(job->error);
+    if (job->unclosed) throw CutInsideAString{};
+    for (size_t i = 0; i < job->count; ++i)
+      reader.handle(job->events[i]);
+    if (options.stats != nullptr) ++options.stats->parts;
+    idle.push_back(job);
+  };
+  auto oldest_done = [&] {
+    std::lock_guard lock(mutex);
+    return !in_flight.empty() && in_flight.front()->done;
+  };
+  // Last: on any way out the workers stop and are joined before what they use goes.
+  std::vector<std::jthread> pool;
+  for (size_t k = 0; k < workers; ++k) {
+    pool.emplace_back([&](const std::stop_token& stop) {
+      while (true) {
+        PartJob* job = nullptr;
+        {
+          std::unique_lock lock(mutex);
+          if (!changed.wait(lock, stop, [&] { return !todo.empty(); })) return;
+          job = todo.front();
+          todo.pop_front();
+        }
+        try {
+          job->unclosed = !job->reader.collect_chunk(
+              simdjson::padded_string_view(job->text.get(), job->size, job->capacity + PaddedBuffer::kPadding),
+              job->events, job->count);
+        } catch (...) {
+          job->error = std::current_exception();
+        }
+        {
+          std::lock_guard lock(mutex);
+          job->done = true;
+        }
+        changed.notify_all();
+      }
+    });
+  }
+  // Each part is read straight into its job's text: "[", what followed the last cut, new bytes.
+  std::string carry(w.data() + 1, w.size() - 1);
+  const size_t part = w.part_bytes();
+  bool more = start.more;
+  std::string last;
+  while (true) {
+    if (idle.empty()) handle_oldest();
+    PartJob* job = idle.front();
+    job->size = 0;
+    job->reserve(1 + carry.size() + part);
+    job->text[0] = '[';
+    std::memcpy(job->text.get() + 1, carry.data(), carry.size());
+    job->size = 1 + carry.size();
+    std::optional<Cut> cut;
+    size_t target = std::max(job->size, part + 1);
+    while (more) {
+      if (job->size < target) more = job->fill(*start.source, target);
+      if (!more) break;
+      cut = last_cut(job->text.get(), 1, job->size);
+      if (cut) break;
+      if (target >= kMostPartBytes) throw NotStreamable{};  // one event this large: read whole
+      target *= 2;
+    }
+    if (!more) {  // the text ended: what is left goes with the top level
+      last.assign(job->text.get() + 1, job->size - 1);
+      break;
+    }
+    idle.pop_front();
+    carry.assign(job->text.get() + cut->next, job->size - cut->next);
+    job->text[cut->close] = ']';
+    job->size = cut->close + 1;
+    job->done = job->unclosed = false;
+    job->error = nullptr;
+    job->count = 0;
+    in_flight.push_back(job);
+    {
+      std::lock_guard lock(mutex);
+      todo.push_back(job);
+    }
+    changed.notify_all();
+    while (oldest_done())
+      handle_oldest();
+  }
+  while (!in_flight.empty())
+    handle_oldest();
+  const PaddedBuffer text = PaddedBuffer::copy_of(start.prefix + last);
+  return reader.run(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+}
+
+Trace read_streaming(const std::filesystem::path& path, const ReadOptions& options) {
+  const size_t threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
+  if (threads >= 2) {
+    try {
+      return read_parts_in_parallel(path, options, std::min<size_t>(threads, 8));
+    } catch (const CutInsideAString&) {
+      if (options.stats != nullptr) *options.stats = ReadStats{};
+    }
+  }
+  return read_parts(path, options);
 }
 
 }  // namespace

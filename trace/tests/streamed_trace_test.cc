@@ -79,9 +79,10 @@ std::string canonical(const Trace& t) {
 }
 
 Trace read(const fs::path& p, bool stream, size_t part_bytes, bool keep_args = true,
-           ReadStats* stats = nullptr) {
+           ReadStats* stats = nullptr, size_t threads = 0) {
   ReadOptions o;
   o.stats = stats;
+  o.threads = threads;
   o.stream = stream;
   o.part_bytes = part_bytes;
   o.keep_args = keep_args;
@@ -98,13 +99,17 @@ TEST(StreamedTrace, PartsReadTheSameModelAsAWholeRead) {
     ASSERT_GT(whole.span_count(), 600u) << name;
     ASSERT_EQ(whole.flows.size(), 300u) << name;
     const std::string expected = canonical(whole);
-    // Parts of every size, from smaller than one event to larger than the file.
-    for (const size_t part : {64u, 200u, 1000u, 4096u, 65536u, 8u << 20}) {
-      ReadStats stats;
-      EXPECT_EQ(canonical(read(p, true, part, true, &stats)), expected) << name << ", parts of " << part << " bytes";
-      EXPECT_FALSE(stats.whole) << name << ", parts of " << part << " bytes";
-      if (part <= 4096) {
-        EXPECT_GT(stats.parts, text.size() / part / 4) << name << ", parts of " << part;
+    // Parts of every size, from smaller than one event to larger than the file; parsed by the
+    // reading thread alone, or by three others.
+    for (const size_t threads : {1u, 3u}) {
+      for (const size_t part : {64u, 200u, 1000u, 4096u, 65536u, 8u << 20}) {
+        const std::string what = name + ", parts of " + std::to_string(part) + " bytes, threads " + std::to_string(threads);
+        ReadStats stats;
+        EXPECT_EQ(canonical(read(p, true, part, true, &stats, threads)), expected) << what;
+        EXPECT_FALSE(stats.whole) << what;
+        if (part <= 4096) {
+          EXPECT_GT(stats.parts, text.size() / part / 4) << what;
+        }
       }
     }
     EXPECT_EQ(canonical(read(p, true, 500, false)), canonical(read(p, false, 0, false))) << name;
@@ -125,11 +130,13 @@ TEST(StreamedTrace, ACutInsideAStringIsNotTaken) {
   }
   const fs::path p = put(tmp, "strings.json", R"({"traceEvents": [)" + events + "]}");
   const std::string expected = canonical(read(p, false, 0));
-  for (const size_t part : {64u, 100u, 333u, 1024u}) {
-    ReadStats stats;
-    EXPECT_EQ(canonical(read(p, true, part, true, &stats)), expected) << "parts of " << part << " bytes";
-    EXPECT_FALSE(stats.whole);
-    EXPECT_GT(stats.parts, 5u) << "parts of " << part << " bytes";
+  for (const size_t threads : {1u, 3u}) {
+    for (const size_t part : {64u, 100u, 333u, 1024u}) {
+      ReadStats stats;
+      EXPECT_EQ(canonical(read(p, true, part, true, &stats, threads)), expected) << "parts of " << part << " bytes";
+      EXPECT_FALSE(stats.whole);
+      EXPECT_GT(stats.parts, 5u) << "parts of " << part << " bytes";
+    }
   }
 }
 
@@ -156,15 +163,18 @@ TEST(StreamedTrace, ErrorsNameTheSameByteAsAWholeRead) {
     } catch (const TraceFormatError& e) {
       whole_error = e.what();
     }
-    ReadStats stats;
-    try {
-      (void)read(p, true, 256, true, &stats);
-    } catch (const TraceFormatError& e) {
-      streamed_error = e.what();
+    for (const size_t threads : {1u, 3u}) {
+      ReadStats stats;
+      streamed_error.clear();
+      try {
+        (void)read(p, true, 256, true, &stats, threads);
+      } catch (const TraceFormatError& e) {
+        streamed_error = e.what();
+      }
+      EXPECT_TRUE(stats.whole) << name;
+      EXPECT_EQ(streamed_error, whole_error) << name << ", threads " << threads;
     }
-    EXPECT_TRUE(stats.whole) << name;
     EXPECT_FALSE(whole_error.empty()) << name;
-    EXPECT_EQ(streamed_error, whole_error) << name;
   }
 }
 

@@ -65,7 +65,10 @@ struct ReadOptions {
   // those of a whole read). Off: always whole (for comparisons).
   bool stream = true;
   size_t part_bytes = size_t{8} << 20;  // the text read at a time when streaming (tests: small)
-  ReadStats* stats = nullptr;            // filled when given
+  // Threads that parse the parts (the calling thread reads and builds): 0, one per core (at
+  // most 8); 1, the calling thread alone.
+  size_t threads = 0;
+  ReadStats* stats = nullptr;  // filled when given
 };
 
 // Parses a whole document held in memory; `source` names it in errors.
