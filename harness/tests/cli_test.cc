@@ -539,6 +539,31 @@ int wait_exit(pid_t pid, std::chrono::milliseconds limit) {
   return -1;
 }
 
+// Two producer processes that read for a long time: the tests stop them (SIGSTOP).
+constexpr const char* kTwoProducers = R"({
+    "stages": [{"op": "multiprocess", "producers": 2, "pipeline": {"stages": [
+      {"op": "artificial", "open_ms": 0, "read_ms": 20, "num_samples": 100000}]}}],
+    "experiment": {"step": "sleep:1"}})";
+
+// Stops (SIGSTOP) the child processes of `pid`; returns how many.
+int stop_children(pid_t pid) {
+  const CliResult children = pipeprof::testing::run_command("pgrep -P " + std::to_string(pid));
+  int stopped = 0;
+  std::istringstream ids(children.out);
+  for (pid_t child = 0; ids >> child;) stopped += kill(child, SIGSTOP) == 0 ? 1 : 0;
+  return stopped;
+}
+
+// Reaps what this process (a subreaper) inherited: the processes that outlived their parent.
+int reap_leftovers() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int status = 0;
+  int leftovers = 0;
+  while (waitpid(-1, &status, WNOHANG) > 0)
+    ++leftovers;
+  return leftovers;
+}
+
 // Ctrl-C while the loop waits for an element that no time brings: a source that opens for a day
 // (the sleep is on the loop's own thread), and producer processes that were stopped (SIGSTOP).
 // It was ignored; a second Ctrl-C aborted, writing nothing. Now: 130, with what was measured.
@@ -556,29 +581,17 @@ TEST(Run, CtrlCWhileWaitingForAnElementThatNeverComesExits130) {
   EXPECT_EQ(wait_exit(pid, std::chrono::seconds(20)), 130);
   EXPECT_TRUE(std::filesystem::exists(tmp / "day_result.json"));
 
-  const auto stopped = tmp.write("stopped.json", R"({
-    "stages": [{"op": "multiprocess", "producers": 2, "pipeline": {"stages": [
-      {"op": "artificial", "open_ms": 0, "read_ms": 20, "num_samples": 100000}]}}],
-    "experiment": {"step": "sleep:1"}})");
+  const auto stopped = tmp.write("stopped.json", kTwoProducers);
   const pid_t mp = spawn_quiet({"run", stopped.string(), "--repetitions", "1"});
   ASSERT_GE(mp, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the producers run
-  // Its children, the producers: stopped.
-  const CliResult children = pipeprof::testing::run_command("pgrep -P " + std::to_string(mp));
-  int stopped_count = 0;
-  std::istringstream ids(children.out);
-  for (pid_t child = 0; ids >> child;) stopped_count += kill(child, SIGSTOP) == 0 ? 1 : 0;
-  EXPECT_EQ(stopped_count, 2) << children.out;
+  EXPECT_EQ(stop_children(mp), 2);  // its children, the producers
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   kill(mp, SIGINT);
   EXPECT_EQ(wait_exit(mp, std::chrono::seconds(20)), 130);
   // No producer left (they would now be this process's children).
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(reap_leftovers(), 0) << "producers outlived pipeprof";
   int status = 0;
-  int leftovers = 0;
-  while (waitpid(-1, &status, WNOHANG) > 0)
-    ++leftovers;
-  EXPECT_EQ(leftovers, 0) << "producers outlived pipeprof";
   errno = 0;
   EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD) << "a stopped producer is still there";
@@ -590,10 +603,7 @@ TEST(Run, CtrlCWhileWaitingForAnElementThatNeverComesExits130) {
 TEST(Run, AStallIsReportedAndTheStallTimeoutEndsIt) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   const TempDir tmp;
-  const auto stopped = tmp.write("stopped.json", R"({
-    "stages": [{"op": "multiprocess", "producers": 2, "pipeline": {"stages": [
-      {"op": "artificial", "open_ms": 0, "read_ms": 20, "num_samples": 100000}]}}],
-    "experiment": {"step": "sleep:1"}})");
+  const auto stopped = tmp.write("stopped.json", kTwoProducers);
   const auto log = tmp / "log.txt";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -606,11 +616,7 @@ TEST(Run, AStallIsReportedAndTheStallTimeoutEndsIt) {
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the producers run
-  const CliResult children = pipeprof::testing::run_command("pgrep -P " + std::to_string(pid));
-  int stopped_count = 0;
-  std::istringstream ids(children.out);
-  for (pid_t child = 0; ids >> child;) stopped_count += kill(child, SIGSTOP) == 0 ? 1 : 0;
-  EXPECT_EQ(stopped_count, 2) << children.out;
+  EXPECT_EQ(stop_children(pid), 2);
   EXPECT_EQ(wait_exit(pid, std::chrono::seconds(30)), 1);
   std::ifstream in(log);
   const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -618,12 +624,7 @@ TEST(Run, AStallIsReportedAndTheStallTimeoutEndsIt) {
   EXPECT_NE(out.find("the run stalled: no progress for 3.0 s (the stall timeout)"), std::string::npos) << out;
   EXPECT_NE(out.find("multiprocess: an element from producer 0 (pid "), std::string::npos) << out;
   EXPECT_NE(out.find(", stopped)"), std::string::npos) << out;
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  int status = 0;
-  int leftovers = 0;
-  while (waitpid(-1, &status, WNOHANG) > 0)
-    ++leftovers;
-  EXPECT_EQ(leftovers, 0) << "producers outlived pipeprof";
+  EXPECT_EQ(reap_leftovers(), 0) << "producers outlived pipeprof";
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 
   CliResult r = run("run naive --stall-timeout 0");

@@ -2,13 +2,13 @@
 // whole read for every shape of trace, cuts that fall inside strings, compressed files, and the
 // same errors at the same bytes of the file.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "compress_for_tests.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "pipeprof_testing/temp_dir.h"
 
@@ -52,20 +52,6 @@ std::string array_trace(int steps) {
   return "  [" + streamed_events(steps) + "]\n";
 }
 
-std::string gzip_of(const std::string& text) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 fs::path put(const testing_support::TempDir& tmp, const std::string& name, const std::string& text) {
   const fs::path p = tmp.path() / name;
   std::ofstream(p, std::ios::binary) << text;
@@ -93,7 +79,7 @@ TEST(StreamedTrace, PartsReadTheSameModelAsAWholeRead) {
   const testing_support::TempDir tmp;
   for (const auto& [name, text] : {std::pair<std::string, std::string>{"object.json", object_trace(300)},
                                    {"array.json", array_trace(300)},
-                                   {"object.json.gz", gzip_of(object_trace(300))}}) {
+                                   {"object.json.gz", test_compress::gzip(object_trace(300))}}) {
     const fs::path p = put(tmp, name, text);
     const Trace whole = read(p, false, 0);
     ASSERT_GT(whole.span_count(), 600u) << name;
@@ -155,7 +141,7 @@ TEST(StreamedTrace, ErrorsNameTheSameByteAsAWholeRead) {
   for (const auto& [name, body] : {std::pair<std::string, std::string>{"no_ts.json", no_ts},
                                    {"truncated.json", truncated},
                                    {"bad_number.json", bad_number},
-                                   {"truncated.json.gz", gzip_of(truncated)}}) {
+                                   {"truncated.json.gz", test_compress::gzip(truncated)}}) {
     const fs::path p = put(tmp, name, body);
     std::string whole_error, streamed_error;
     try {
