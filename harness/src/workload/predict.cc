@@ -12,6 +12,7 @@
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/memory_limit.h"
 #include "pipeprof/results/json_at.h"
+#include "pipeprof/trace/json_depth.h"
 
 namespace pipeprof::harness::workload {
 namespace {
@@ -226,7 +227,7 @@ StorageProfile read_storage_profile(const std::string& file) {
   text << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
+    doc = trace::parse_json(text.str());  // at most trace::kMaxJsonDepth levels; 1e999 refused
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: byte {}: not a JSON storage profile", file, e.byte));
   }
