@@ -157,6 +157,20 @@ TEST_F(S3Workload, PredictProbesTheBucket) {
   EXPECT_NE(denied.out.find("mlperf"), std::string::npos) << denied.out;
 }
 
+// `datagen --workload` of an s3 workload writes into its bucket, as the workload's own
+// generate_data does (it wrote a local folder named after the data_folder).
+TEST_F(S3Workload, DatagenOfAnS3WorkloadWritesIntoItsBucket) {
+  const TempDir tmp;
+  const fs::path yaml = tmp.write("gen.yaml", training_yaml("generated", storage_yaml()));
+  const CliResult gen = pipeprof::testing::run_command("cd " + tmp.path().string() + " && " +
+                                                       PIPEPROF_BINARY + " datagen --workload " + yaml.string());
+  ASSERT_EQ(gen.code, 0) << gen.out;
+  EXPECT_NE(gen.out.find("s3://mlperf/generated"), std::string::npos) << gen.out;
+  EXPECT_FALSE(fs::exists(tmp / "generated")) << "a local folder was written";
+  const CliResult r = pipeprof_cmd("workload " + yaml.string() + " -q --out " + (tmp / "out").string());
+  EXPECT_EQ(r.code, 0) << r.out;  // it reads the 8 objects datagen wrote
+}
+
 TEST_F(S3Workload, AWrongSecretKeyIsExit2NamingTheEndpointAndBucket) {
   const TempDir tmp;
   const fs::path yaml = tmp.write("bad.yaml", training_yaml("nothing", storage_yaml("wrong-secret")));
@@ -165,6 +179,11 @@ TEST_F(S3Workload, AWrongSecretKeyIsExit2NamingTheEndpointAndBucket) {
   EXPECT_NE(r.out.find("SignatureDoesNotMatch"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(server_->endpoint()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bucket mlperf"), std::string::npos) << r.out;
+  // Generating its data says the same, with the same exit code (it was 1).
+  const CliResult gen = pipeprof_cmd("datagen --workload " + yaml.string() + " -q");
+  EXPECT_EQ(gen.code, 2) << gen.out;
+  EXPECT_NE(gen.out.find("SignatureDoesNotMatch"), std::string::npos) << gen.out;
+  EXPECT_NE(gen.out.find("bucket mlperf"), std::string::npos) << gen.out;
 }
 
 TEST_F(S3Workload, BadStorageSettingsAreExit2NamingTheKey) {

@@ -13,6 +13,9 @@
 #include "commands/commands.h"
 #include "commands/interrupt.h"
 #include "workload/dlio_dataset_yaml.h"
+#include "workload/dlio_training.h"
+#include "workload/dlio_workload.h"
+#include "workload/dlio_yaml.h"
 #include "pipeprof/pipelines/datagen.h"
 
 namespace pipeprof::harness {
@@ -65,12 +68,22 @@ void draw_progress(const formats::GenerateProgress& p) {
 
 // The dataset: DLIO's defaults, then the workload file's section, then the flags. Remembers where
 // each value came from, so that a value out of range is reported as the user wrote it.
-formats::DlioDataset resolve(const DatagenOptions& o, std::map<std::string, std::string>& file_keys) {
+// A workload whose storage section says s3 gives its bucket's folder and how to reach it
+// (`storage`), as `pipeprof workload` generates it.
+formats::DlioDataset resolve(const DatagenOptions& o, std::map<std::string, std::string>& file_keys,
+                             std::shared_ptr<pipelines::StorageContext>& storage) {
   formats::DlioDataset d;
   if (!o.workload.empty()) {
     DlioDatasetSection section = read_input([&] { return read_dlio_dataset(o.workload); });
     d = section.dataset;
     file_keys = section.keys;
+    if (read_input([&] { return workload::load_yaml_mapping(o.workload)["storage"].IsDefined(); })) {
+      const workload::DlioWorkload w = read_input([&] { return workload::load_workload(o.workload); });
+      if (w.s3) {
+        d.data_folder = w.dataset.data_folder;  // s3://<storage_root>/<data_folder>
+        storage = workload::s3_storage(w, &InterruptGuard::flag());
+      }
+    }
   }
   auto given = [&](const std::string& key) { return o.flags.at(key)->count() > 0; };
   if (given("data_folder")) d.data_folder = o.data_folder;
@@ -261,11 +274,13 @@ CommandRunner add_datagen_command(CLI::App& app) {
       return Outcome::kOk;
     }
     std::map<std::string, std::string> file_keys;
-    const formats::DlioDataset d = resolve(*o, file_keys);
+    std::shared_ptr<pipelines::StorageContext> storage;
+    const formats::DlioDataset d = resolve(*o, file_keys, storage);
     return run_datagen(d, {.threads = o->threads,
                            .overwrite = o->overwrite,
                            .allow_other_files = o->allow_other_files,
-                           .quiet = o->quiet});
+                           .quiet = o->quiet,
+                           .storage = storage});
   };
 }
 

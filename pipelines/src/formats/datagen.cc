@@ -545,7 +545,9 @@ GenerateResult generate_dataset(const DlioDataset& d, const GenerateOptions& opt
       try {
         for (const auto& [name, size] : list_objects(folder, options.storage.get())) existing[name] = size;
       } catch (const IoError& e) {
-        throw FormatError(e.what());
+        // The bucket cannot be listed (a wrong key, a missing bucket, no server): the data
+        // folder's storage is wrong, bad input as for a workload that reads it.
+        throw DatasetConfigError("data_folder", e.what());
       }
     }
   } else {
