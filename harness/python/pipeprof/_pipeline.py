@@ -44,6 +44,23 @@ class Pipeline:
         core.autotune = bool(autotune)
         return cls(core)
 
+    @classmethod
+    def from_workload(cls, path, overrides=(), rank=0, ranks=1, samples=False, autotune=False):
+        """The data loader `pipeprof workload` runs for a DLIO workload file, one epoch per pass:
+        rank `rank` of `ranks` simulated accelerators or MPI ranks, DLIO's access pattern for its
+        reader (data_loader, batch_size, read_threads, file_shuffle, ...), over the files the
+        workload's data generation wrote (`pipeprof datagen --workload PATH`). `overrides` are
+        Hydra's, as on pipeprof's command line ("++workload.reader.batch_size=8").
+
+        Batches hold each sample's size in bytes (int64), as DLIO's readers stand samples in;
+        with samples=True they hold the samples' arrays instead (stacked: the workload's records
+        must be of one size, record_length_stdev 0). A bad workload file, or files not generated
+        yet, is a SpecError naming the file and key."""
+        core = _pipeprof.Pipeline.from_workload(os.fspath(path), [str(o) for o in overrides],
+                                                int(rank), int(ranks), bool(samples))
+        core.autotune = bool(autotune)
+        return cls(core)
+
     def __iter__(self):
         self._core.__iter__()
         return self

@@ -9,11 +9,16 @@
 #include <string>
 
 #include "pipeprof/autotune/online_tuner.h"
+#include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/iterator.h"
 #include "pipeprof/pipelines/model.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/pipelines/tensor.h"
+#include "pipeprof/trace/json_depth.h"
+#include "workload/dlio_training.h"
+#include "workload/dlio_workload.h"
+#include "workload/workload_pipeline.h"
 
 namespace py = pybind11;
 
@@ -47,15 +52,16 @@ py::object to_numpy(Tensor t) {
 
 class PyPipeline {
  public:
-  PyPipeline(pipelines::Dataset dataset, nlohmann::json document)
-      : dataset_(std::move(dataset)), document_(std::move(document)) {}
+  PyPipeline(pipelines::Dataset dataset, nlohmann::json document,
+             std::shared_ptr<const pipelines::StorageContext> storage = nullptr)
+      : dataset_(std::move(dataset)), document_(std::move(document)), storage_(std::move(storage)) {}
   ~PyPipeline() { stop(); }
   PyPipeline(PyPipeline&&) = default;
 
   static PyPipeline from_json_text(const std::string& text, const std::string& source) {
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(text);
+      doc = trace::parse_json(text);  // at most trace::kMaxJsonDepth levels
     } catch (const nlohmann::json::parse_error& e) {
       throw pipelines::SpecError(source + ": byte " + std::to_string(e.byte) +
                                  ": malformed JSON");
@@ -68,11 +74,30 @@ class PyPipeline {
     return PyPipeline(std::move(spec.dataset), std::move(spec.document));
   }
 
+  // The loader `pipeprof workload` runs for rank `rank` of `ranks` (one epoch; DLIO's access
+  // pattern), over the workload's generated training files. A bad workload file or missing files
+  // are a SpecError naming the file and key.
+  static PyPipeline from_workload(const std::string& path, const std::vector<std::string>& overrides,
+                                  int64_t rank, int64_t ranks, bool samples) {
+    namespace w = harness::workload;
+    try {
+      if (ranks < 1 || rank < 0 || rank >= ranks)
+        throw harness::InputError("rank must be in [0, ranks) and ranks at least 1");
+      const w::DlioWorkload workload = w::load_workload(path, overrides);
+      const std::shared_ptr<pipelines::StorageContext> storage = w::s3_storage(workload, nullptr);
+      const std::vector<std::string> files = w::training_files(workload, storage.get());
+      pipelines::Spec spec = pipelines::parse_spec(w::loader_spec(workload, files, rank, ranks, samples), path);
+      return PyPipeline(std::move(spec.dataset), std::move(spec.document), storage);
+    } catch (const harness::InputError& e) {
+      throw pipelines::SpecError(e.what());
+    }
+  }
+
   // A new pass over the pipeline (an epoch): the iterator is this object's until the next one.
   PyPipeline& iter() {
     py::gil_scoped_release release;
     stop();
-    it_ = dataset_.iterate();
+    it_ = dataset_.iterate({.storage = storage_});
     if (autotune_) {  // autotune's online tuner moves the pass's knobs while it runs
       tuner_ = std::make_unique<autotune::OnlineTuner>(it_->model());
       tuner_->start();
@@ -192,6 +217,7 @@ class PyPipeline {
 
   pipelines::Dataset dataset_;
   nlohmann::json document_;
+  std::shared_ptr<const pipelines::StorageContext> storage_;  // an s3 workload's
   std::unique_ptr<pipelines::Iterator> it_;
   bool autotune_ = false;
   std::unique_ptr<autotune::OnlineTuner> tuner_;
@@ -209,6 +235,8 @@ void bind_pipeline(py::module_& m) {
       .def_static("from_json", &PyPipeline::from_json_text, py::arg("text"),
                   py::arg("source") = "<spec>")
       .def_static("from_file", &PyPipeline::from_file, py::arg("path"))
+      .def_static("from_workload", &PyPipeline::from_workload, py::arg("path"), py::arg("overrides"),
+                  py::arg("rank"), py::arg("ranks"), py::arg("samples"))
       .def("__iter__", &PyPipeline::iter, py::return_value_policy::reference_internal)
       .def("__next__", &PyPipeline::next)
       .def("stats", &PyPipeline::stats)

@@ -58,8 +58,9 @@ nlohmann::json file_source(const DlioWorkload& w) {
 }
 
 // The interleave reading the files: read_threads of them at once (sequential without readers).
-nlohmann::json reader(const DlioWorkload& w, int64_t block_length, int64_t rank) {
-  nlohmann::json inner = nlohmann::json::array({file_source(w), {{"op", "map"}, {"fn", "nbytes"}}});
+nlohmann::json reader(const DlioWorkload& w, int64_t block_length, int64_t rank, bool samples) {
+  nlohmann::json inner = nlohmann::json::array({file_source(w)});
+  if (!samples) inner.push_back({{"op", "map"}, {"fn", "nbytes"}});
   if (!w.preprocess_time.zero()) {
     inner.push_back({{"op", "map"},
                      {"fn", "sleep_time"},
@@ -120,7 +121,7 @@ std::vector<std::string> expected_training_files(const DlioWorkload& w) {
 }
 
 nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>& files,
-                           int64_t rank, int64_t ranks) {
+                           int64_t rank, int64_t ranks, bool samples) {
   const int64_t nspf = w.dataset.num_samples_per_file;
   nlohmann::json stages = nlohmann::json::array();
   // The rank's files, listed once (the listing is DLIO's: sorted, num_files_train of them).
@@ -137,7 +138,7 @@ nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>
     stages.push_back(list({files.begin() + first_file, files.begin() + first_file + count}, false));
     // A block of a whole file per slot: the samples come in index order while read_threads files
     // are read at once.
-    stages.push_back(reader(w, nspf, rank));
+    stages.push_back(reader(w, nspf, rank, samples));
     stages.push_back({{"op", "skip"}, {"count", r.begin - first_file * nspf}});
     stages.push_back({{"op", "take"}, {"count", r.end - r.begin}});
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
@@ -159,10 +160,10 @@ nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>
       for (int64_t i = rank; i < n; i += ranks)
         mine.push_back(files[static_cast<size_t>(i)]);
       stages.push_back(list(std::move(mine), w.file_shuffle));
-      stages.push_back(reader(w, 1, rank));
+      stages.push_back(reader(w, 1, rank, samples));
     } else {
       stages.push_back(list(files, w.file_shuffle));
-      stages.push_back(reader(w, 1, rank));
+      stages.push_back(reader(w, 1, rank, samples));
       stages.push_back({{"op", "shard"}, {"num_shards", ranks}, {"index", rank}});
     }
     if (w.sample_shuffle) {

@@ -54,9 +54,11 @@ SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks);
 std::vector<std::string> expected_training_files(const DlioWorkload& w);
 
 // The spec (pipelines/spec.h) of rank `rank`'s loader over the training `files` (DLIO's listing):
-// one epoch.
+// one epoch. With `samples`, each sample stays itself (its arrays, batched) instead of standing as
+// its size in bytes (for Python's pipeprof.Pipeline.from_workload; batching needs samples of one
+// shape, record_length_stdev 0).
 nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>& files,
-                           int64_t rank, int64_t ranks);
+                           int64_t rank, int64_t ranks, bool samples = false);
 
 // The spec repeated without end (a repeat stage before its final prefetch).
 nlohmann::json repeated(nlohmann::json spec);
