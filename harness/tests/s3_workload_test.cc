@@ -203,6 +203,21 @@ TEST_F(S3Workload, BadStorageSettingsAreExit2NamingTheKey) {
                                   "    endpoint_url: ftp://x\n");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("storage.storage_options.endpoint_url"), std::string::npos) << r.out;
+  // Half a key pair (the other half would come from the AWS environment).
+  const std::string s3 = base + "storage:\n  storage_type: s3\n  storage_root: b\n  storage_options:\n"
+                                "    endpoint_url: http://127.0.0.1:9, http://127.0.0.1:9\n";
+  r = run("half.yaml", s3 + "    access_key_id: a\n");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("storage.storage_options.secret_access_key: missing: access_key_id is given without it"),
+            std::string::npos)
+      << r.out;
+  r = run("other_half.yaml", s3 + "    secret_access_key: b\n");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("storage.storage_options.access_key_id: missing"), std::string::npos) << r.out;
+  // An endpoint listed twice is said, not refused.
+  r = run("twice.yaml", s3 + "    access_key_id: a\n    secret_access_key: b\n");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("http://127.0.0.1:9 is listed more than once"), std::string::npos) << r.out;
 }
 
 // generate_data writes the dataset into the bucket (each file staged locally, uploaded, removed),

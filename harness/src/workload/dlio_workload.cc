@@ -270,12 +270,26 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
             if (e.empty()) continue;
             if (!e.starts_with("http://") && !e.starts_with("https://"))
               o.fail("endpoint_url", "http:// or https:// URLs");
+            if (std::find(w.s3_endpoints.begin(), w.s3_endpoints.end(), e) != w.s3_endpoints.end()) {
+              w.warnings.push_back(fmt::format(
+                  "{}: {} is listed more than once (rank r uses endpoint r % N of the list, so the "
+                  "ranks given each of its places share one endpoint)",
+                  o.where("endpoint_url"), e));
+            }
             w.s3_endpoints.push_back(e);
           }
           if (!w.s3_endpoints.empty()) so.endpoint_url = w.s3_endpoints.front();
         }
         if (o.has("access_key_id")) so.access_key_id = o.text("access_key_id");
         if (o.has("secret_access_key")) so.secret_access_key = o.text("secret_access_key");
+        // Half a key pair would be completed from the AWS environment, signing with another
+        // account's secret: refused, naming the half that is missing.
+        if (o.has("access_key_id") != o.has("secret_access_key")) {
+          const char* missing = o.has("access_key_id") ? "secret_access_key" : "access_key_id";
+          throw InputError(fmt::format("{}: missing: {} is given without it (a key pair goes together)",
+                                       o.where(missing),
+                                       o.has("access_key_id") ? "access_key_id" : "secret_access_key"));
+        }
         if (o.has("session_token")) so.session_token = o.text("session_token");
         if (o.has("region")) so.region = o.text("region");
         if (o.has("s3_force_path_style")) so.force_path_style = o.boolean("s3_force_path_style");
