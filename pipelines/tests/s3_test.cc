@@ -279,5 +279,21 @@ TEST(S3Names, UrlsArePathStyleForAddressesAndVirtualHostedOtherwise) {
   EXPECT_EQ(io::s3_error_gist("not xml"), "");
 }
 
+// Parts double every 1,000 so that S3's 10,000 parts hold more than its 5 TiB objects (16 MiB
+// parts alone stopped at 160 GB: a large rank's checkpoint).
+TEST(S3Names, PartsGrowSoThatTenThousandHoldTheLargestObject) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  EXPECT_EQ(io::s3_part_bytes(16 * kMiB, 1), 16 * kMiB);
+  EXPECT_EQ(io::s3_part_bytes(16 * kMiB, 1000), 16 * kMiB);
+  EXPECT_EQ(io::s3_part_bytes(16 * kMiB, 1001), 32 * kMiB);
+  EXPECT_EQ(io::s3_part_bytes(16 * kMiB, 2001), 64 * kMiB);
+  EXPECT_EQ(io::s3_part_bytes(16 * kMiB, 10000), 5120 * kMiB);  // at most S3's 5 GiB
+  uint64_t total = 0;
+  for (uint64_t n = 1; n <= io::kS3MostParts; ++n)
+    total += io::s3_part_bytes(16 * kMiB, n);
+  EXPECT_GT(total, uint64_t{5} << 40) << "10,000 parts hold less than S3's largest object";
+  EXPECT_EQ(io::s3_part_bytes(uint64_t{6} << 30, 1), uint64_t{5} << 30);
+}
+
 }  // namespace
 }  // namespace pipeprof::pipelines

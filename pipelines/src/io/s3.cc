@@ -170,13 +170,14 @@ class S3WritableFile final : public WritableFile {
   void append(std::span<const std::byte> bytes) override {
     if (committed_) throw IoError(fmt::format("{}: appended to after commit", name_));
     while (!bytes.empty()) {
-      if (buffer_.capacity() == 0) buffer_.reserve(static_cast<size_t>(part_bytes_));
-      const size_t room = static_cast<size_t>(part_bytes_) - buffer_.size();
+      const auto part = static_cast<size_t>(s3_part_bytes(part_bytes_, etags_.size() + 1));
+      if (buffer_.capacity() < part) buffer_.reserve(part);
+      const size_t room = part - buffer_.size();
       const size_t n = std::min(room, bytes.size());
       buffer_.insert(buffer_.end(), bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(n));
       bytes = bytes.subspan(n);
       size_ += n;
-      if (buffer_.size() == part_bytes_ && !bytes.empty()) upload_part();
+      if (buffer_.size() == part && !bytes.empty()) upload_part();
     }
   }
 
@@ -229,6 +230,9 @@ class S3WritableFile final : public WritableFile {
       }
     }
     const size_t number = etags_.size() + 1;
+    if (number > kS3MostParts) {
+      throw IoError(fmt::format("{}: more than S3's {} parts ({} bytes so far)", label(), kS3MostParts, size_));
+    }
     const HttpReply reply = http_exchange(
         url(fmt::format("partNumber={}&uploadId={}", number, s3_encode(upload_id_, false))),
         {.method = "PUT", .body = buffer_, .send_body = true}, access_);
@@ -253,6 +257,15 @@ class S3WritableFile final : public WritableFile {
 };
 
 }  // namespace
+
+uint64_t s3_part_bytes(uint64_t first_bytes, uint64_t number) {
+  constexpr uint64_t kMost = uint64_t{5} << 30;  // S3's largest part
+  const uint64_t doublings = number == 0 ? 0 : (number - 1) / kS3PartsPerSize;
+  uint64_t bytes = std::min(first_bytes, kMost);
+  for (uint64_t i = 0; i < doublings && bytes < kMost; ++i)
+    bytes = std::min(bytes * 2, kMost);
+  return bytes;
+}
 
 bool is_s3_url(const std::string& name) {
   return name.starts_with("s3://");

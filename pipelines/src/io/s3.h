@@ -6,7 +6,8 @@
 //             pipeline's disk cache when it has one, as http(s) objects are
 //   listings  ListObjectsV2 of the pattern's folder (prefix and delimiter "/"), page after page
 //             (continuation tokens); the last part of the pattern may hold wildcards (fnmatch)
-//   writes    one PUT, or a multipart upload (parts of S3Options::part_bytes) for larger objects;
+//   writes    one PUT, or a multipart upload (parts of S3Options::part_bytes, doubling every 1,000
+//             parts: s3_part_bytes) for larger objects;
 //             an object appears only when complete, and an unfinished upload is aborted
 //
 // Settings come from the StorageContext's S3Options, field by field over the AWS environment
@@ -52,6 +53,13 @@ S3Settings s3_settings_of(const S3Options& options);
 // parameters sorted by name, their values encoded with s3_encode) when not empty.
 std::string s3_http_url(const S3Settings& settings, const std::string& bucket, const std::string& key,
                         const std::string& query = "");
+
+// The size of part `number` (from 1) of a multipart upload whose parts start at `first_bytes`: it
+// doubles every kS3PartsPerSize parts, up to S3's 5 GiB, so that S3's 10,000 parts hold objects
+// beyond its 5 TiB limit (16 MiB parts alone stop at 160 GB).
+inline constexpr uint64_t kS3MostParts = 10'000;
+inline constexpr uint64_t kS3PartsPerSize = 1'000;
+uint64_t s3_part_bytes(uint64_t first_bytes, uint64_t number);
 
 // Percent-encodes as SigV4 wants it: all but A-Z a-z 0-9 - _ . ~ (and '/' when keep_slash).
 std::string s3_encode(std::string_view text, bool keep_slash);
