@@ -92,7 +92,7 @@ Element random_element(const std::vector<Shape>& shapes, uint64_t seed) {
   Element out;
   out.reserve(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {
-    Tensor t(DType::kFloat32, shapes[i]);
+    Tensor t = Tensor::uninitialized(DType::kFloat32, shapes[i]);  // filled whole below
     fill_random(t.mutable_values<float>(), seed * 0x9E3779B97F4A7C15ULL + i);
     out.push_back(std::move(t));
   }

@@ -1,20 +1,86 @@
 #include "pipeprof/pipelines/tensor.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace pipeprof::pipelines {
 namespace {
 
+// Huge buffers freed recently, kept mapped for the next tensor of the same size. A pipeline makes
+// elements of one size again and again (a 48 MB batch per step), and a fresh mapping costs a page
+// fault per page (per 2 MiB with huge pages) and the kernel zeroing it, which on a VM costs
+// several times writing the bytes: in the Ray article's generator, clear_page took 29% of the
+// generator thread's time and its PRNG fill 6%. A buffer taken again is zeroed by memset.
+// At most kMostHeld bytes are kept; the rest are unmapped as before.
+class HugeBuffers {
+ public:
+  static constexpr size_t kMostHeld = size_t{512} << 20;
+
+  // A kept buffer of exactly n bytes (zeroed when asked), or nullptr.
+  void* take(size_t n, bool zero) {
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < kept_.size(); ++i) {
+        if (kept_[i].bytes != n) continue;
+        p = kept_[i].data;
+        kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
+        held_ -= n;
+        break;
+      }
+    }
+    if (p != nullptr && zero) std::memset(p, 0, n);
+    return p;
+  }
+  // Keeps the buffer, or unmaps it when the cache is full.
+  void give(void* p, size_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (held_ + n <= kMostHeld) {
+        kept_.push_back({p, n});
+        held_ += n;
+        return;
+      }
+    }
+    ::munmap(p, n);
+  }
+  // A forked child has only the forking thread: the lock is held across the fork (no list half
+  // changed) and released on both sides; the child keeps the buffers (its copies of the mappings).
+  void lock() { mutex_.lock(); }
+  void unlock() { mutex_.unlock(); }
+
+ private:
+  struct Kept {
+    void* data;
+    size_t bytes;
+  };
+  std::mutex mutex_;
+  std::vector<Kept> kept_;
+  size_t held_ = 0;
+};
+
+// Made while the program starts, before any thread (a static made on first use could be half made
+// at a fork); never destroyed, since tensors may be freed after main returns.
+HugeBuffers* const g_huge_buffers = [] {
+  auto* made = new HugeBuffers;
+  ::pthread_atfork([] { g_huge_buffers->lock(); }, [] { g_huge_buffers->unlock(); },
+                   [] { g_huge_buffers->unlock(); });
+  return made;
+}();
+
 // Small buffers share one allocation with their reference count (16-byte aligned); large ones are
-// 64-byte aligned so that vectorized fills and copies are efficient.
-std::shared_ptr<std::byte> allocate(size_t nbytes) {
+// 64-byte aligned so that vectorized fills and copies are efficient. Zeroed unless `zero` is false
+// (the caller writes every byte).
+std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero = true) {
   constexpr size_t kSmall = 256;
   if (nbytes <= kSmall) {
     std::shared_ptr<std::byte[]> small = std::make_shared<std::byte[]>(nbytes == 0 ? 1 : nbytes);
@@ -25,15 +91,24 @@ std::shared_ptr<std::byte> allocate(size_t nbytes) {
   // which on a VM costs more than writing the bytes. A fresh mapping is already zero.
   constexpr size_t kHuge = size_t{4} << 20;
   if (nbytes >= kHuge) {
-    void* m = ::mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(m, nbytes, MADV_HUGEPAGE);  // best effort
+    void* m = g_huge_buffers != nullptr ? g_huge_buffers->take(nbytes, zero) : nullptr;  // null: static init
+    if (m == nullptr) {
+      m = ::mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) throw std::bad_alloc();
+      ::madvise(m, nbytes, MADV_HUGEPAGE);  // best effort
+    }
     return std::shared_ptr<std::byte>(static_cast<std::byte*>(m),
-                                      [nbytes](std::byte* p) { ::munmap(p, nbytes); });
+                                      [nbytes](std::byte* p) {
+                                        if (g_huge_buffers != nullptr) {
+                                          g_huge_buffers->give(p, nbytes);
+                                        } else {
+                                          ::munmap(p, nbytes);
+                                        }
+                                      });
   }
   constexpr std::align_val_t kAlign{64};
   auto* raw = static_cast<std::byte*>(::operator new(nbytes == 0 ? 1 : nbytes, kAlign));
-  std::memset(raw, 0, nbytes);
+  if (zero) std::memset(raw, 0, nbytes);
   return std::shared_ptr<std::byte>(raw, [](std::byte* p) { ::operator delete(p, kAlign); });
 }
 
@@ -177,6 +252,19 @@ Tensor::Tensor(DType dtype, Shape shape)
   }
 }
 
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.num_elements_ = pipelines::num_elements(t.shape_);
+  if (t.nbytes() <= kInlineBytes) {
+    t.inline_ = true;
+  } else {
+    t.data_ = allocate(t.nbytes(), /*zero=*/false);
+  }
+  return t;
+}
+
 Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data) {
   if (!data) throw std::invalid_argument("Tensor::wrap: null data");
   Tensor t;
@@ -276,7 +364,7 @@ Tensor Tensor::stack(std::span<const Tensor> parts) {
   const Tensor& first = parts[0];
   Shape shape{static_cast<int64_t>(parts.size())};
   shape.insert(shape.end(), first.shape_.begin(), first.shape_.end());
-  Tensor out(first.dtype_, std::move(shape));
+  Tensor out = uninitialized(first.dtype_, std::move(shape));  // every row is copied in below
   const size_t row = first.nbytes();
   std::byte* dst = out.mutable_data();
   for (size_t i = 0; i < parts.size(); ++i) {

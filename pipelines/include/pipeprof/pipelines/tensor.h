@@ -63,6 +63,9 @@ class Tensor {
 
   // A new zero-filled tensor that owns its buffer.
   Tensor(DType dtype, Shape shape);
+  // A new tensor whose every byte the caller writes before any is read (a fill, a stack): a
+  // buffer used before is not zeroed again.
+  static Tensor uninitialized(DType dtype, Shape shape);
   // A tensor over memory someone else owns (a shared-memory object, a pinned buffer): `owner`
   // keeps the memory alive and is released when the last tensor viewing it goes away.
   static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte> data);
