@@ -171,6 +171,26 @@ TEST_F(S3Workload, DatagenOfAnS3WorkloadWritesIntoItsBucket) {
   EXPECT_EQ(r.code, 0) << r.out;  // it reads the 8 objects datagen wrote
 }
 
+// `pipeprof serve --s3` whose proxy dies stops serving, naming it (it went on "serving" a server
+// that refused every connection), and leaves no Swift process.
+TEST_F(S3Workload, ServeStopsNamingAComponentThatDies) {
+  const TempDir tmp;
+  fs::create_directories(tmp / "site");
+  tmp.write("site/a.txt", "hello\n");
+  const std::string log = (tmp / "serve.log").string();
+  // --seconds: were the death missed, serving would end (exit 0) instead of hanging the test.
+  const std::string serve =
+      std::string(PIPEPROF_BINARY) + " serve --s3 served --seconds 60 " + (tmp / "site").string();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + serve + " > " + log + " 2>&1 & pid=$!; for i in $(seq 300); do grep -q serving " + log +
+      " && break; sleep 0.1; done; proxy=$(pgrep -P $pid -f swift-proxy-server | head -1); [ -n \"$proxy\" ] && kill -9 $proxy; "
+      "wait $pid; echo \"rc=$?\"; cat " + log + "'");
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the S3 server stopped serving: its proxy killed by signal 9"), std::string::npos) << r.out;
+  const CliResult left = pipeprof::testing::run_command("pgrep -f '[s]wift-.*" + tmp.path().filename().string() + "'");
+  EXPECT_NE(left.code, 0) << "Swift processes left: " << left.out;
+}
+
 TEST_F(S3Workload, AWrongSecretKeyIsExit2NamingTheEndpointAndBucket) {
   const TempDir tmp;
   const fs::path yaml = tmp.write("bad.yaml", training_yaml("nothing", storage_yaml("wrong-secret")));

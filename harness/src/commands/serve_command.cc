@@ -93,7 +93,15 @@ Outcome serve_s3(const ServeOptions& o) {
                    so.secret_access_key, so.region, so.endpoint_url, so.access_key_id,
                    so.secret_access_key, so.region)
             << std::flush;
-  const Outcome out = wait_serving(o, [&] { return server->running(); }, "S3 server");
+  // A component that exits (the proxy, a storage server) ends the serving, naming it: clients
+  // would otherwise get refused connections or 503s from a server said to be serving.
+  const Outcome out = wait_serving(o, [&] {
+    if (const std::string gone = server->exited(); !gone.empty()) {
+      server->stop();
+      throw RunFailure(fmt::format("the S3 server stopped serving: its {}", gone));
+    }
+    return true;
+  }, "S3 server");
   server->stop();
   std::cerr << "stopped\n";
   return out;

@@ -308,6 +308,20 @@ void S3Server::reap(std::chrono::milliseconds grace) {
   names_.clear();
 }
 
+std::string S3Server::exited() {
+  std::string gone;
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (pids_[i] <= 0) continue;
+    int status = 0;
+    if (::waitpid(pids_[i], &status, WNOHANG) != pids_[i]) continue;
+    pids_[i] = -1;
+    const std::string how = WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
+                                                : fmt::format("exited with status {}", WEXITSTATUS(status));
+    gone += fmt::format("{}{} {}", gone.empty() ? "" : ", ", names_[i], how);
+  }
+  return gone;
+}
+
 void S3Server::kill_component(const std::string& name) {
   for (size_t i = 0; i < names_.size(); ++i) {
     if (names_[i] != name || pids_[i] <= 0) continue;

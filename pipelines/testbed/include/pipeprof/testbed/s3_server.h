@@ -54,6 +54,10 @@ class S3Server {
   void create_bucket(const std::string& name) const;
 
   bool running() const { return group_ > 0; }
+  // The components that have exited on their own since they started, reaped now ("proxy exited
+  // with status 1", "object killed by signal 9"); empty while every one runs. One stopped by
+  // kill_component is not counted.
+  std::string exited();
   // Stops every process (SIGTERM, SIGKILL after 5 s).
   void stop();
   // Kills every process at once (SIGKILL): a crash.
