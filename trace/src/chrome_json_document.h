@@ -1,0 +1,610 @@
+// The Chrome Trace Event JSON reader (chrome_json_reader.cc, chrome_json_parts.cc) on simdjson's On-Demand API: one forward pass over the document,
+// every value validated (skipped values included, so the writer never re-emits broken JSON), the
+// events handed to TraceBuilder. Errors carry the byte offset simdjson stopped at, or the start of
+// the event whose content is wrong.
+//
+// Choices: timestamps are read from the number's text (exact to the nanosecond, even for
+// epoch-based microseconds that a double cannot hold); "X" needs ts and dur >= 0; an "E" without a
+// "B" is an error, a "B" without an "E" is closed at the end of the trace (metadata
+// "unclosed_spans" counts them); unknown phases are ignored; a counter's "value" series is named
+// after the event, any other key k as "<name>.<k>".
+#pragma once
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json_text.h"
+#include "pipeprof/trace/chrome_json.h"
+#include "trace_builder.h"
+
+namespace pipeprof::trace::detail {
+
+namespace od = simdjson::ondemand;
+namespace jt = json_text;
+
+inline std::string_view trim_right(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+inline bool is_gpu_category(std::string_view cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" ||
+         cat == "gpu_user_annotation" || cat == "gpu" || cat == "cuda_sync" || cat == "Kernel" ||
+         cat == "Memcpy" || cat == "Memset";
+}
+
+inline bool is_kineto_category(std::string_view cat) {
+  return cat == "ac2g" || cat == "kernel" || cat == "cuda_runtime" || cat == "cpu_op" ||
+         cat == "gpu_memcpy" || cat == "cuda_driver" || cat == "python_function";
+}
+
+// The fields of one event that the model uses; string views point into the parser's buffers.
+struct EventFields {
+  std::optional<std::string_view> ph, name, cat, bp;
+  int64_t pid = 0, tid = 0;
+  std::string_view pid_text, tid_text;  // set when given as strings
+  std::optional<int64_t> ts, dur;
+  std::optional<uint64_t> id;
+  bool has_args = false;
+  std::string_view args_raw;
+  std::vector<std::pair<std::string_view, std::string_view>> numeric_args;  // top level: text
+  std::optional<std::string_view> arg_name;  // top-level "name" string
+
+  void clear() {
+    ph = name = cat = bp = std::nullopt;
+    pid = tid = 0;
+    pid_text = tid_text = {};
+    ts = dur = std::nullopt;
+    id = std::nullopt;
+    has_args = false;
+    args_raw = {};
+    numeric_args.clear();
+    arg_name = std::nullopt;
+  }
+  std::optional<double> numeric_arg(std::string_view key) const {
+    for (const auto& [k, text] : numeric_args)
+      if (k == key) return to_double(text);
+    return std::nullopt;
+  }
+  static std::optional<double> to_double(std::string_view text) {
+    double v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (r.ec != std::errc() || !std::isfinite(v)) return std::nullopt;
+    return v;
+  }
+};
+
+class Reader {
+ public:
+  static constexpr int kMaxDepth = 256;  // nesting inside an event's values (recursion bound)
+
+  Reader(std::string source, const ReadOptions& options)
+      : source_(std::move(source)), builder_(source_), keep_args_(options.keep_args) {}
+
+  // A whole trace, or the last part of a streamed one: its top level with the events not read
+  // yet (read_chunk has read the others).
+  Trace run(simdjson::padded_string_view json) {
+    json_ = json;
+    if (json_.size() == 0) throw TraceFormatError(source_, 0, "empty input: expected a JSON trace");
+    od::document doc;
+    if (const auto err = parser_.iterate(json_).get(doc)) stage1_error(err);
+    doc_ = &doc;
+    try {
+      const od::json_type type = doc.type();
+      if (type == od::json_type::array) {
+        read_events(doc.get_array());
+      } else if (type == od::json_type::object) {
+        read_top_object(doc.get_object());
+      } else {
+        fail(location(), "expected a JSON object with \"traceEvents\" or an array of events");
+      }
+      const char* rest = nullptr;
+      if (doc.current_location().get(rest) == simdjson::SUCCESS)
+        fail(offset_of(rest), "unexpected content after the end of the trace");
+    } catch (const simdjson::simdjson_error& e) {
+      if (e.error() == simdjson::INCOMPLETE_ARRAY_OR_OBJECT)  // where it ends: there is no other place
+        fail(json_.size(), "the JSON ends inside an object or array (truncated input?)");
+      std::string what = std::string("malformed JSON: ") + simdjson::error_message(e.error());
+      if (in_event_) what += " (in traceEvents[" + std::to_string(event_index_) + "])";
+      throw TraceFormatError(source_, location(), what);
+    }
+    doc_ = nullptr;
+    if (!format_given_) builder_.metadata("format", kineto_ ? "kineto" : "chrome");
+    return std::move(builder_).finish();
+  }
+
+  // A streamed part: an array of whole events ("[" + events + "]"). False when simdjson's first
+  // stage finds a string that does not end (the part was cut inside a string; nothing was read).
+  // Errors throw as in run(), their offsets within the part.
+  bool read_chunk(simdjson::padded_string_view json) {
+    json_ = json;
+    od::document doc;
+    if (const auto err = parser_.iterate(json_).get(doc)) {
+      if (err == simdjson::UNCLOSED_STRING) return false;
+      stage1_error(err);
+    }
+    doc_ = &doc;
+    read_events(doc.get_array());
+    const char* rest = nullptr;
+    if (doc.current_location().get(rest) == simdjson::SUCCESS)
+      fail(offset_of(rest), "unexpected content after a part of the events");
+    doc_ = nullptr;
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(uint64_t offset, const std::string& what) {
+    throw TraceFormatError(source_, offset, what);
+  }
+  [[noreturn]] void fail_event(const std::string& what) {
+    fail(event_offset_, "traceEvents[" + std::to_string(event_index_) + "]: " + what);
+  }
+
+  [[noreturn]] void stage1_error(simdjson::error_code err) {
+    const std::string_view text(json_.data(), json_.size());
+    if (err == simdjson::UTF8_ERROR) {
+      const auto at = jt::first_invalid_utf8(text);
+      fail(at.value_or(0), "invalid UTF-8");
+    }
+    if (err == simdjson::UNCLOSED_STRING)
+      fail(json_.size(), "unterminated string (truncated input?)");
+    if (err == simdjson::EMPTY) fail(0, "empty input: expected a JSON trace");
+    if (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT)
+      fail(json_.size(), "the JSON ends inside an object or array (truncated input?)");
+    fail(0, std::string("malformed JSON: ") + simdjson::error_message(err));
+  }
+
+  uint64_t location() {
+    if (doc_ == nullptr) return 0;
+    const char* p = nullptr;
+    if (doc_->current_location().get(p) != simdjson::SUCCESS || p == nullptr) return json_.size();
+    if (p < json_.data() || p > json_.data() + json_.size()) return json_.size();
+    return static_cast<uint64_t>(p - json_.data());
+  }
+  uint64_t offset_of(const char* p) const {
+    return p >= json_.data() && p <= json_.data() + json_.size()
+               ? static_cast<uint64_t>(p - json_.data())
+               : 0;
+  }
+
+  void read_top_object(od::object top) {
+    for (auto field : top) {
+      const std::string_view key = field.unescaped_key();
+      od::value v = field.value();
+      if (key == "traceEvents") {
+        if (v.type() != od::json_type::array) fail(location(), "\"traceEvents\" must be an array");
+        saw_events_array_ = true;
+        read_events(v.get_array());
+      } else if (key == "otherData") {
+        if (v.type() != od::json_type::object) fail(location(), "\"otherData\" must be an object");
+        read_other_data(v.get_object());
+      } else {
+        if (key == "deviceProperties" || key == "schemaVersion") kineto_ = true;
+        validate(v);
+      }
+    }
+    if (!saw_events_array_) fail(0, "no \"traceEvents\" array in the trace object");
+  }
+
+  void read_other_data(od::object obj) {
+    for (auto field : obj) {
+      std::string key(field.unescaped_key().value());
+      od::value v = field.value();
+      const od::json_type type = v.type();
+      std::string value;
+      if (type == od::json_type::string) {
+        value = std::string(v.get_string().value());
+      } else if (type == od::json_type::object) {
+        od::object o = v.get_object();
+        value = std::string(o.raw_json().value());
+      } else if (type == od::json_type::array) {
+        od::array a = v.get_array();
+        value = std::string(a.raw_json().value());
+      } else {
+        value = std::string(trim_right(v.raw_json_token()));
+        validate(v);
+      }
+      if (key == "format") format_given_ = true;
+      builder_.metadata(std::move(key), std::move(value));
+    }
+  }
+
+  // Checks that a value is well-formed JSON all the way down. Scalars are checked from their text
+  // (simdjson's first stage has already validated UTF-8, control characters and string bounds),
+  // which is cheaper than converting them.
+  void validate(od::value v, int depth = 0) {
+    const od::json_type type = v.type();
+    if ((type == od::json_type::array || type == od::json_type::object) && depth >= kMaxDepth)
+      fail(location(), "values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    switch (type) {
+      case od::json_type::array:
+        for (auto element : v.get_array())
+          validate(element.value(), depth + 1);
+        break;
+      case od::json_type::object:
+        for (auto field : v.get_object()) {
+          (void)key_text(field);
+          validate(field.value(), depth + 1);
+        }
+        break;
+      default:
+        (void)check_scalar(v);
+    }
+  }
+
+  // The text of a scalar (trimmed); an error when it is not a JSON string, number or literal.
+  std::string_view check_scalar(od::value& v) {
+    const std::string_view token = trim_right(v.raw_json_token());
+    bool ok = false;
+    switch (token.empty() ? '\0' : token.front()) {
+      case '"':
+        ok = token.size() >= 2 && token.back() == '"' &&
+             escapes_ok(token.substr(1, token.size() - 2));
+        break;
+      case 't':
+        ok = token == "true";
+        break;
+      case 'f':
+        ok = token == "false";
+        break;
+      case 'n':
+        ok = token == "null";
+        break;
+      default:
+        ok = jt::is_number(token);
+    }
+    if (!ok)
+      fail(offset_of(token.data()),
+           "malformed JSON value: " +
+               std::string(token.substr(0, std::min<size_t>(token.size(), 40))));
+    return token;
+  }
+
+  bool escapes_ok(std::string_view inner) {
+    if (inner.find('\\') == std::string_view::npos) return true;
+    scratch_.clear();
+    return jt::unescape(inner, scratch_);
+  }
+
+  // A field's key without a copy (keys with escapes are unescaped into storage that lives until
+  // the next event).
+  std::string_view key_text(simdjson::simdjson_result<od::field>& field) {
+    const od::raw_json_string raw = field.key();
+    const char* p = raw.raw();
+    const char* end = json_.data() + json_.size();
+    const char* q = p;
+    for (;;) {
+      q = static_cast<const char*>(std::memchr(q, '"', static_cast<size_t>(end - q)));
+      if (q == nullptr) fail(offset_of(p), "unterminated key");
+      ptrdiff_t backslashes = 0;
+      while (q - backslashes > p && q[-1 - backslashes] == '\\')
+        ++backslashes;
+      if (backslashes % 2 == 0) break;
+      ++q;
+    }
+    const std::string_view inner(p, static_cast<size_t>(q - p));
+    if (inner.find('\\') == std::string_view::npos) return inner;
+    std::string& unescaped = key_storage_.emplace_back();
+    if (!jt::unescape(inner, unescaped)) fail(offset_of(p), "invalid escape in a key");
+    return unescaped;
+  }
+
+  void read_events(od::array events) {
+    for (auto element : events) {
+      od::value v = element.value();
+      in_event_ = true;
+      event_offset_ = location();
+      if (v.type() != od::json_type::object) fail_event("an event must be a JSON object");
+      e_.clear();
+      if (collected_ == nullptr) key_storage_.clear();  // collected events' keys live with the part
+      for (auto field : v.get_object()) {
+        const std::string_view key = key_text(field);
+        read_field(key, field.value());
+      }
+      if (collected_ != nullptr) {
+        collect();
+      } else {
+        handle_event();
+      }
+      in_event_ = false;
+      ++event_index_;
+    }
+  }
+
+  // The event just read into the part's list (its element's vector capacity is kept for reuse).
+  void collect() {
+    if (collected_count_ < collected_->size()) {
+      std::swap((*collected_)[collected_count_], e_);
+    } else {
+      collected_->push_back(e_);
+    }
+    ++collected_count_;
+  }
+
+ public:
+  // Reads a part's events ("[" + events + "]") into `events` (its first `count` elements) without
+  // handling them: their views point into the part's text and this reader's parser, so both must
+  // stay as they are until handle() has taken every one. False: the part was cut inside a string.
+  bool collect_chunk(simdjson::padded_string_view json, std::vector<EventFields>& events, size_t& count) {
+    collected_ = &events;
+    collected_count_ = 0;
+    key_storage_.clear();
+    struct Reset {
+      Reader* r;
+      ~Reset() { r->collected_ = nullptr; }
+    } reset{this};
+    const bool read = read_chunk(json);
+    count = collected_count_;
+    return read;
+  }
+
+  // Handles an event another reader collected, as if read here (in the trace's order).
+  void handle(EventFields& event) {
+    std::swap(e_, event);
+    handle_event();
+    ++event_index_;
+  }
+
+ private:
+
+  std::string_view string_field(od::value v, const char* key) {
+    if (v.type() != od::json_type::string)
+      fail_event(std::string("\"") + key + "\" must be a string");
+    return v.get_string();
+  }
+
+  int64_t time_field(od::value v, const char* key) {
+    std::string_view text;
+    const od::json_type type = v.type();
+    if (type == od::json_type::number) {
+      text = trim_right(v.raw_json_token());  // checked by parse_us_to_ns
+    } else if (type == od::json_type::string) {
+      text = v.get_string();
+    } else {
+      fail_event(std::string("\"") + key + "\" must be a number of microseconds");
+    }
+    const auto ns = jt::parse_us_to_ns(text);
+    if (!ns)
+      fail_event(std::string("\"") + key +
+                 "\" is not a number of microseconds within +-292 years: " +
+                 std::string(text.substr(0, 64)));
+    return *ns;
+  }
+
+  // pid/tid: an integer, or a string (a number in text, or a name such as "stream 7").
+  int64_t id_field(od::value v, const char* key, std::string_view& text) {
+    const od::json_type type = v.type();
+    if (type == od::json_type::number) {
+      int64_t n = 0;
+      if (v.get_int64().get(n) != simdjson::SUCCESS)
+        fail_event(std::string("\"") + key + "\" must be an integer or a string");
+      return n;
+    }
+    if (type == od::json_type::string) {
+      text = v.get_string();
+      return 0;
+    }
+    fail_event(std::string("\"") + key + "\" must be an integer or a string");
+  }
+
+  uint64_t flow_id_field(od::value v) {
+    const od::json_type type = v.type();
+    if (type == od::json_type::number) {
+      uint64_t u = 0;
+      if (v.get_uint64().get(u) == simdjson::SUCCESS) return u;
+      int64_t n = 0;
+      if (v.get_int64().get(n) == simdjson::SUCCESS) return static_cast<uint64_t>(n);
+      fail_event("\"id\" must be an integer or a string");
+    }
+    if (type == od::json_type::string) {
+      const std::string_view s = v.get_string();
+      if (const auto n = jt::parse_integer(s)) return static_cast<uint64_t>(*n);
+      return std::hash<std::string_view>{}(s);
+    }
+    fail_event("\"id\" must be an integer or a string");
+  }
+
+  void read_args(od::value v) {
+    if (v.type() != od::json_type::object) fail_event("\"args\" must be an object");
+    const char* start = json_.data() + location();
+    for (auto field : v.get_object()) {
+      const std::string_view key = key_text(field);
+      od::value value = field.value();
+      const od::json_type type = value.type();
+      if (type == od::json_type::number) {
+        e_.numeric_args.emplace_back(key, check_scalar(value));
+      } else if (type == od::json_type::string && key == "name") {
+        e_.arg_name = value.get_string().value();
+      } else {
+        validate(value);
+      }
+    }
+    const char* end = json_.data() + location();
+    e_.has_args = true;
+    e_.args_raw = trim_right(std::string_view(start, static_cast<size_t>(end - start)));
+  }
+
+  void read_field(std::string_view key, od::value v) {
+    if (key.size() == 2) {
+      if (key == "ph") return void(e_.ph = string_field(v, "ph"));
+      if (key == "ts") return void(e_.ts = time_field(v, "ts"));
+      if (key == "id") return void(e_.id = flow_id_field(v));
+      if (key == "bp") return void(e_.bp = string_field(v, "bp"));
+    } else if (key.size() == 3) {
+      if (key == "pid") return void(e_.pid = id_field(v, "pid", e_.pid_text));
+      if (key == "tid") return void(e_.tid = id_field(v, "tid", e_.tid_text));
+      if (key == "cat") return void(e_.cat = string_field(v, "cat"));
+      if (key == "dur") return void(e_.dur = time_field(v, "dur"));
+    } else if (key == "name") {
+      return void(e_.name = string_field(v, "name"));
+    } else if (key == "args") {
+      return read_args(v);
+    }
+    validate(v);
+  }
+
+  StrId intern(const std::optional<std::string_view>& s) {
+    return s ? builder_.strings().intern(*s) : kNoStr;
+  }
+  uint32_t args_index() {
+    if (!keep_args_ || !e_.has_args || e_.args_raw.size() <= 2) return kNoArgs;  // absent or {}
+    return builder_.add_args(e_.args_raw);
+  }
+  int64_t need_ts() {
+    if (!e_.ts) fail_event("\"ts\" is missing");
+    return *e_.ts;
+  }
+
+  void handle_event() {
+    if (!e_.ph) fail_event("\"ph\" (the event's phase) is missing");
+    if (!e_.pid_text.empty()) e_.pid = builder_.pid_from_string(e_.pid_text);
+    if (!e_.tid_text.empty()) e_.tid = builder_.tid_from_string(e_.pid, e_.tid_text);
+    const bool gpu = e_.cat && is_gpu_category(*e_.cat);
+    if (e_.cat && is_kineto_category(*e_.cat)) kineto_ = true;
+    const std::string_view ph = *e_.ph;
+    if (ph.size() != 1) return;  // unknown phase: ignored
+    switch (ph[0]) {
+      case 'X':
+        return complete_event(gpu);
+      case 'B': {
+        const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        if (!gpu) builder_.note_host_span(lane);
+        return builder_.begin(lane, need_ts(), intern(e_.name), intern(e_.cat), args_index());
+      }
+      case 'E': {
+        const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        return builder_.end(lane, need_ts(), args_index(), event_offset_);
+      }
+      case 'i':
+      case 'I':
+      case 'n': {
+        Instant i;
+        i.ts_ns = need_ts();
+        i.name = intern(e_.name);
+        i.category = intern(e_.cat);
+        i.args = args_index();
+        return builder_.add_instant(builder_.lane(e_.pid, e_.tid), i);
+      }
+      case 'C':
+        return counter_event();
+      case 'M':
+        return metadata_event();
+      case 's':
+      case 't':
+      case 'f':
+        return flow_event(ph[0]);
+      default:
+        return;  // other phases (async b/e, objects, samples, ...) are not modelled
+    }
+  }
+
+  void complete_event(bool gpu) {
+    Span s;
+    s.start_ns = need_ts();
+    if (!e_.dur) fail_event("complete event (ph \"X\") has no \"dur\"");
+    if (*e_.dur < 0) fail_event("\"dur\" is negative");
+    if (s.start_ns > 0 && *e_.dur > std::numeric_limits<int64_t>::max() - s.start_ns)
+      fail_event("\"ts\" + \"dur\" is out of range");
+    s.dur_ns = *e_.dur;
+    s.name = intern(e_.name);
+    s.category = intern(e_.cat);
+    s.args = args_index();
+    const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+    if (gpu) {
+      const auto stream = e_.numeric_arg("stream");
+      if (stream && *stream >= 0 && *stream == std::floor(*stream) && *stream < 9e18) {
+        const auto device = e_.numeric_arg("device");
+        const bool device_ok = device && *device >= 0 && *device < 1e9;
+        builder_.mark_gpu(lane, device_ok ? static_cast<int32_t>(*device) : 0,
+                          static_cast<int64_t>(*stream),
+                          *e_.cat == "cuda_sync" ? TraceBuilder::GpuMark::kSync
+                                                 : TraceBuilder::GpuMark::kDeviceWork);
+      }
+    } else {
+      builder_.note_host_span(lane);  // only a CPU thread records spans of other categories
+    }
+    builder_.add_span(lane, s);
+  }
+
+  void counter_event() {
+    const int64_t ts = need_ts();
+    const std::string_view name = e_.name.value_or("");
+    builder_.note_process(e_.pid);
+    for (const auto& [key, text] : e_.numeric_args) {
+      const auto parsed = EventFields::to_double(text);
+      if (!parsed) fail_event("counter \"" + std::string(key) + "\" is out of range");
+      const double value = *parsed;
+      if (key == "value") {
+        builder_.counter(e_.pid, name, ts, value);
+      } else {
+        series_name_.assign(name);
+        if (!series_name_.empty()) series_name_.push_back('.');
+        series_name_.append(key);
+        builder_.counter(e_.pid, series_name_, ts, value);
+      }
+    }
+  }
+
+  void metadata_event() {
+    const std::string_view kind = e_.name.value_or("");
+    if (kind == "process_name" || kind == "thread_name") {
+      if (!e_.arg_name) return;
+      if (kind == "process_name") return builder_.process_name(e_.pid, *e_.arg_name);
+      builder_.thread_name(e_.pid, e_.tid, *e_.arg_name);
+      const auto device = e_.numeric_arg("device");
+      const auto stream = e_.numeric_arg("stream");
+      if (device && stream && *device >= 0 && *device < 1e9 && *stream >= -1 && *stream < 9e18)
+        builder_.mark_gpu(builder_.lane(e_.pid, e_.tid), static_cast<int32_t>(*device),
+                          static_cast<int64_t>(*stream), TraceBuilder::GpuMark::kMetadata);
+      return;
+    }
+    if (kind == "process_sort_index" || kind == "thread_sort_index") {
+      const auto index = e_.numeric_arg("sort_index");
+      if (!index || !(std::fabs(*index) < 9e18)) return;
+      if (kind == "process_sort_index")
+        return builder_.process_sort_index(e_.pid, static_cast<int64_t>(*index));
+      builder_.thread_sort_index(e_.pid, e_.tid, static_cast<int64_t>(*index));
+    }
+  }
+
+  void flow_event(char ph) {
+    const int64_t ts = need_ts();
+    if (!e_.id) fail_event("flow event (ph \"" + std::string(1, ph) + "\") has no \"id\"");
+    const FlowPhase phase = ph == 's'   ? FlowPhase::kStart
+                            : ph == 't' ? FlowPhase::kStep
+                                        : FlowPhase::kFinish;
+    builder_.flow(phase, *e_.id, intern(e_.cat), intern(e_.name), builder_.lane(e_.pid, e_.tid),
+                  ts);
+  }
+
+  std::string source_;
+  simdjson::padded_string_view json_;
+  od::parser parser_;
+  od::document* doc_ = nullptr;
+  TraceBuilder builder_;
+  bool keep_args_ = true;
+  EventFields e_;
+  std::deque<std::string> key_storage_;
+  std::vector<EventFields>* collected_ = nullptr;  // collect_chunk's list
+  size_t collected_count_ = 0;
+  std::string scratch_;
+  std::string series_name_;
+  uint64_t event_offset_ = 0;
+  uint64_t event_index_ = 0;
+  bool in_event_ = false;
+  bool saw_events_array_ = false;
+  bool format_given_ = false;
+  bool kineto_ = false;
+};
+
+
+}  // namespace pipeprof::trace::detail
