@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "formats/example.h"
+#include "formats/jpeg.h"
+#include "formats/tfrecord.h"
 #include "pipeprof/harness/cluster.h"
 #include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
@@ -166,6 +169,57 @@ TEST_P(ExitContract, EveryCommandSaysBadInputNamingTheFileAndTheFault) {
     EXPECT_NE(row.result.out.find(about_file), std::string::npos)
         << c.name << ", " << row.command << ": expected \"" << about_file << "\" in\n"
         << row.result.out;
+  }
+}
+
+// A record whose CRCs hold but whose JPEG does not decode (the file was written so): the decode
+// runs two functions after the read, in threads or in producer processes, and still every command
+// names the file and the record's byte offset, as bad input.
+TEST(ExitContract, AJpegThatDoesNotDecodeNamesItsFileAndRecord) {
+  namespace formats = pipeprof::pipelines::formats;
+  const TempDir tmp;
+  const std::string file = (tmp / "images.tfrecord").string();
+  pipeprof::pipelines::Tensor pixels(pipeprof::pipelines::DType::kUInt8, {16, 16, 3});
+  const std::vector<std::byte> jpeg = formats::encode_jpeg(pixels, 90);
+  uint64_t bad_offset = 0, offset = 0;
+  {
+    formats::TFRecordWriter w(file);
+    for (int i = 0; i < 3; ++i) {
+      const size_t keep = i == 2 ? jpeg.size() / 2 : jpeg.size();  // the third is cut short
+      formats::FeatureValue image{
+          .kind = formats::FeatureKind::kBytes,
+          .bytes = {std::string(reinterpret_cast<const char*>(jpeg.data()), keep)}};
+      const std::string record = formats::encode_example({{"image", image}});
+      if (i == 2) bad_offset = offset;
+      offset += formats::tfrecord_frame(record).size();
+      w.write(record);
+    }
+    w.close();
+  }
+  const nlohmann::json stages = nlohmann::json::parse(R"([
+      {"op": "tfrecord", "files": [")" + file + R"("]},
+      {"op": "map", "fn": "chain", "parallelism": 2, "args": {"fns": [
+        {"fn": "parse_example", "args": {"features": [{"key": "image", "type": "bytes"}]}},
+        {"fn": "decode_jpeg"}, {"fn": "resize", "args": {"height": 8, "width": 8}}]}}])");
+  const fs::path spec = tmp.write("spec.json", nlohmann::json{{"stages", stages}}.dump());
+  std::vector<std::pair<std::string, CliResult>> rows;
+  rows.emplace_back("run", pipeprof::testing::run_command(bin() + " run " + spec.string() +
+                                                          " --repetitions 1 --epochs 1"));
+  rows.emplace_back("inspect", pipeprof::testing::run_command(bin() + " inspect " + spec.string()));
+  for (const std::string op : {"multiprocess", "shared_store"}) {
+    const nlohmann::json mp{
+        {"stages", {{{"op", op}, {"producers", 1}, {"pipeline", {{"stages", stages}}}}}}};
+    const fs::path p = tmp.write(op + ".json", mp.dump());
+    rows.emplace_back("run (" + op + ")",
+                      pipeprof::testing::run_command(bin() + " run " + p.string() +
+                                                     " --repetitions 1 --epochs 1"));
+  }
+  const std::string where = file + ", record at byte " + std::to_string(bad_offset);
+  for (const auto& [command, result] : rows) {
+    SCOPED_TRACE(command);
+    EXPECT_EQ(result.code, 2) << result.out;
+    EXPECT_NE(result.out.find("bad input data: "), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("decode_jpeg: " + where), std::string::npos) << result.out;
   }
 }
 

@@ -131,9 +131,13 @@ Function decode_jpeg(const spec_detail::Fields& f, const nlohmann::json& args) {
                     : std::string(dtype_name(e[0].dtype())) + shape_string(e[0].shape())));
     }
     const Tensor& bytes = e[0];
+    const std::string origin = bytes.origin();  // the file (and record) the bytes came from
     try {
-      e[0] = formats::decode_jpeg({bytes.data(), bytes.nbytes()}, static_cast<int>(channels),
-                                  "element");
+      Tensor image = formats::decode_jpeg({bytes.data(), bytes.nbytes()},
+                                          static_cast<int>(channels),
+                                          origin.empty() ? "element" : origin);
+      image.copy_origin_from(bytes);
+      e[0] = std::move(image);
     } catch (const formats::FormatError& ex) {
       throw InputDataError("decode_jpeg", ex.what());
     }

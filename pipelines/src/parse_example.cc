@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "formats/example.h"
+#include "pipeprof/pipelines/errors.h"
 #include "formats/tfrecord.h"
 
 namespace pipeprof::pipelines {
@@ -24,11 +25,17 @@ Element parse(const Element& in, const Wanted& wanted) {
         "parse_example: component 0 must be a serialized tf.Example (a rank-1 uint8 tensor)");
   }
   const auto bytes = std::span(in[0].data(), in[0].nbytes());
+  // A record that does not hold what the spec asks for is bad input data: the error names the
+  // file and record it came from, where the source said.
+  const auto bad_record = [&](const std::string& what) {
+    const std::string origin = in[0].origin();
+    return InputDataError("parse_example", origin.empty() ? what : origin + ": " + what);
+  };
   std::vector<formats::Feature> features;
   try {
     features = formats::decode_example(bytes, wanted.keys);
   } catch (const formats::FormatError& e) {
-    throw std::invalid_argument(std::string("parse_example: ") + e.what());
+    throw bad_record(e.what());
   }
   Element out;
   out.reserve(features.size());
@@ -36,18 +43,17 @@ Element parse(const Element& in, const Wanted& wanted) {
     const formats::Feature& f = features[i];
     const std::string& key = wanted.keys[i];
     if (f.kind == FeatureKind::kNone) {
-      throw std::invalid_argument(fmt::format("parse_example: feature \"{}\" is missing", key));
+      throw bad_record(fmt::format("feature \"{}\" is missing", key));
     }
     if (f.kind != wanted.kinds[i]) {
-      throw std::invalid_argument(fmt::format("parse_example: feature \"{}\" is a {} list, expected {}",
-                                              key, feature_kind_name(f.kind),
-                                              feature_kind_name(wanted.kinds[i])));
+      throw bad_record(fmt::format("feature \"{}\" is a {} list, expected {}", key,
+                                   feature_kind_name(f.kind), feature_kind_name(wanted.kinds[i])));
     }
     switch (f.kind) {
       case FeatureKind::kBytes: {
         if (f.bytes.size() != 1) {
-          throw std::invalid_argument(fmt::format(
-              "parse_example: bytes feature \"{}\" has {} values, expected 1", key, f.bytes.size()));
+          throw bad_record(
+              fmt::format("bytes feature \"{}\" has {} values, expected 1", key, f.bytes.size()));
         }
         Tensor t(DType::kUInt8, {static_cast<int64_t>(f.bytes[0].size())});
         if (!f.bytes[0].empty()) std::memcpy(t.mutable_data(), f.bytes[0].data(), f.bytes[0].size());
@@ -63,6 +69,7 @@ Element parse(const Element& in, const Wanted& wanted) {
       case FeatureKind::kNone:
         break;
     }
+    out.back().copy_origin_from(in[0]);
   }
   return out;
 }

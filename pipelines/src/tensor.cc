@@ -327,9 +327,11 @@ Tensor Tensor::slice(int64_t begin, int64_t end) const {
     shape[0] = end - begin;
     Tensor t(dtype_, std::move(shape));
     std::memcpy(t.mutable_data(), inline_bytes_.data() + offset, t.nbytes());
+    t.copy_origin_from(*this);
     return t;
   }
   Tensor t;
+  t.copy_origin_from(*this);
   t.dtype_ = dtype_;
   t.shape_ = shape_;
   t.shape_[0] = end - begin;
@@ -352,6 +354,22 @@ Tensor Tensor::reshape(Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;
+}
+
+void Tensor::set_origin(std::shared_ptr<const std::string> file, std::optional<uint64_t> offset) {
+  origin_file_ = std::move(file);
+  origin_offset_ = offset.value_or(kNoOffset);
+}
+
+void Tensor::copy_origin_from(const Tensor& other) {
+  origin_file_ = other.origin_file_;
+  origin_offset_ = other.origin_offset_;
+}
+
+std::string Tensor::origin() const {
+  if (!origin_file_) return {};
+  if (origin_offset_ == kNoOffset) return *origin_file_;
+  return fmt::format("{}, record at byte {}", *origin_file_, origin_offset_);
 }
 
 bool Tensor::shares_buffer_with(const Tensor& other) const {

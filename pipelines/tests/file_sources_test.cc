@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "formats/example.h"
+#include "formats/jpeg.h"
 #include "formats/tfrecord.h"
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/errors.h"
@@ -336,17 +337,85 @@ TEST(ParseExample, DecodesFeaturesInTheOrderAsked) {
   try {
     missing.fn(Element{file_name_tensor(ex)});
     ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
+  } catch (const InputDataError& e) {  // bad data (exit 2), not a bad spec
     EXPECT_NE(std::string(e.what()).find("feature \"label\" is missing"), std::string::npos);
   }
   const Function wrong = make_function(
       "parse_example", nlohmann::json::parse(R"({"features": [{"key": "size", "type": "float"}]})"));
-  EXPECT_THROW(wrong.fn(Element{file_name_tensor(ex)}), std::invalid_argument);
-  EXPECT_THROW(wrong.fn(Element{file_name_tensor(ex.substr(0, ex.size() - 3))}),
-               std::invalid_argument);
+  EXPECT_THROW(wrong.fn(Element{file_name_tensor(ex)}), InputDataError);
+  EXPECT_THROW(wrong.fn(Element{file_name_tensor(ex.substr(0, ex.size() - 3))}), InputDataError);
+  EXPECT_THROW(wrong.fn(Element{Tensor::scalar<int64_t>(3)}), std::invalid_argument)
+      << "not a record at all: the spec is wrong";
   EXPECT_THROW(make_function("parse_example", nlohmann::json::parse(
                                                   R"({"features": [{"key": "a", "type": "str"}]})")),
                SpecError);
+}
+
+// A record whose CRCs hold but whose contents do not decode (written so, or damaged before it was
+// framed) is reported with the file it came from and the record's byte offset, however many
+// functions later the decode fails.
+TEST(ParseExample, ABadRecordIsReportedWithItsFileAndOffset) {
+  const TempDir tmp;
+  const std::string path = (tmp / "images.tfrecord").string();
+  Tensor img(DType::kUInt8, {8, 8, 3});
+  auto good = formats::encode_jpeg(img, 90);
+  auto bad = good;
+  bad.resize(bad.size() / 2);  // a JPEG cut short
+  const auto example = [](const std::vector<std::byte>& jpeg) {
+    formats::FeatureValue bytes{.kind = formats::FeatureKind::kBytes,
+                                .bytes = {std::string(reinterpret_cast<const char*>(jpeg.data()),
+                                                      jpeg.size())}};
+    return formats::encode_example({{"image", bytes}});
+  };
+  {
+    formats::TFRecordWriter w(path);
+    w.write(example(good));
+    w.write(example(good));
+    w.write(example(bad));
+    w.write("not an example");
+    w.close();
+  }
+  std::vector<uint64_t> offsets;
+  {
+    formats::TFRecordReader r(io::open_stream(path, io::Compression::kNone));
+    while (auto rec = r.next())
+      offsets.push_back(rec->offset);
+  }
+  ASSERT_EQ(offsets.size(), 4U);
+  const auto pipeline = [&](int64_t skip) {
+    return parse_pipeline(nlohmann::json::parse(R"({"stages": [
+        {"op": "tfrecord", "files": [")" + path + R"("]},
+        {"op": "skip", "count": )" + std::to_string(skip) + R"(},
+        {"op": "map", "fn": "chain", "args": {"fns": [
+          {"fn": "parse_example", "args": {"features": [{"key": "image", "type": "bytes"}]}},
+          {"fn": "decode_jpeg"}]}, "parallelism": 2}]})"),
+                          "spec.json");
+  };
+  const auto error = [&](int64_t skip) {
+    try {
+      pipeline(skip).collect();
+    } catch (const InputDataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no InputDataError");
+  };
+  const std::string jpeg = error(0);
+  EXPECT_NE(jpeg.find("decode_jpeg: " + path + ", record at byte " + std::to_string(offsets[2])),
+            std::string::npos)
+      << jpeg;
+  const std::string record = error(3);
+  EXPECT_NE(record.find("parse_example: " + path + ", record at byte " + std::to_string(offsets[3])),
+            std::string::npos)
+      << record;
+  // The good records decode, their images knowing where they came from.
+  const auto images = parse_pipeline(nlohmann::json::parse(R"({"stages": [
+        {"op": "tfrecord", "files": [")" + path + R"("]}, {"op": "take", "count": 2},
+        {"op": "map", "fn": "chain", "args": {"fns": [
+          {"fn": "parse_example", "args": {"features": [{"key": "image", "type": "bytes"}]}},
+          {"fn": "decode_jpeg"}]}}]})"), "spec.json").collect();
+  ASSERT_EQ(images.size(), 2U);
+  EXPECT_EQ(images[1][0].shape(), (Shape{8, 8, 3}));
+  EXPECT_EQ(images[1][0].origin(), path + ", record at byte " + std::to_string(offsets[1]));
 }
 
 // ---- specs: the parallel-read pattern ----

@@ -88,6 +88,25 @@ TEST(Tensor, SlicesRowsAndReshapesShareTheBuffer) {
   EXPECT_FALSE(Tensor().shares_buffer_with(Tensor()));
 }
 
+TEST(Tensor, TheOriginTravelsWithViewsAndCopiesButNotIntoAStack) {
+  Tensor t = Tensor::from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
+  EXPECT_EQ(t.origin(), "");
+  const auto file = std::make_shared<const std::string>("data/a.tfrecord");
+  t.set_origin(file, 4096);
+  EXPECT_EQ(t.origin(), "data/a.tfrecord, record at byte 4096");
+  Tensor copy = t;
+  copy.mutable_data();  // copy on write keeps it
+  EXPECT_EQ(copy.origin(), t.origin());
+  EXPECT_EQ(t.slice(1, 3).origin(), t.origin());
+  EXPECT_EQ(t[2].origin(), t.origin());
+  EXPECT_EQ(t.reshape({8}).origin(), t.origin());
+  Tensor tiny = Tensor::from_vector<int64_t>({1, 2}, {2});  // inline bytes: slices are copies
+  tiny.set_origin(file);
+  EXPECT_EQ(tiny[1].origin(), "data/a.tfrecord");
+  const std::vector<Tensor> rows{t[0], t[1]};
+  EXPECT_EQ(Tensor::stack(rows).origin(), "") << "a batch holds many records";
+}
+
 TEST(Tensor, InvalidViews) {
   const Tensor t = Tensor::from_vector<int64_t>({0, 1, 2, 3});
   EXPECT_THROW(t.slice(2, 5), std::out_of_range);

@@ -117,6 +117,9 @@ class FileSourceIterator final : public Iterator {
       } catch (const formats::FormatError& e) {
         throw InputDataError(stage_name(), e.what());
       }
+      const auto origin = std::make_shared<const std::string>(file);
+      for (Tensor& t : arrays)
+        t.set_origin(origin);
       if (!node_.rows) return arrays;
       rows_ = -1;
       for (const Tensor& t : arrays) {
@@ -169,6 +172,7 @@ class FileSourceIterator final : public Iterator {
       for (int64_t o = 0; o < outer; ++o)
         std::memcpy(dst + o * inner, src + o * n * inner, static_cast<size_t>(inner));
     }
+    out.copy_origin_from(t);
     return out;
   }
 

@@ -41,14 +41,16 @@ class FixedLengthRecordsIterator final : public Iterator {
               "{}: record at byte {}: truncated ({} of {} bytes)", stream_->name(), offset,
               bytes.size, record_bytes));
         }
-        return Element{
-            Tensor::wrap(DType::kUInt8, {node_.options.record_bytes}, std::move(bytes.data))};
+        Tensor out = Tensor::wrap(DType::kUInt8, {node_.options.record_bytes}, std::move(bytes.data));
+        out.set_origin(file_, offset);
+        return Element{std::move(out)};
       }
       stream_.reset();  // the footer is never read
     }
   }
 
   void open(const std::string& file) {
+    file_ = std::make_shared<const std::string>(file);
     stream_ = open_source_file(file, io::Compression::kNone, node_.options.read, accounting_, storage());
     const uint64_t size = *stream_->remaining();
     const auto header = static_cast<uint64_t>(node_.options.header_bytes);
@@ -81,6 +83,7 @@ class FixedLengthRecordsIterator final : public Iterator {
   const FixedLengthRecordsNode& node_;
   ReadAccounting accounting_;
   std::unique_ptr<io::ByteStream> stream_;
+  std::shared_ptr<const std::string> file_;  // the file stream_ reads (the records' origin)
   uint64_t left_ = 0;
   size_t next_file_ = 0;
 };

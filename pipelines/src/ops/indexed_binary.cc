@@ -39,16 +39,18 @@ class IndexedBinaryIterator final : public Iterator {
         io::SharedBytes bytes = stream_->read_shared(static_cast<size_t>(size));
         if (bytes.size < size) {  // the file shrank while it was read
           throw formats::FormatError(fmt::format("{}: sample {} at byte {}: truncated ({} of {} bytes)",
-                                                 file_, sample_ - 1, offset, bytes.size, size));
+                                                 *file_, sample_ - 1, offset, bytes.size, size));
         }
-        return Element{Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(size)}, std::move(bytes.data))};
+        Tensor sample = Tensor::wrap(DType::kUInt8, {static_cast<int64_t>(size)}, std::move(bytes.data));
+        sample.set_origin(file_, offset);
+        return Element{std::move(sample)};
       }
       stream_.reset();
     }
   }
 
   void open(const std::string& file) {
-    file_ = file;
+    file_ = std::make_shared<const std::string>(file);
     stream_ = open_source_file(file, io::Compression::kNone, node_.read, accounting_, storage());
     const uint64_t size = stream_->remaining().value_or(0);
     index_ = formats::read_sample_index(file, size, storage());
@@ -61,7 +63,7 @@ class IndexedBinaryIterator final : public Iterator {
     while (stream_->position() < offset) {
       const auto gap = static_cast<size_t>(std::min<uint64_t>(offset - stream_->position(), 1 << 20));
       if (stream_->read_shared(gap).size < gap) {
-        throw formats::FormatError(fmt::format("{}: truncated before byte {}", file_, offset));
+        throw formats::FormatError(fmt::format("{}: truncated before byte {}", *file_, offset));
       }
     }
   }
@@ -69,7 +71,7 @@ class IndexedBinaryIterator final : public Iterator {
   const IndexedBinaryNode& node_;
   ReadAccounting accounting_;
   std::unique_ptr<io::ByteStream> stream_;
-  std::string file_;
+  std::shared_ptr<const std::string> file_;  // the file stream_ reads (the samples' origin)
   formats::SampleIndex index_;
   size_t sample_ = 0;
   size_t next_file_ = 0;

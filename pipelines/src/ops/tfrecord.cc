@@ -29,13 +29,16 @@ class TFRecordIterator final : public Iterator {
     while (true) {
       if (!reader_) {
         if (next_file_ >= node_.files.size()) return std::nullopt;
+        file_ = std::make_shared<const std::string>(node_.files[next_file_]);
         reader_.emplace(open_source_file(node_.files[next_file_++], compression_,
                                          node_.options.read, accounting_, storage()),
                         node_.options.verify_crc);
       }
       if (auto record = reader_->next()) {
         const auto size = static_cast<int64_t>(record->size);
-        return Element{Tensor::wrap(DType::kUInt8, {size}, std::move(record->data))};
+        Tensor bytes = Tensor::wrap(DType::kUInt8, {size}, std::move(record->data));
+        bytes.set_origin(file_, record->offset);
+        return Element{std::move(bytes)};
       }
       reader_.reset();
     }
@@ -45,6 +48,7 @@ class TFRecordIterator final : public Iterator {
   io::Compression compression_;
   ReadAccounting accounting_;
   std::optional<formats::TFRecordReader> reader_;
+  std::shared_ptr<const std::string> file_;  // the file reader_ reads (the records' origin)
   size_t next_file_ = 0;
 };
 

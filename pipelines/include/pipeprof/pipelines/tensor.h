@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -125,6 +126,17 @@ class Tensor {
 
   bool operator==(const Tensor& other) const;  // same dtype, shape and values
 
+  // Where the bytes were read from, so that bad data found later in the pipeline (a record that
+  // does not decode) is reported with its file: the file, and the byte offset of the record in it
+  // where the bytes are one record of many. Sources set it; copies, views and reshapes keep it; a
+  // tensor computed from the values starts without one unless its function passes it on
+  // (parse_example's features and decode_jpeg's image do; a batch's stack does not).
+  void set_origin(std::shared_ptr<const std::string> file,
+                  std::optional<uint64_t> offset = std::nullopt);
+  void copy_origin_from(const Tensor& other);
+  // "data/a.tfrecord, record at byte 4096", "data/x.npy", or empty when unknown.
+  std::string origin() const;
+
   nlohmann::json to_json() const;  // nested arrays of values (a number for a scalar)
   // Builds a tensor from a JSON number, bool or rectangular nested array. Integers give int64,
   // any fraction gives float64, unless `dtype` says otherwise. Throws std::invalid_argument.
@@ -133,11 +145,15 @@ class Tensor {
  private:
   void check_dtype(DType expected) const;
 
+  static constexpr uint64_t kNoOffset = ~uint64_t{0};
+
   DType dtype_ = DType::kInt64;
+  bool inline_ = false;  // the values live in inline_bytes_ instead
   Shape shape_;
   int64_t num_elements_ = 0;
   std::shared_ptr<std::byte> data_;  // points at this tensor's first byte (aliasing the buffer)
-  bool inline_ = false;              // the values live in inline_bytes_ instead
+  std::shared_ptr<const std::string> origin_file_;  // origin()
+  uint64_t origin_offset_ = kNoOffset;
   alignas(16) std::array<std::byte, kInlineBytes> inline_bytes_{};
 };
 
