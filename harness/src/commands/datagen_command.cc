@@ -74,11 +74,14 @@ formats::DlioDataset resolve(const DatagenOptions& o, std::map<std::string, std:
                              std::shared_ptr<pipelines::StorageContext>& storage) {
   formats::DlioDataset d;
   if (!o.workload.empty()) {
-    DlioDatasetSection section = read_input([&] { return read_dlio_dataset(o.workload); });
+    // Parsed once: the dataset section, then, where there is a storage section, the whole workload.
+    const YAML::Node root = read_input([&] { return workload::load_yaml_mapping(o.workload); });
+    DlioDatasetSection section = read_input([&] { return read_dlio_dataset(o.workload, root); });
     d = section.dataset;
     file_keys = section.keys;
-    if (read_input([&] { return workload::load_yaml_mapping(o.workload)["storage"].IsDefined(); })) {
-      const workload::DlioWorkload w = read_input([&] { return workload::load_workload(o.workload); });
+    if (root["storage"].IsDefined()) {
+      const workload::DlioWorkload w =
+          read_input([&] { return workload::read_workload(o.workload, root); });
       if (w.s3) {
         d.data_folder = w.dataset.data_folder;  // s3://<storage_root>/<data_folder>
         storage = workload::s3_storage(w, &InterruptGuard::flag());

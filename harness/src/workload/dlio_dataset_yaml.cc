@@ -73,8 +73,7 @@ DlioDatasetSection read_dlio_dataset(const workload::Section& s) {
   return out;
 }
 
-DlioDatasetSection read_dlio_dataset(const std::string& path) {
-  const YAML::Node root = workload::load_yaml_mapping(path);
+DlioDatasetSection read_dlio_dataset(const std::string& path, const YAML::Node& root) {
   if (!root["dataset"]) {
     throw InputError(fmt::format("{}: no `dataset` section (a DLIO workload file has one)", path));
   }

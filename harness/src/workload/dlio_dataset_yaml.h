@@ -31,7 +31,8 @@ const std::vector<std::string_view>& dlio_dataset_keys();
 // Throws InputError naming the file and the key ("w.yaml: dataset.num_files_train: expected a
 // whole number >= 0, got \"ten\"").
 DlioDatasetSection read_dlio_dataset(const workload::Section& section);
-// The same for a whole file, which must have a `dataset` section.
-DlioDatasetSection read_dlio_dataset(const std::string& path);
+// The same for a whole file (`root`, the document workload::load_yaml_mapping read from `path`),
+// which must have a `dataset` section.
+DlioDatasetSection read_dlio_dataset(const std::string& path, const YAML::Node& root);
 
 }  // namespace pipeprof::harness

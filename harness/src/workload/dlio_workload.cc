@@ -103,7 +103,11 @@ std::string loader_name(Loader loader) {
 DlioWorkload load_workload(const std::string& file, const std::vector<std::string>& overrides) {
   YAML::Node root = load_yaml_mapping(file);
   apply_overrides(root, overrides);
-  const YAML::Node& croot = root;  // const: looking a key up adds nothing
+  return read_workload(file, root);
+}
+
+// `root` is const: looking a key up adds nothing to the document.
+DlioWorkload read_workload(const std::string& file, const YAML::Node& root) {
   DlioWorkload w;
   w.file = file;
   w.name = std::filesystem::path(file).stem().string();
@@ -114,12 +118,12 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
           fmt::format("{}: unknown section `{}` (DLIO does not read it; ignored)", file, key));
     }
   }
-  auto section = [&](const char* name) { return Section(file, name, croot[name]); };
+  auto section = [&](const char* name) { return Section(file, name, root[name]); };
 
   // model: a mapping with a name (DLIO's newer files) or a name alone (older ones).
-  const bool model_is_name = croot["model"] && croot["model"].IsScalar();
+  const bool model_is_name = root["model"] && root["model"].IsScalar();
   if (model_is_name) {
-    w.name = croot["model"].Scalar();
+    w.name = root["model"].Scalar();
   } else {
     const Section model = section("model");
     warn_unknown(w, model, kModelKeys);
@@ -127,8 +131,8 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
   }
 
   // framework and workflow
-  if (croot["framework"]) {
-    const YAML::Node f = croot["framework"];
+  if (root["framework"]) {
+    const YAML::Node f = root["framework"];
     if (!f.IsScalar() || (f.Scalar() != "pytorch" && f.Scalar() != "tensorflow")) {
       throw InputError(fmt::format("{}: framework: expected pytorch or tensorflow, got {}", file,
                                    f.IsScalar() ? fmt::format("\"{}\"", f.Scalar()) : "a mapping"));
@@ -150,7 +154,7 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
   }
 
   // dataset
-  if (croot["dataset"]) {
+  if (root["dataset"]) {
     const Section s = section("dataset");
     warn_unknown(w, s, dlio_dataset_keys());
     const DlioDatasetSection d = read_dlio_dataset(s);
@@ -169,7 +173,7 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
 
   // reader (or data_reader, DLIO's older name, which wins when both are present)
   {
-    const Section s = croot["data_reader"] ? section("data_reader") : section("reader");
+    const Section s = root["data_reader"] ? section("data_reader") : section("reader");
     warn_unknown(w, s, kReaderKeys);
     std::string loader = w.framework;
     if (s.has("data_loader")) loader = s.text("data_loader", "pytorch or tensorflow");
@@ -234,7 +238,7 @@ DlioWorkload load_workload(const std::string& file, const std::vector<std::strin
     // folders; s3 is object storage (storage_root the bucket, storage_options how to reach it).
     const Section storage = section("storage");
     warn_unknown(w, storage, kStorageKeys);
-    const Section reader = croot["data_reader"] ? section("data_reader") : section("reader");
+    const Section reader = root["data_reader"] ? section("data_reader") : section("reader");
     for (const Section* s : {&storage, &reader}) {
       if (!s->has("storage_type")) continue;
       const std::string t = s->text("storage_type", "local_fs, parallel_fs or s3");

@@ -21,6 +21,10 @@
 #include "pipeprof/pipelines/time_distribution.h"
 #include "workload/dlio_checkpoint.h"
 
+namespace YAML {
+class Node;  // yaml-cpp's, for read_workload (workload/dlio_yaml.h includes the library)
+}
+
 namespace pipeprof::harness::workload {
 
 enum class Loader { kPyTorch, kTensorFlow };
@@ -122,6 +126,9 @@ struct DlioWorkload {
 // Reads `file` with `overrides` (Hydra's grammar: see apply_overrides in dlio_yaml.h) applied.
 // Throws InputError naming the file and the key.
 DlioWorkload load_workload(const std::string& file, const std::vector<std::string>& overrides = {});
+// The same for `root`, the document load_yaml_mapping (dlio_yaml.h) read from `file`, for a caller
+// that reads parts of the file itself: the file is parsed once.
+DlioWorkload read_workload(const std::string& file, const YAML::Node& root);
 
 // Scales the dataset to `scale` of its files (train and eval; at least one file each where the
 // workload has any). Throws InputError for a scale outside (0, 1].
