@@ -167,6 +167,40 @@ class Search {
     return c.mean() < i.mean() - margin;
   }
 
+  // Tries moving `current` by each of `moves` (knob, signed step) in turn; true when one won and
+  // `current` is now that neighbour.
+  bool try_moves(Point& current, const std::vector<std::pair<size_t, int>>& moves,
+                 std::pair<size_t, int>& last_move) {
+    for (const auto& [k, d] : moves) {
+      if (spent()) return false;
+      const auto to = static_cast<std::ptrdiff_t>(current[k]) + d;
+      if (to < 0 || to >= static_cast<std::ptrdiff_t>(knobs_[k].values.size())) continue;
+      Point next = current;
+      next[k] = static_cast<size_t>(to);
+      const bool fresh = samples_[next].values.empty();
+      if (fresh) {
+        // One look first: a neighbour clearly worse than the current point is dropped.
+        const Samples& cur = samples_[current];
+        if (measure(next, "neighbour") >= cur.mean() + o_.z * std::sqrt(cur.variance())) continue;
+      }
+      fill(next, "neighbour");
+      // Promising but not yet beyond the noise: more measurements of both, up to max_repeats.
+      while (!spent() && !wins(next, current) &&
+             samples_[next].mean() < samples_[current].mean() * (1 - o_.min_improvement) &&
+             samples_[next].values.size() < static_cast<size_t>(o_.max_repeats)) {
+        measure(next, "neighbour");
+        if (!spent() && samples_[current].values.size() < samples_[next].values.size())
+          measure(current, "confirm");
+      }
+      if (wins(next, current)) {
+        current = next;
+        last_move = {k, d > 0 ? 1 : -1};
+        return true;
+      }
+    }
+    return false;
+  }
+
   void hill() {
     Point current = initial();
     std::string phase = "start";
@@ -185,37 +219,32 @@ class Search {
         auto it = std::find(moves.begin(), moves.end(), last_move);
         std::rotate(moves.begin(), it, it + 1);
       }
-      bool moved = false;
-      for (const auto& [k, d] : moves) {
-        if (spent()) break;
-        Point next = current;
-        if (d < 0 && next[k] == 0) continue;
-        if (d > 0 && next[k] + 1 >= knobs_[k].values.size()) continue;
-        next[k] = d < 0 ? next[k] - 1 : next[k] + 1;
-        const bool fresh = samples_[next].values.empty();
-        if (fresh) {
-          // One look first: a neighbour clearly worse than the current point is dropped.
-          const Samples& cur = samples_[current];
-          if (measure(next, "neighbour") >= cur.mean() + o_.z * std::sqrt(cur.variance())) continue;
-        }
-        fill(next, "neighbour");
-        // Promising but not yet beyond the noise: more measurements of both, up to max_repeats.
-        while (!spent() && !wins(next, current) &&
-               samples_[next].mean() < samples_[current].mean() * (1 - o_.min_improvement) &&
-               samples_[next].values.size() < static_cast<size_t>(o_.max_repeats)) {
-          measure(next, "neighbour");
-          if (!spent() && samples_[current].values.size() < samples_[next].values.size())
-            measure(current, "confirm");
-        }
-        if (wins(next, current)) {
-          current = next;
-          last_move = {k, d};
-          moved = true;
-          phase = "neighbour";
-          break;
-        }
+      if (try_moves(current, moves, last_move)) {
+        phase = "neighbour";
+        continue;
       }
-      if (moved) continue;
+      // No neighbour wins: steps of two, which cross a plateau (a knob's next value measures
+      // alike, the better one lies beyond it: one DataLoader worker costs about what two do,
+      // none is faster) before the search gives up this point.
+      // The direction whose neighbour measured best goes first.
+      const auto neighbour_mean = [&](const std::pair<size_t, int>& move) {
+        const auto to = static_cast<std::ptrdiff_t>(current[move.first]) + move.second;
+        if (to < 0 || to >= static_cast<std::ptrdiff_t>(knobs_[move.first].values.size()))
+          return kInf;
+        Point p = current;
+        p[move.first] = static_cast<size_t>(to);
+        const auto it = samples_.find(p);
+        return it == samples_.end() ? kInf : it->second.mean();
+      };
+      std::stable_sort(moves.begin(), moves.end(), [&](const auto& x, const auto& y) {
+        return neighbour_mean(x) < neighbour_mean(y);
+      });
+      for (auto& move : moves)
+        move.second *= 2;
+      if (try_moves(current, moves, last_move)) {
+        phase = "neighbour";
+        continue;
+      }
       // A local optimum: restart from a random unvisited point.
       auto restart = unvisited();
       if (!restart) {

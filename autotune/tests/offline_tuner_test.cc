@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 namespace pipeprof::autotune {
@@ -43,15 +44,21 @@ TEST(OfflineTuner, GridFindsTheOptimumWithoutNoise) {
 }
 
 TEST(OfflineTuner, HillFindsTheOptimumOfANoisyObjective) {
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  // Near the optimum the bowl's steps (1 and 2) are below the noise (3), so a search that compares
+  // means of a few measurements sometimes keeps a lucky neighbour: judged over many searches.
+  int close = 0;
+  constexpr int kSearches = 100;
+  for (uint64_t seed = 1; seed <= kSearches; ++seed) {
     const auto r = tune_offline(kKnobs, noisy(3, seed),
                                 {.strategy = Strategy::kHill, .budget = 150, .seed = seed});
     // Within one step of the optimum on each knob: a true value at most 3 above it.
-    EXPECT_LE(bowl(r.best), 103) << "seed " << seed << ": a=" << r.best.at("/a")
+    if (bowl(r.best) <= 103) ++close;
+    EXPECT_LE(bowl(r.best), 106) << "seed " << seed << ": a=" << r.best.at("/a")
                                  << " b=" << r.best.at("/b");
     EXPECT_EQ(r.trials.size(), 150u);
     EXPECT_EQ(r.stopped, "budget");
   }
+  EXPECT_GE(close, 95) << "searches within one step of the optimum, of " << kSearches;
 }
 
 TEST(OfflineTuner, HillNeedsFewTrialsWithoutNoise) {
@@ -68,6 +75,29 @@ TEST(OfflineTuner, HillNeedsFewTrialsWithoutNoise) {
   }
   EXPECT_GE(first, 0);
   EXPECT_LT(first, 40);
+}
+
+TEST(OfflineTuner, HillCrossesAPlateauToTheOptimumBeyondIt) {
+  // A DataLoader behind a slow step: one worker costs about what two do (less than the 1% a move
+  // must win by), none is much faster. From two workers the search must step over one.
+  const std::vector<KnobSpec> knobs = {{"/w", "loader", "num_workers", {0, 1, 2, 4, 6}, 2},
+                                       {"/p", "loader", "prefetch_factor", values(6), 3}};
+  const std::map<int64_t, double> cost{{0, 100}, {1, 113}, {2, 114}, {4, 116}, {6, 120}};
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    int trials_to_best = -1;
+    const auto r = tune_offline(
+        knobs, [&](const KnobAssignment& k) { return Measurement{.wall_ms = cost.at(k.at("/w"))}; },
+        {.strategy = Strategy::kHill,
+         .budget = 9,
+         .repeats = 1,
+         .seed = seed,
+         .on_trial = [&](const Trial& t) {
+           if (trials_to_best < 0 && t.knobs.at("/w") == 0) trials_to_best = t.index + 1;
+         }});
+    EXPECT_EQ(r.best.at("/w"), 0) << "seed " << seed;
+    EXPECT_GE(trials_to_best, 1) << "seed " << seed;
+    EXPECT_LE(trials_to_best, 6) << "seed " << seed << ": the direction that measured best first";
+  }
 }
 
 TEST(OfflineTuner, HillIgnoresNoiseOnAFlatObjective) {

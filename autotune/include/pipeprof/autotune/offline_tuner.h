@@ -23,7 +23,10 @@
 //   A neighbour whose mean is lower by more than `min_improvement` but not beyond the noise
 //   is measured again, and the current point
 //   with it, up to `max_repeats` times each, until it wins or falls behind.
-//   Stopping condition: when no neighbour wins, the point is a local optimum: the search restarts
+//   When no neighbour wins, the points two values away along each knob are tried the same way,
+//   the direction whose neighbour measured best first (a plateau: the next value measures alike,
+//   a better one lies beyond it).
+//   Stopping condition: when none of those wins either, the point is a local optimum: the search restarts
 //   from a random unvisited point; it ends when the budget of measurements is spent or every
 //   point has been visited. The result is the point with the lowest mean among those measured
 //   `repeats` times.
