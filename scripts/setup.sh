@@ -36,8 +36,8 @@ PACKAGES=(
   # Storage: zlib (gzip, npz), ISA-L (CRC-32C), libzip, libhdf5, libturbojpeg; fio for the storage
   # benchmark; numpy, h5py and PIL check the formats in the tests
   zlib1g-dev libisal-dev fio libzip-dev libhdf5-dev libturbojpeg0-dev
-  # PNG images (stb_image_write)
-  libstb-dev
+  # PNG images (stb_image_write writes them, libpng reads them)
+  libstb-dev libpng-dev
   # Compressed traces (gzip through zlib, zstd)
   libzstd-dev
   python3-numpy python3-h5py python3-pil

@@ -415,6 +415,38 @@ TEST(WorkloadCommand, IndexedBinaryFormatsAreGeneratedAndRead) {
   }
 }
 
+// DLIO's image, csv and raw formats: generated and read (an image decoded, given for each of its
+// file's samples as DLIO's image readers give it; a csv's rows; raw's fixed-length records), and a
+// damaged file is bad input naming it.
+TEST(WorkloadCommand, ImageCsvAndRawFormatsAreGeneratedAndRead) {
+  for (const std::string format : {"jpeg", "png", "csv", "raw"}) {
+    SCOPED_TRACE(format);
+    const TempDir tmp;
+    std::string text = workload_text(tmp);
+    text.replace(text.find("format: npz"), 11, "format: " + format);
+    const auto w = tmp.write("f.yaml", text);
+    const auto out = tmp / "out";
+    const CliResult r = pipeprof("workload " + w.string() + " -n 2 -q --out " + out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto x = read_json(out / "results.json")["experiments"][0]["workload"];
+    EXPECT_EQ(x["format"], format);
+    EXPECT_EQ(x["steps_per_epoch"], 8) << "16 files of 2 samples over 2 accelerators, batch 2";
+    EXPECT_GT(x["bytes_read"].get<int64_t>(), 0) << x;
+    // The first bytes overwritten: a csv value or the image's signature; raw has no structure.
+    if (format == "raw") continue;
+    const fs::path first = tmp / "data" / "train" / ("img_00_of_16." + format);
+    {
+      std::fstream f(first, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(format == "csv" ? static_cast<std::streamoff>(fs::file_size(first) - 3) : 0);
+      f.write("x", 1);
+    }
+    const CliResult bad = pipeprof("workload " + w.string() + " -q --out " + out.string() +
+                                   " ++workload.workflow.generate_data=False");
+    EXPECT_EQ(bad.code, 2) << bad.out;
+    EXPECT_NE(bad.out.find(first.string()), std::string::npos) << bad.out;
+  }
+}
+
 // reader.odirect and reader.dont_use_mmap reach the loader's file source, which reads with them.
 TEST(WorkloadCommand, ODirectAndNoMmapReachTheReader) {
   const TempDir tmp;

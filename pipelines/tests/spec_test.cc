@@ -79,8 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unknown_source_op", R"({"stages": [{"op": "rang", "stop": 5}]})",
                   "spec.json: stages[0].op: expected a source operation (range, from_tensors, "
                   "from_tensor_slices, from_vector, generator, artificial, list_files, tfrecord, "
-                  "fixed_length_records, indexed_binary, zip, multiprocess, shared_store, npy, npz, hdf5), got "
-                  "\"rang\""},
+                  "fixed_length_records, indexed_binary, zip, multiprocess, shared_store, npy, npz, "
+                  "hdf5, jpeg, png, csv), got \"rang\""},
         ErrorCase{"unknown_transformation",
                   R"({"stages": [{"op": "range", "stop": 5}, {"op": "mapp"}]})",
                   "spec.json: stages[1].op: expected a transformation (map, interleave, prefetch, "

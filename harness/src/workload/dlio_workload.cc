@@ -419,14 +419,6 @@ DlioWorkload read_workload(const std::string& file, const YAML::Node& root) {
         "this too); use the tensorflow loader",
         file));
   }
-  if ((w.train || w.evaluation) &&
-      (w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kRaw ||
-       w.dataset.format == DataFormat::kCsv || w.dataset.format == DataFormat::kPng)) {
-    throw InputError(fmt::format(
-        "{}: dataset.format: the workload's reader reads tfrecord, npz, npy, hdf5, indexed_binary "
-        "and mmap_indexed_binary files, got {} (which generate_data and pipeprof datagen write)",
-        file, pipelines::formats::data_format_name(w.dataset.format)));
-  }
   if (w.train && w.dataset.num_files_train == 0) {
     throw InputError(fmt::format("{}: dataset.num_files_train: a training run needs files", file));
   }

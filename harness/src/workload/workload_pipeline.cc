@@ -48,19 +48,34 @@ nlohmann::json file_source(const DlioWorkload& w) {
     case DataFormat::kMmapIndexedBinary:  // DLIO's reader: views of the mapped file
       return {{"op", "indexed_binary"}, {"files", "$element"},
               {"mmap", !w.dont_use_mmap && !w.odirect}, {"direct", w.odirect}};
-    case DataFormat::kJpeg:
-    case DataFormat::kRaw:
-    case DataFormat::kCsv:
+    case DataFormat::kJpeg:  // DLIO's image readers: the file decoded (PIL's open, np.asarray)
+      return read_mode(w, {{"op", "jpeg"}, {"file", "$element"}});
     case DataFormat::kPng:
-      break;
+      return read_mode(w, {{"op", "png"}, {"file", "$element"}});
+    case DataFormat::kCsv:  // DLIO's: pandas' read_csv, a sample a row
+      return read_mode(w, {{"op", "csv"}, {"file", "$element"}, {"rows", true}});
+    case DataFormat::kRaw:  // records of exactly record_length bytes
+      return {{"op", "fixed_length_records"},
+              {"files", "$element"},
+              {"record_bytes", static_cast<int64_t>(w.dataset.record_length)},
+              {"mmap", !w.dont_use_mmap && !w.odirect},
+              {"direct", w.odirect}};
   }
   throw std::invalid_argument("the workload's reader does not read this format");
+}
+
+// An image file is one image, whatever the samples a file: DLIO's image readers give that image
+// for each of the file's sample indices.
+bool one_image_a_file(const DlioWorkload& w) {
+  return w.dataset.format == DataFormat::kJpeg || w.dataset.format == DataFormat::kPng;
 }
 
 // The interleave reading the files: read_threads of them at once (sequential without readers).
 nlohmann::json reader(const DlioWorkload& w, int64_t block_length, int64_t rank, bool samples) {
   nlohmann::json inner = nlohmann::json::array({file_source(w)});
   if (!samples) inner.push_back({{"op", "map"}, {"fn", "nbytes"}});
+  if (one_image_a_file(w) && w.dataset.num_samples_per_file > 1)
+    inner.push_back({{"op", "repeat"}, {"count", w.dataset.num_samples_per_file}});
   if (!w.preprocess_time.zero()) {
     inner.push_back({{"op", "map"},
                      {"fn", "sleep_time"},

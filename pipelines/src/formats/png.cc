@@ -1,8 +1,15 @@
-// PNG images written through stb_image_write (Debian's libstb): DLIO's png format, one 8-bit image
-// a file.
+// PNG images written through stb_image_write (Debian's libstb) and read through libpng: DLIO's png
+// format, one 8-bit image a file.
 #include <fmt/format.h>
+#include <png.h>
 #include <stb_image_write.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <cstring>
 #include <limits>
 
 #include "formats/format_error.h"
@@ -34,6 +41,53 @@ std::vector<std::byte> encode_png(const Tensor& image) {
                              static_cast<int>(s[1] * channels)) == 0) {
     throw FormatError(fmt::format("png: the image of shape {} could not be encoded", shape_string(s)));
   }
+  return out;
+}
+
+Tensor decode_png(std::span<const std::byte> bytes, const std::string& where) {
+  constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (bytes.size() < sizeof kSignature || std::memcmp(bytes.data(), kSignature, sizeof kSignature) != 0)
+    throw FormatError(fmt::format("{}: offset 0: not a PNG image (no PNG signature)", where));
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  // png_image_free on every way out (a no-op once finish_read has freed it).
+  const std::unique_ptr<png_image, void (*)(png_image*)> guard(&image, png_image_free);
+  if (png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()) == 0)
+    throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
+  // The channels as stored (a palette expands to its colours); 8 bits a channel, or 16 where the
+  // file has 16 (libpng's "linear" format: the values as stored).
+  const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
+  const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
+  const bool sixteen = (image.format & PNG_FORMAT_FLAG_LINEAR) != 0;
+  image.format = (color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB)
+                        : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY)) |
+                 (sixteen ? PNG_FORMAT_FLAG_LINEAR : 0U);
+  const int64_t channels = PNG_IMAGE_PIXEL_CHANNELS(image.format);
+  const uint64_t out_bytes = static_cast<uint64_t>(image.width) * image.height *
+                             static_cast<uint64_t>(channels) * (sixteen ? 2 : 1);
+  // Deflate packs at most about 1032 bytes into one: a larger image is a forged header.
+  constexpr uint64_t kPngMaxRatio = 1100;
+  constexpr uint64_t kPngMinLimit = uint64_t{64} << 20;
+  if (image.width == 0 || image.height == 0 ||
+      out_bytes > std::max<uint64_t>(kPngMinLimit, bytes.size() * kPngMaxRatio)) {
+    throw FormatError(fmt::format("{}: a {}x{} image is implausible for {} bytes of PNG data",
+                                  where, image.width, image.height, bytes.size()));
+  }
+  const Shape shape{static_cast<int64_t>(image.height), static_cast<int64_t>(image.width), channels};
+  if (!sixteen) {
+    Tensor out = Tensor::uninitialized(DType::kUInt8, shape);
+    if (png_image_finish_read(&image, nullptr, out.mutable_data(), 0, nullptr) == 0)
+      throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
+    return out;
+  }
+  // 16 bits a channel: widened to int32, as the npy reader widens uint16.
+  std::vector<uint16_t> values(static_cast<size_t>(out_bytes / 2));
+  if (png_image_finish_read(&image, nullptr, values.data(), 0, nullptr) == 0)
+    throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
+  Tensor out = Tensor::uninitialized(DType::kInt32, shape);
+  auto wide = out.mutable_values<int32_t>();
+  for (size_t i = 0; i < values.size(); ++i)
+    wide[i] = values[i];
   return out;
 }
 

@@ -19,6 +19,9 @@
   X(npy)                        \
   X(npz)                        \
   X(hdf5)                       \
+  X(jpeg)                       \
+  X(png)                        \
+  X(csv)                        \
   X(map)                        \
   X(interleave)                 \
   X(prefetch)                   \

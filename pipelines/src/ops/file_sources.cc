@@ -1,4 +1,5 @@
-// npy, npz and hdf5: the array-file sources of file_sources.h over the readers of formats/.
+// npy, npz, hdf5, jpeg, png and csv: the file sources of file_sources.h over the readers of
+// formats/ (a file read whole, its arrays or its decoded image or table).
 #include "pipeprof/pipelines/file_sources.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 
 #include "formats/format_error.h"
 #include "formats/hdf5.h"
+#include "formats/mapped_file.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 #include "io/filesystem.h"
@@ -21,7 +23,7 @@ namespace pipeprof::pipelines {
 namespace ops {
 namespace {
 
-enum class FileFormat { kNpy, kNpz, kHdf5 };
+enum class FileFormat { kNpy, kNpz, kHdf5, kJpeg, kPng, kCsv };
 
 std::string_view format_op(FileFormat format) {
   switch (format) {
@@ -31,13 +33,23 @@ std::string_view format_op(FileFormat format) {
       return "npz";
     case FileFormat::kHdf5:
       return "hdf5";
+    case FileFormat::kJpeg:
+      return "jpeg";
+    case FileFormat::kPng:
+      return "png";
+    case FileFormat::kCsv:
+      return "csv";
   }
   return "?";
 }
 
-// The key of the field naming the arrays to read ("keys" for npz, "datasets" for hdf5).
+// The key of the field naming the arrays to read ("keys" for npz, "datasets" for hdf5; none for
+// the others, whose file holds one array).
 const char* names_key(FileFormat format) {
   return format == FileFormat::kHdf5 ? "datasets" : "keys";
+}
+bool has_names(FileFormat format) {
+  return format == FileFormat::kNpz || format == FileFormat::kHdf5;
 }
 
 class FileSourceNode final : public DatasetNode {
@@ -54,13 +66,15 @@ class FileSourceNode final : public DatasetNode {
     for (const std::string& f : files) {
       if (f.empty()) throw std::invalid_argument(std::string(format_op(format)) + ": an empty file name");
     }
-    if (format == FileFormat::kNpy && !names.empty())
-      throw std::invalid_argument("npy: a .npy file holds one array, it has no keys");
+    if (!has_names(format) && !names.empty()) {
+      throw std::invalid_argument(std::string(format_op(format)) +
+                                  ": a file holds one array, it has no keys");
+    }
   }
   std::string_view op() const override { return format_op(format); }
   nlohmann::json params() const override {
     nlohmann::json out{{"files", files}, {"rows", rows}, {"rows_axis", rows_axis}};
-    if (format != FileFormat::kNpy) out[names_key(format)] = names;
+    if (has_names(format)) out[names_key(format)] = names;
     if (how == formats::WholeFile::kRead) out["mmap"] = false;
     if (how == formats::WholeFile::kDirect) out["direct"] = true;
     return out;
@@ -76,6 +90,15 @@ class FileSourceNode final : public DatasetNode {
         return values(formats::read_npz(file, names, storage, how));
       case FileFormat::kHdf5:
         return values(formats::read_hdf5(file, names, storage, how));
+      case FileFormat::kJpeg:
+      case FileFormat::kPng:
+      case FileFormat::kCsv: {
+        // Decoded from the file's bytes (mapped or read), released once decoded.
+        const auto bytes = formats::MappedFile::open(file, storage, how);
+        if (format == FileFormat::kJpeg) return Element{formats::decode_jpeg(bytes->bytes(), 0, file)};
+        if (format == FileFormat::kPng) return Element{formats::decode_png(bytes->bytes(), file)};
+        return Element{formats::decode_csv(bytes->bytes(), file)};
+      }
     }
     return {};
   }
@@ -281,7 +304,7 @@ OpRegistration file_source_registration(FileFormat format, std::string summary) 
       .fields = std::move(fields),
       .build = [format](const StageReader& s, const Dataset*) {
         std::vector<std::string> names;
-        if (format != FileFormat::kNpy) names = string_list(s, names_key(format));
+        if (has_names(format)) names = string_list(s, names_key(format));
         const formats::WholeFile how = s.boolean("direct") ? formats::WholeFile::kDirect
                                        : s.boolean("mmap")  ? formats::WholeFile::kAuto
                                                             : formats::WholeFile::kRead;
@@ -309,6 +332,23 @@ const OpRegistration& npz_registration() {
 const OpRegistration& hdf5_registration() {
   static const OpRegistration kOp = file_source_registration(
       FileFormat::kHdf5, "HDF5 files, one element (a component per dataset) per file");
+  return kOp;
+}
+const OpRegistration& jpeg_registration() {
+  static const OpRegistration kOp = file_source_registration(
+      FileFormat::kJpeg, "JPEG files, one element (the decoded image, uint8 [h, w, c]) per file");
+  return kOp;
+}
+const OpRegistration& png_registration() {
+  static const OpRegistration kOp = file_source_registration(
+      FileFormat::kPng, "PNG files, one element (the decoded image, uint8 [h, w, c]) per file");
+  return kOp;
+}
+const OpRegistration& csv_registration() {
+  static const OpRegistration kOp = file_source_registration(
+      FileFormat::kCsv,
+      "CSV files of numbers after a header line (DLIO's csv), one element (the table, int64 or "
+      "float64 [rows, columns]) per file; rows: one per row");
   return kOp;
 }
 

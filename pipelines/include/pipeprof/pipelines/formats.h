@@ -76,9 +76,22 @@ Tensor decode_jpeg(std::span<const std::byte> bytes, int channels, const std::st
 std::vector<std::byte> encode_jpeg(const Tensor& image, int quality = 90);
 void write_jpeg(const std::string& path, const Tensor& image, int quality = 90);
 
-// --- PNG (stb_image_write) ---
+// --- PNG (stb_image_write; libpng reads) ---
 // `image`: uint8 [height, width] or [height, width, 1..4]; 8 bits a channel, deflated.
 std::vector<std::byte> encode_png(const Tensor& image);
+// [h, w, c] with the file's channels (1 gray, 2 gray and alpha, 3 RGB, 4 RGBA; a palette expands
+// to its colours): uint8, or int32 holding the values of a 16-bit image (with alpha, its colours
+// premultiplied, as libpng gives 16-bit data). Throws FormatError naming `where`: not a PNG,
+// damaged (libpng's message), or an image implausibly large for its bytes.
+Tensor decode_png(std::span<const std::byte> bytes, const std::string& where);
+
+// --- CSV (DLIO's csv format: pandas' to_csv) ---
+// A header line, then a row per sample of comma-separated numbers (pandas' index first, as its
+// read_csv().to_numpy() keeps it): a [rows, columns] tensor, int64 when every value is an integer,
+// float64 otherwise (an empty value is NaN, as pandas reads it). Throws FormatError naming `where`,
+// the line and the column of a value that is not a number, and a row of another width than the
+// header.
+Tensor decode_csv(std::span<const std::byte> bytes, const std::string& where);
 
 // A tensor of `dtype` and `shape` filled with pseudo-random values from `seed`: floats in [0, 1),
 // integers over their range, bools. The same seed gives the same values.
