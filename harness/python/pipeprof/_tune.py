@@ -75,7 +75,7 @@ class TuneResult:
 
 
 def tune(make_loader, space, step=None, *, batches=20, seconds=0.5, warmup=3, strategy="hill", budget=None,
-         objective="throughput", repeats=2, start=None, seed=1, file=None, verbose=True):
+         objective="throughput", repeats=1, start=None, seed=1, file=None, verbose=True):
     """Searches a DataLoader's settings for the most samples/s (or the least wait) of the real loop.
 
     make_loader(**settings) builds a loader (settings: one value per key of `space`, e.g.
@@ -85,7 +85,9 @@ def tune(make_loader, space, step=None, *, batches=20, seconds=0.5, warmup=3, st
     `seconds` through `step(batch)` (the training step; None: no step), timed: samples/s over the window and the loop's mean wait for a batch.
     The search is autotune's offline search (`strategy`: hill, random or grid), with `budget`
     trials (default: the whole grid for grid, else a third of it, at least 4), hill climbing from `start` (a dict of
-    values; default the middle of each list) and measuring each point `repeats` times. A trial
+    values; default the middle of each list) and measuring each point `repeats` times (1: within a
+    third of the grid the search visits more points; raise it where one window's samples/s moves
+    by more than a few per cent from one trial to the next). A trial
     whose loader or step raises is recorded as failed and never chosen; Ctrl-C ends the search.
     Returns a TuneResult: the best settings, their samples/s and every trial.
     """
