@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +55,9 @@ void send_message(int fd, MessageKind kind, std::span<const std::byte> body,
 
 namespace {
 
+// Reads at least this large wait for all their bytes in the kernel (recv_exact_polled).
+constexpr size_t kWaitAllBytes = size_t{1} << 20;
+
 // One read; returns bytes read (> 0) or throws. EINTR and EAGAIN return 0.
 size_t read_some(int fd, std::byte* out, size_t n) {
   const ssize_t got = ::recv(fd, out, n, 0);
@@ -74,6 +78,26 @@ void recv_exact(int fd, std::byte* out, size_t n) {
 bool recv_exact_polled(int fd, std::byte* out, size_t n, const std::function<bool()>& keep_going,
                        int slice_ms) {
   size_t done = 0;
+  if (n >= kWaitAllBytes) {
+    // A large body: one MSG_WAITALL call copies what arrives until all of it is in, without a
+    // poll and a return to user space for every socket buffer's worth; the socket's receive
+    // timeout (a slice) bounds each call, so keep_going() is still asked.
+    const timeval slice{slice_ms / 1000, static_cast<suseconds_t>(slice_ms % 1000) * 1000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice);
+    while (done < n) {
+      const ssize_t got = ::recv(fd, out + done, n - done, MSG_WAITALL);
+      if (got > 0) {
+        done += static_cast<size_t>(got);
+      } else if (got == 0) {
+        throw ChannelError("the peer closed the connection", true);
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        throw ChannelError(fmt::format("receive failed: {}", std::strerror(errno)),
+                           errno == ECONNRESET);
+      }
+      if (done < n && !keep_going()) return false;
+    }
+    return true;
+  }
   while (done < n) {
     pollfd p{fd, POLLIN, 0};
     const int r = ::poll(&p, 1, slice_ms);
@@ -106,8 +130,10 @@ MessageHeader parse_header(const std::byte* bytes) {
 }
 
 void set_socket_buffers(int fd, int bytes) {
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }
 
 }  // namespace pipeprof::pipelines::mp

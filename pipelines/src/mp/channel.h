@@ -60,7 +60,9 @@ void send_message(int fd, MessageKind kind, std::span<const std::byte> body,
 void recv_exact(int fd, std::byte* out, size_t n);
 
 // Reads exactly `n` bytes, polling `fd` in slices of `slice_ms`; between slices `keep_going()`
-// may throw or return false to give up (returns false then). Throws ChannelError.
+// may throw or return false to give up (returns false then). Throws ChannelError. A read of 1 MiB
+// or more waits in the kernel for all its bytes (MSG_WAITALL), in slices set as the socket's
+// receive timeout (SO_RCVTIMEO stays set: the consumer's end is read only through this).
 bool recv_exact_polled(int fd, std::byte* out, size_t n, const std::function<bool()>& keep_going,
                        int slice_ms = 50);
 
@@ -74,7 +76,8 @@ void append_pod(std::vector<std::byte>& out, const T& value) {
   out.insert(out.end(), p, p + sizeof(T));
 }
 
-// Sets large socket buffers (best effort: the kernel caps them at net.core.[rw]mem_max).
+// Sets large socket buffers (best effort: beyond net.core.[rw]mem_max only where the process has
+// CAP_NET_ADMIN, else capped there).
 void set_socket_buffers(int fd, int bytes);
 
 }  // namespace pipeprof::pipelines::mp
