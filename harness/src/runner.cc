@@ -358,6 +358,7 @@ nlohmann::json to_json(const ExperimentResult& r) {
   }
   if (r.workload) out["workload"] = results::to_json(*r.workload);
   if (r.ranks) out["ranks"] = results::to_json(*r.ranks);
+  if (r.loader_watch) out["loader_watch"] = results::to_json(*r.loader_watch);
   return out;
 }
 

@@ -315,10 +315,29 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
 }
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(path.string() + ": cannot be written");
+  // A file is replaced whole: written beside it, then renamed over it, so that a reader (or a
+  // crash) never sees half of it. A device or a pipe (/dev/stdout) is written in place.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  const bool in_place = !ec && std::filesystem::exists(status) &&
+                        !std::filesystem::is_regular_file(status);
+  const std::filesystem::path target =
+      in_place ? path : std::filesystem::path(path.string() + ".partial");
+  {
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      if (!in_place) std::filesystem::remove(target, ec);
+      throw std::runtime_error(path.string() + ": cannot be written");
+    }
+  }
+  if (in_place) return;
+  std::filesystem::rename(target, path, ec);
+  if (ec) {
+    std::filesystem::remove(target, ec);
+    throw std::runtime_error(path.string() + ": cannot be written");
+  }
 }
 
 void write_report(const Report& report, const std::filesystem::path& out_dir) {

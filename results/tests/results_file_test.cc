@@ -1,6 +1,13 @@
 #include "pipeprof/results/results_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "pipeprof/results/report.h"
 
 namespace pipeprof::results {
 namespace {
@@ -120,6 +127,31 @@ TEST(ResultsFile, MissingFileIsAnError) {
   } catch (const ResultsError& e) {
     EXPECT_STREQ(e.what(), "/nonexistent/results.json: cannot be read (missing or unreadable)");
   }
+}
+
+// Results and reports are replaced whole: no half-written file under the final name, nothing left
+// beside it, an unwritable place named; a device is written in place.
+TEST(WriteTextFile, ReplacesAFileWholeAndNamesAPlaceItCannotWrite) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pipeprof_write_text_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "results.json";
+  write_text_file(file, "first\n");
+  write_text_file(file, "second, longer\n");
+  std::stringstream text;
+  text << std::ifstream(file).rdbuf();
+  EXPECT_EQ(text.str(), "second, longer\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "results.json.partial"));
+  try {
+    write_text_file(dir / "missing" / "results.json", "x");
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing/results.json: cannot be written"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(write_text_file("/dev/null", "into a device"));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

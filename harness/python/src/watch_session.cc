@@ -3,13 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "pipeprof/harness/metrics.h"
+#include "pipeprof/harness/runner.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/results/environment.h"
 #include "pipeprof/results/records.h"
+#include "pipeprof/results/report.h"
 #include "pipeprof/results/results_file.h"
 #include "pipeprof/trace/analysis.h"
 #include "pipeprof/trace/chrome_json.h"
@@ -120,12 +121,6 @@ void WatchSession::end_epoch(int64_t samples, double cpu_ms, int64_t peak_rss_kb
 
 namespace {
 
-// The results file's wait object, from the run engine's quantiles (metrics.h).
-nlohmann::json wait_figures(std::vector<int64_t> waits) {
-  const harness::WaitStats w = harness::wait_stats(std::move(waits));
-  return {{"mean_ms", w.mean_ms}, {"p50_ms", w.p50_ms}, {"p99_ms", w.p99_ms}, {"max_ms", w.max_ms}};
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -135,6 +130,8 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// The watched loop as a results entry (harness::ExperimentResult, kind loader_watch), written
+// through the same code as every other run's: an epoch of the loop is a repetition.
 void WatchSession::write_results(const std::filesystem::path& path, const std::string& id,
                                  const std::string& description, const std::string& trace_path,
                                  bool interrupted) {
@@ -146,55 +143,62 @@ void WatchSession::write_results(const std::filesystem::path& path, const std::s
     std::lock_guard lock(mu_);
     facts = epochs_;
   }
+  harness::ExperimentResult r;
+  r.id = id;
+  r.kind = results::EntryKind::kLoaderWatch;
+  r.description = description;
+  r.step = "the watched loop's own";
+  r.spec = nlohmann::json::object();
+  r.interrupted = interrupted;
+  r.trace_file = trace_path;
   // Each epoch span of the train loop, with the waits and steps inside it.
-  std::vector<const trace::Span*> epoch_spans;
   const trace::Lane* loop = nullptr;
   for (const trace::Lane& lane : t.lanes)
     if (lane.name == "train loop") loop = &lane;
-  nlohmann::json reps = nlohmann::json::array();
-  std::vector<double> walls, waits_all, steady;
+  std::vector<double> walls, steady;
   std::vector<int64_t> every_wait;
-  int64_t steps_per_epoch = 0;
   if (loop != nullptr) {
     size_t e = 0;
     for (const trace::Span& s : loop->spans) {
       if (t.name(s) != "epoch") continue;
       std::vector<int64_t> waits;
-      int64_t steps = 0, step_ns = 0;
+      int64_t step_ns = 0;
+      harness::Repetition rep;
       for (const trace::Span& x : loop->spans) {
         if (x.start_ns < s.start_ns || x.end_ns() > s.end_ns()) continue;
         if (t.name(x) == "get_next") waits.push_back(x.dur_ns);
         if (t.name(x) == "step") {
-          ++steps;
+          ++rep.steps;
           step_ns += x.dur_ns;
         }
       }
-      const double wall_ms = trace::ns_to_ms(s.dur_ns);
+      rep.wall_ms = trace::ns_to_ms(s.dur_ns);
       int64_t wait_ns = 0;
       for (int64_t w : waits) wait_ns += w;
-      const int64_t steady_ns = waits.empty() ? 0 : wait_ns - waits.front();
-      nlohmann::json rep{{"wall_ms", wall_ms},
-                         {"steps", steps},
-                         {"wait", wait_figures(waits)},
-                         {"step_mean_ms", steps > 0 ? trace::ns_to_ms(step_ns) / static_cast<double>(steps) : 0.0},
-                         {"steady_wait_mean_ms",
-                          waits.size() > 1 ? trace::ns_to_ms(steady_ns) / static_cast<double>(waits.size() - 1) : 0.0},
-                         {"cpu_ms", e < facts.size() ? facts[e].cpu_ms : 0.0},
-                         {"peak_rss_kb", e < facts.size() ? facts[e].peak_rss_kb : int64_t{0}},
-                         {"efficiency", nullptr},
-                         {"au_percentage", trace::percent_of(step_ns, s.dur_ns)}};
+      rep.step_mean_ms = rep.steps > 0 ? trace::ns_to_ms(step_ns) / static_cast<double>(rep.steps) : 0.0;
+      rep.steady_wait_mean_ms = waits.size() > 1 ? trace::ns_to_ms(wait_ns - waits.front()) /
+                                                       static_cast<double>(waits.size() - 1)
+                                                 : 0.0;
+      rep.au_percentage = trace::percent_of(step_ns, s.dur_ns);
       if (e < facts.size()) {
-        rep["samples"] = facts[e].samples;
-        rep["samples_per_second"] = s.dur_ns > 0 ? static_cast<double>(facts[e].samples) / trace::ns_to_seconds(s.dur_ns) : 0.0;
+        rep.cpu_ms = facts[e].cpu_ms;
+        rep.peak_rss_kb = facts[e].peak_rss_kb;
+        rep.samples = facts[e].samples;
       }
-      reps.push_back(std::move(rep));
-      walls.push_back(wall_ms);
-      steady.push_back(reps.back()["steady_wait_mean_ms"].get<double>());
       every_wait.insert(every_wait.end(), waits.begin(), waits.end());
-      steps_per_epoch = std::max(steps_per_epoch, steps);
+      rep.wait = harness::wait_stats(std::move(waits));
+      walls.push_back(rep.wall_ms);
+      steady.push_back(rep.steady_wait_mean_ms);
+      r.elements = std::max(r.elements, rep.steps);
+      r.repetitions.push_back(rep);
       ++e;
     }
   }
+  r.epochs = static_cast<int64_t>(r.repetitions.size());
+  r.median_wall_ms = median(walls);
+  r.median_wait = harness::wait_stats(std::move(every_wait));
+  r.median_steady_wait_ms = median(steady);
+
   const trace::LoaderAnalysis& l = a.loader;
   results::LoaderWatchRecord w;
   w.num_workers = l.num_workers;
@@ -203,7 +207,7 @@ void WatchSession::write_results(const std::filesystem::path& path, const std::s
   w.pin_memory = l.pin_memory;
   w.persistent_workers = l.persistent_workers;
   w.device = l.device;
-  w.epochs = static_cast<int64_t>(reps.size());
+  w.epochs = r.epochs;
   w.batches = a.steps.steps;
   w.input_bound_pct = a.steps.input_bound_pct;
   w.steady_input_bound_pct = l.present ? l.steady_input_bound_pct : a.steps.input_bound_pct;
@@ -219,41 +223,16 @@ void WatchSession::write_results(const std::filesystem::path& path, const std::s
   for (const trace::Suggestion& s : l.suggestions) w.suggestions.emplace_back(s.knob, s.text);
   if (!l.present && !a.suggestion.empty()) w.suggestions.emplace_back("loop", a.suggestion);
   w.trace = trace_path;
+  r.loader_watch = std::move(w);
 
-  nlohmann::json entry{{"id", id},
-                       {"kind", results::entry_kind_name(results::EntryKind::kLoaderWatch)},
-                       {"description", description},
-                       {"step", "the watched loop's own"},
-                       {"epochs", static_cast<int64_t>(reps.size())},
-                       {"spec", nlohmann::json::object()},
-                       {"repetitions", reps},
-                       {"median_wall_ms", median(walls)},
-                       {"median_wait", wait_figures(every_wait)},
-                       {"elements", steps_per_epoch},
-                       {"ideal_ms", nullptr},
-                       {"bound_ms", nullptr},
-                       {"efficiency", nullptr},
-                       {"seed_ms", nullptr},
-                       {"documented_ideal_ms", nullptr},
-                       {"interrupted", interrupted},
-                       {"stages", nlohmann::json::array()},
-                       {"median_steady_wait_ms", median(steady)},
-                       {"trace", trace_path},
-                       {"loader_watch", results::to_json(w)}};
   results::RunInfo run;
-  run.repetitions = static_cast<int>(reps.size());
+  run.repetitions = static_cast<int>(r.repetitions.size());
   run.interrupted = interrupted;
   run.created_utc = results::utc_now();
   const nlohmann::json doc = results::make_document(
-      results::capture_environment(PIPEPROF_VERSION_TEXT), nlohmann::json::array({entry}), run);
+      results::capture_environment(PIPEPROF_VERSION_TEXT), nlohmann::json::array({to_json(r)}), run);
   results::parse_results(doc.dump(), path.string());  // what it wrote reads back, or it says why
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << doc.dump(2) << "\n";
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::filesystem::rename(tmp, path);
+  results::write_text_file(path, doc.dump(2) + "\n");
 }
 
 }  // namespace pipeprof::python

@@ -115,6 +115,7 @@ struct ExperimentResult {
   results::EntryKind kind = results::EntryKind::kExperiment;
   std::optional<results::WorkloadRecord> workload;
   std::optional<results::RanksSummary> ranks;
+  std::optional<results::LoaderWatchRecord> loader_watch;  // a watched PyTorch loop (Python module)
 };
 
 // Throws StepError for an unusable step.

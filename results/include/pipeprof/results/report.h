@@ -31,7 +31,8 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
 // file that cannot be written.
 void write_report(const Report& report, const std::filesystem::path& out_dir);
 
-// Writes `text` to `path` (replacing it); throws std::runtime_error naming the path.
+// Writes `text` to `path`, replacing it whole (written as `path`.partial, then renamed; a device
+// or pipe is written in place); throws std::runtime_error naming the path.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace pipeprof::results
