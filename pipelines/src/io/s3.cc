@@ -340,6 +340,29 @@ std::pair<std::string, HttpAccess> s3_request_for(const std::string& name, const
   return {s3_http_url(settings, n.bucket, n.key), signed_access(settings, access, name, n.bucket)};
 }
 
+std::string s3_url_decode(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '+') {
+      out.push_back(' ');
+    } else if (c == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(c);  // not an escape: kept as it came
+    }
+  }
+  return out;
+}
+
 std::vector<S3Object> list_s3(const std::string& bucket, const std::string& prefix,
                               const HttpAccess& access, int max_keys) {
   const S3Settings settings = s3_settings_of(access.s3);
@@ -351,22 +374,29 @@ std::vector<S3Object> list_s3(const std::string& bucket, const std::string& pref
     // The parameters in SigV4's order (sorted by name), encoded as it encodes them.
     std::string query;
     if (!token.empty()) query += "continuation-token=" + s3_encode(token, false) + "&";
-    query += "delimiter=%2F&list-type=2";
+    query += "delimiter=%2F&encoding-type=url&list-type=2";
     query += fmt::format("&max-keys={}", max_keys);
     query += "&prefix=" + s3_encode(prefix, false);
     const HttpReply reply = http_exchange(s3_http_url(settings, bucket, "", query), {}, a);
-    bool truncated = false;
+    bool truncated = false, encoded = false;
     std::string next;
     S3Object current;
+    std::vector<S3Object> listed;
     read_xml_reply(reply, fmt::format("{} ({}): listing page {}", name, a.where, page + 1),
                    [&](const std::string& path, const std::string& text) {
                      if (path == "ListBucketResult/Contents/Key") current.key = text;
                      if (path == "ListBucketResult/Contents/Size")
                        current.size = std::strtoull(text.c_str(), nullptr, 10);
-                     if (path == "ListBucketResult/Contents") out.push_back(std::exchange(current, {}));
+                     if (path == "ListBucketResult/Contents") listed.push_back(std::exchange(current, {}));
                      if (path == "ListBucketResult/IsTruncated") truncated = text == "true";
                      if (path == "ListBucketResult/NextContinuationToken") next = text;
+                     if (path == "ListBucketResult/EncodingType") encoded = text == "url";
                    });
+    for (S3Object& object : listed) {
+      if (encoded) object.key = s3_url_decode(object.key);
+      if (!object.key.empty() && object.key.back() == '/') continue;  // a folder marker
+      out.push_back(std::move(object));
+    }
     if (!truncated) break;
     if (next.empty() || next == token) {
       throw IoError(fmt::format("{} ({}): the listing is truncated but gives no new continuation token",

@@ -72,9 +72,14 @@ struct S3Object {
   uint64_t size = 0;
 };
 // The objects directly under `prefix` in `bucket` (ListObjectsV2 with delimiter "/"; "" : the
-// bucket's top level), every page. Throws IoError (a missing bucket: NoSuchBucket).
+// bucket's top level), every page. Keys come URL-encoded (encoding-type=url, as AWS's SDKs ask, so
+// that a key with characters XML cannot carry lists too) and are decoded where the reply says it
+// encoded them. Folder markers (keys ending in "/", which consoles create for empty folders) are
+// not objects of the folder and are left out. Throws IoError (a missing bucket: NoSuchBucket).
+// s3_url_decode: the decoding, '+' a space as S3 encodes it.
 std::vector<S3Object> list_s3(const std::string& bucket, const std::string& prefix,
                               const HttpAccess& access, int max_keys = 1000);
+std::string s3_url_decode(std::string_view text);
 
 // The s3:// names matching a pattern whose last part may hold wildcards (*, ?, [...]), sorted.
 std::vector<std::string> match_s3(const std::string& pattern, const HttpAccess& access);
