@@ -303,10 +303,8 @@ class SharedStoreIterator final : public Iterator {
   }
 
   void answer(int i, uint64_t id, uint64_t offset) {
-    std::vector<std::byte> body;
-    mp::append_pod<uint64_t>(body, id);
-    mp::append_pod<uint64_t>(body, offset);
-    mp::send_message(group_->socket(i), mp::MessageKind::kGrant, body);
+    const uint64_t grant[2] = {id, offset};  // the body: object id, offset
+    mp::send_message(group_->socket(i), mp::MessageKind::kGrant, std::as_bytes(std::span(grant)));
   }
 
   void sealed(int i, const std::vector<std::byte>& body) {
