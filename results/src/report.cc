@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <unistd.h>
+#include <cstring>
+#include <cerrno>
+#include <atomic>
 #include <optional>
 #include <set>
 
@@ -315,29 +319,35 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
 }
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  // A file is replaced whole: written beside it, then renamed over it, so that a reader (or a
-  // crash) never sees half of it. A device or a pipe (/dev/stdout) is written in place.
+  // A file is replaced whole: written beside it under a name of this process's own, then renamed
+  // over it, so that a reader never sees half of it (a link is followed: its target is replaced).
+  // A device or a pipe (/dev/stdout) is written in place.
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   const bool in_place = !ec && std::filesystem::exists(status) &&
                         !std::filesystem::is_regular_file(status);
+  const std::filesystem::path final_path =
+      !in_place && std::filesystem::is_symlink(path, ec) ? std::filesystem::canonical(path, ec) : path;
+  static std::atomic<uint64_t> serial{0};
   const std::filesystem::path target =
-      in_place ? path : std::filesystem::path(path.string() + ".partial");
+      in_place ? path
+               : std::filesystem::path(fmt::format("{}.partial-{}-{}", final_path.string(),
+                                                   ::getpid(), serial.fetch_add(1)));
+  const auto fail = [&](const std::string& why) {
+    std::error_code ignored;
+    if (!in_place) std::filesystem::remove(target, ignored);
+    throw std::runtime_error(path.string() + ": cannot be written" + (why.empty() ? "" : ": " + why));
+  };
   {
     std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    if (!out) fail(std::strerror(errno));
     out << text;
     out.close();
-    if (!out) {
-      if (!in_place) std::filesystem::remove(target, ec);
-      throw std::runtime_error(path.string() + ": cannot be written");
-    }
+    if (!out) fail(std::strerror(errno));
   }
   if (in_place) return;
-  std::filesystem::rename(target, path, ec);
-  if (ec) {
-    std::filesystem::remove(target, ec);
-    throw std::runtime_error(path.string() + ": cannot be written");
-  }
+  std::filesystem::rename(target, final_path, ec);
+  if (ec) fail(ec.message());
 }
 
 void write_report(const Report& report, const std::filesystem::path& out_dir) {

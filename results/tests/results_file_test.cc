@@ -141,12 +141,21 @@ TEST(WriteTextFile, ReplacesAFileWholeAndNamesAPlaceItCannotWrite) {
   std::stringstream text;
   text << std::ifstream(file).rdbuf();
   EXPECT_EQ(text.str(), "second, longer\n");
-  EXPECT_FALSE(std::filesystem::exists(dir / "results.json.partial"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().filename(), "results.json") << "left beside it";
+  // Through a link: the target is replaced, the link stays.
+  std::filesystem::create_symlink(file, dir / "link.json");
+  write_text_file(dir / "link.json", "third\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.json"));
+  std::stringstream third;
+  third << std::ifstream(file).rdbuf();
+  EXPECT_EQ(third.str(), "third\n");
   try {
     write_text_file(dir / "missing" / "results.json", "x");
     ADD_FAILURE() << "no error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("missing/results.json: cannot be written"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("missing/results.json: cannot be written: No such file"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_NO_THROW(write_text_file("/dev/null", "into a device"));

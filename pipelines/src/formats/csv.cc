@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string_view>
-#include <vector>
 
 #include "formats/format_error.h"
 #include "pipeprof/pipelines/formats.h"
@@ -25,10 +25,25 @@ std::string_view csv_line(std::string_view text, size_t& at) {
 }
 
 size_t csv_fields(std::string_view line) {
-  size_t n = 1;
-  for (const char c : line)
-    n += c == ',' ? 1 : 0;
-  return n;
+  return static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1;
+}
+
+// An integer's text, a leading '+' allowed as pandas allows it.
+bool parse_integer(std::string_view field, int64_t& n) {
+  if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+  if (field.empty()) return false;
+  const auto r = std::from_chars(field.data(), field.data() + field.size(), n);
+  return r.ec == std::errc() && r.ptr == field.data() + field.size();
+}
+
+bool parse_real(std::string_view field, double& v) {
+  if (field.empty()) {
+    v = std::numeric_limits<double>::quiet_NaN();  // an empty value, as pandas reads it
+    return true;
+  }
+  if (field.front() == '+') field.remove_prefix(1);
+  const auto r = std::from_chars(field.data(), field.data() + field.size(), v);
+  return r.ec == std::errc() && r.ptr == field.data() + field.size();
 }
 
 }  // namespace
@@ -38,66 +53,60 @@ Tensor decode_csv(std::span<const std::byte> bytes, const std::string& where) {
   if (text.empty()) throw FormatError(fmt::format("{}: an empty file (expected a header line)", where));
   size_t at = 0;
   const size_t columns = csv_fields(csv_line(text, at));
-  // Every value takes at least a byte and a separator: the rows are bounded by the file's size
-  // before anything is allocated for them.
-  std::vector<int64_t> integers;
-  std::vector<double> reals;  // in use once a value is not an integer
-  bool real = false;
-  int64_t rows = 0;
-  for (int64_t line_number = 2; at < text.size(); ++line_number) {
-    const std::string_view line = csv_line(text, at);
+  const size_t first_row = at;
+  // The rows first (lines that are not blank), each as wide as the header, so that the table is
+  // allocated once and never beyond 8 bytes a byte of the file (a value takes a separator at least).
+  int64_t rows = 0, line_number = 1;
+  for (size_t scan = first_row; scan < text.size();) {
+    ++line_number;
+    const std::string_view line = csv_line(text, scan);
     if (line.empty()) continue;  // blank lines are skipped, as pandas skips them
-    const char* p = line.data();
-    const char* const end = line.data() + line.size();
-    for (size_t column = 1; column <= columns; ++column) {
-      const char* field_end = std::find(p, end, ',');
-      if (column == columns ? field_end != end : field_end == end) {
-        throw FormatError(fmt::format("{}: line {}: {} values, the header has {}", where,
-                                      line_number, csv_fields(line), columns));
-      }
-      const std::string_view field(p, static_cast<size_t>(field_end - p));
-      auto fail = [&] {
-        throw FormatError(fmt::format("{}: line {}, column {}: not a number: \"{}\"", where,
-                                      line_number, column, field.substr(0, 40)));
-      };
-      bool integer = false;
-      int64_t n = 0;
-      if (!real && !field.empty()) {
-        const auto r = std::from_chars(field.data(), field.data() + field.size(), n);
-        integer = r.ec == std::errc() && r.ptr == field.data() + field.size();
-      }
-      if (!integer) {
-        double v = std::numeric_limits<double>::quiet_NaN();  // an empty value, as pandas reads it
-        if (!field.empty()) {
-          const char* start = field.data() + (field.front() == '+' ? 1 : 0);
-          const auto r = std::from_chars(start, field.data() + field.size(), v);
-          if (r.ec != std::errc() || r.ptr != field.data() + field.size()) fail();
-        }
-        if (!real) {
-          real = true;
-          reals.assign(integers.begin(), integers.end());
-          integers = {};
-        }
-        reals.push_back(v);
-      } else if (real) {
-        reals.push_back(static_cast<double>(n));
-      } else {
-        integers.push_back(n);
-      }
-      p = field_end + 1;
+    if (const size_t n = csv_fields(line); n != columns) {
+      throw FormatError(fmt::format("{}: line {}: {} values, the header has {}", where, line_number,
+                                    n, columns));
     }
     ++rows;
   }
   const Shape shape{rows, static_cast<int64_t>(columns)};
-  if (real) {
-    Tensor out = Tensor::uninitialized(DType::kFloat64, shape);
-    if (!reals.empty()) std::memcpy(out.mutable_data(), reals.data(), reals.size() * sizeof(double));
-    return out;
+  // One buffer whichever the values turn out to be: int64 and float64 are both 8 bytes.
+  const std::shared_ptr<std::byte> buffer(new std::byte[static_cast<size_t>(rows) * columns * 8],
+                                          std::default_delete<std::byte[]>());
+  std::byte* values = buffer.get();
+  bool real = false;  // once a value is not an integer, the table is float64 (converted in place)
+  size_t index = 0;
+  line_number = 1;
+  for (size_t scan = first_row; scan < text.size();) {
+    ++line_number;
+    const std::string_view line = csv_line(text, scan);
+    if (line.empty()) continue;
+    size_t start = 0;
+    for (size_t column = 1; column <= columns; ++column) {
+      const size_t comma = std::min(line.find(',', start), line.size());
+      const std::string_view field = line.substr(start, comma - start);
+      start = comma + 1;
+      int64_t n = 0;
+      double v = 0;
+      if (!real && parse_integer(field, n)) {
+        std::memcpy(values + 8 * index, &n, sizeof n);
+      } else if (parse_real(field, v)) {
+        if (!real) {  // the integers so far become reals, in place
+          real = true;
+          for (size_t i = 0; i < index; ++i) {
+            int64_t earlier = 0;
+            std::memcpy(&earlier, values + 8 * i, sizeof earlier);
+            const auto as_real = static_cast<double>(earlier);
+            std::memcpy(values + 8 * i, &as_real, sizeof as_real);
+          }
+        }
+        std::memcpy(values + 8 * index, &v, sizeof v);
+      } else {
+        throw FormatError(fmt::format("{}: line {}, column {}: not a number: \"{}\"", where,
+                                      line_number, column, field.substr(0, 40)));
+      }
+      ++index;
+    }
   }
-  Tensor out = Tensor::uninitialized(DType::kInt64, shape);
-  if (!integers.empty())
-    std::memcpy(out.mutable_data(), integers.data(), integers.size() * sizeof(int64_t));
-  return out;
+  return Tensor::wrap(real ? DType::kFloat64 : DType::kInt64, shape, buffer);
 }
 
 }  // namespace pipeprof::pipelines::formats

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include <cstring>
 #include <limits>
@@ -44,10 +43,41 @@ std::vector<std::byte> encode_png(const Tensor& image) {
   return out;
 }
 
+namespace {
+
+uint32_t big_endian_at(std::span<const std::byte> bytes, size_t at) {
+  return static_cast<uint32_t>(bytes[at]) << 24 | static_cast<uint32_t>(bytes[at + 1]) << 16 |
+         static_cast<uint32_t>(bytes[at + 2]) << 8 | static_cast<uint32_t>(bytes[at + 3]);
+}
+
+// Images of more pixels are refused whatever their bytes (PIL refuses beyond 179 million).
+constexpr uint64_t kPngMostPixels = uint64_t{1} << 28;
+// Deflate packs at most about 1032 bytes into one: an image whose stored rows could not come out
+// of the file's bytes is a forged header.
+constexpr uint64_t kDeflateMostRatio = 1032;
+constexpr uint64_t kPngSmallBytes = uint64_t{64} << 20;
+
+}  // namespace
+
 Tensor decode_png(std::span<const std::byte> bytes, const std::string& where) {
   constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (bytes.size() < sizeof kSignature || std::memcmp(bytes.data(), kSignature, sizeof kSignature) != 0)
     throw FormatError(fmt::format("{}: offset 0: not a PNG image (no PNG signature)", where));
+  // The header (IHDR, the first chunk) says how many bytes the image's rows take once inflated:
+  // checked against what the file's bytes could inflate to before libpng allocates anything.
+  if (bytes.size() >= 33 && std::memcmp(bytes.data() + 12, "IHDR", 4) == 0) {
+    const uint64_t width = big_endian_at(bytes, 16), height = big_endian_at(bytes, 20);
+    const auto depth = static_cast<uint64_t>(bytes[24]);
+    const auto type = static_cast<unsigned>(bytes[25]);
+    const uint64_t samples = type == 2 ? 3 : type == 4 ? 2 : type == 6 ? 4 : 1;  // 0 gray, 3 palette
+    const uint64_t row_bytes = (width * samples * depth + 7) / 8 + 1;  // + the filter byte
+    // (Each side at most 2^31 - 1, as PNG has it, so that the products below cannot overflow.)
+    if (width > 0x7FFFFFFFU || height > 0x7FFFFFFFU || width * height > kPngMostPixels ||
+        height * row_bytes > std::max(kPngSmallBytes, bytes.size() * kDeflateMostRatio)) {
+      throw FormatError(fmt::format("{}: a {}x{} image is implausible for {} bytes of PNG data",
+                                    where, width, height, bytes.size()));
+    }
+  }
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   // png_image_free on every way out (a no-op once finish_read has freed it).
@@ -55,7 +85,8 @@ Tensor decode_png(std::span<const std::byte> bytes, const std::string& where) {
   if (png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()) == 0)
     throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
   // The channels as stored (a palette expands to its colours); 8 bits a channel, or 16 where the
-  // file has 16 (libpng's "linear" format: the values as stored).
+  // file has 16 (libpng's "linear" format). libpng's simplified API applies a file's colour
+  // chunks (gAMA, sRGB, iCCP) as it converts: without them, the values are the stored ones.
   const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
   const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
   const bool sixteen = (image.format & PNG_FORMAT_FLAG_LINEAR) != 0;
@@ -63,13 +94,10 @@ Tensor decode_png(std::span<const std::byte> bytes, const std::string& where) {
                         : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY)) |
                  (sixteen ? PNG_FORMAT_FLAG_LINEAR : 0U);
   const int64_t channels = PNG_IMAGE_PIXEL_CHANNELS(image.format);
-  const uint64_t out_bytes = static_cast<uint64_t>(image.width) * image.height *
-                             static_cast<uint64_t>(channels) * (sixteen ? 2 : 1);
-  // Deflate packs at most about 1032 bytes into one: a larger image is a forged header.
-  constexpr uint64_t kPngMaxRatio = 1100;
-  constexpr uint64_t kPngMinLimit = uint64_t{64} << 20;
+  const uint64_t values = static_cast<uint64_t>(image.width) * image.height *
+                          static_cast<uint64_t>(channels);
   if (image.width == 0 || image.height == 0 ||
-      out_bytes > std::max<uint64_t>(kPngMinLimit, bytes.size() * kPngMaxRatio)) {
+      static_cast<uint64_t>(image.width) * image.height > kPngMostPixels) {
     throw FormatError(fmt::format("{}: a {}x{} image is implausible for {} bytes of PNG data",
                                   where, image.width, image.height, bytes.size()));
   }
@@ -80,14 +108,20 @@ Tensor decode_png(std::span<const std::byte> bytes, const std::string& where) {
       throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
     return out;
   }
-  // 16 bits a channel: widened to int32, as the npy reader widens uint16.
-  std::vector<uint16_t> values(static_cast<size_t>(out_bytes / 2));
-  if (png_image_finish_read(&image, nullptr, values.data(), 0, nullptr) == 0)
-    throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
+  // 16 bits a channel, widened to int32 as the npy reader widens uint16: libpng writes them into
+  // the tensor's second half, then each is widened forwards (value i is read before the int32 it
+  // becomes overwrites it, and never overwrites a later one).
   Tensor out = Tensor::uninitialized(DType::kInt32, shape);
-  auto wide = out.mutable_values<int32_t>();
-  for (size_t i = 0; i < values.size(); ++i)
-    wide[i] = values[i];
+  std::byte* base = out.mutable_data();
+  std::byte* narrow = base + values * 2;
+  if (png_image_finish_read(&image, nullptr, narrow, 0, nullptr) == 0)
+    throw FormatError(fmt::format("{}: damaged PNG: {}", where, image.message));
+  for (uint64_t i = 0; i < values; ++i) {
+    uint16_t v = 0;
+    std::memcpy(&v, narrow + 2 * i, sizeof v);
+    const auto wide = static_cast<int32_t>(v);
+    std::memcpy(base + 4 * i, &wide, sizeof wide);
+  }
   return out;
 }
 

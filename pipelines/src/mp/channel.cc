@@ -6,6 +6,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -78,12 +79,13 @@ void recv_exact(int fd, std::byte* out, size_t n) {
 bool recv_exact_polled(int fd, std::byte* out, size_t n, const std::function<bool()>& keep_going,
                        int slice_ms) {
   size_t done = 0;
-  if (n >= kWaitAllBytes) {
-    // A large body: one MSG_WAITALL call copies what arrives until all of it is in, without a
-    // poll and a return to user space for every socket buffer's worth; the socket's receive
-    // timeout (a slice) bounds each call, so keep_going() is still asked.
-    const timeval slice{slice_ms / 1000, static_cast<suseconds_t>(slice_ms % 1000) * 1000};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice);
+  // A large body: one MSG_WAITALL call copies what arrives until all of it is in, without a poll
+  // and a return to user space for every socket buffer's worth; the socket's receive timeout (a
+  // slice; a zero one would be none) bounds each call, so keep_going() is still asked. Where the
+  // timeout cannot be set, the polled reads below.
+  const int ms = std::max(slice_ms, 1);
+  const timeval slice{ms / 1000, static_cast<suseconds_t>(ms % 1000) * 1000};
+  if (n >= kWaitAllBytes && ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) == 0) {
     while (done < n) {
       const ssize_t got = ::recv(fd, out + done, n - done, MSG_WAITALL);
       if (got > 0) {

@@ -341,7 +341,8 @@ const OpRegistration& jpeg_registration() {
 }
 const OpRegistration& png_registration() {
   static const OpRegistration kOp = file_source_registration(
-      FileFormat::kPng, "PNG files, one element (the decoded image, uint8 [h, w, c]) per file");
+      FileFormat::kPng,
+      "PNG files, one element (the decoded image, uint8 [h, w, c]; int32 for 16 bits) per file");
   return kOp;
 }
 const OpRegistration& csv_registration() {

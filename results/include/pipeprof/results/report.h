@@ -31,8 +31,9 @@ Report render_report(const nlohmann::json& doc, const std::filesystem::path& bas
 // file that cannot be written.
 void write_report(const Report& report, const std::filesystem::path& out_dir);
 
-// Writes `text` to `path`, replacing it whole (written as `path`.partial, then renamed; a device
-// or pipe is written in place); throws std::runtime_error naming the path.
+// Writes `text` to `path`, replacing it whole (written beside it as `path`.partial-<pid>-<n>, then
+// renamed; a link's target is replaced; a device or pipe is written in place); throws
+// std::runtime_error naming the path and why.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace pipeprof::results
