@@ -131,17 +131,15 @@ Function decode_jpeg(const spec_detail::Fields& f, const nlohmann::json& args) {
                     : std::string(dtype_name(e[0].dtype())) + shape_string(e[0].shape())));
     }
     const Tensor& bytes = e[0];
+    const std::string origin = bytes.origin();  // the file (and record) the bytes came from
     try {
       Tensor image = formats::decode_jpeg({bytes.data(), bytes.nbytes()},
-                                          static_cast<int>(channels), "element");
+                                          static_cast<int>(channels),
+                                          origin.empty() ? "element" : origin);
       image.copy_origin_from(bytes);
       e[0] = std::move(image);
     } catch (const formats::FormatError& ex) {
-      // Named by the file (and record) the bytes came from, where the source said.
-      std::string what = ex.what();
-      const std::string origin = bytes.origin();
-      if (!origin.empty() && what.starts_with("element")) what.replace(0, 7, origin);
-      throw InputDataError("decode_jpeg", what);
+      throw InputDataError("decode_jpeg", ex.what());
     }
     return e;
   });
