@@ -59,9 +59,9 @@ namespace {
 // Reads at least this large wait for all their bytes in the kernel (recv_exact_polled).
 constexpr size_t kWaitAllBytes = size_t{1} << 20;
 
-// One read; returns bytes read (> 0) or throws. EINTR and EAGAIN return 0.
-size_t read_some(int fd, std::byte* out, size_t n) {
-  const ssize_t got = ::recv(fd, out, n, 0);
+// One read; returns bytes read (> 0) or throws. EINTR and EAGAIN (a receive timeout) return 0.
+size_t read_some(int fd, std::byte* out, size_t n, int flags = 0) {
+  const ssize_t got = ::recv(fd, out, n, flags);
   if (got > 0) return static_cast<size_t>(got);
   if (got == 0) throw ChannelError("the peer closed the connection", true);
   if (errno == EINTR || errno == EAGAIN) return 0;
@@ -87,15 +87,7 @@ bool recv_exact_polled(int fd, std::byte* out, size_t n, const std::function<boo
   const timeval slice{ms / 1000, static_cast<suseconds_t>(ms % 1000) * 1000};
   if (n >= kWaitAllBytes && ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) == 0) {
     while (done < n) {
-      const ssize_t got = ::recv(fd, out + done, n - done, MSG_WAITALL);
-      if (got > 0) {
-        done += static_cast<size_t>(got);
-      } else if (got == 0) {
-        throw ChannelError("the peer closed the connection", true);
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        throw ChannelError(fmt::format("receive failed: {}", std::strerror(errno)),
-                           errno == ECONNRESET);
-      }
+      done += read_some(fd, out + done, n - done, MSG_WAITALL);
       if (done < n && !keep_going()) return false;
     }
     return true;
