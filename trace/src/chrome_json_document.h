@@ -47,7 +47,12 @@ inline bool is_kineto_category(std::string_view cat) {
          cat == "gpu_memcpy" || cat == "cuda_driver" || cat == "python_function";
 }
 
-// The fields of one event that the model uses; string views point into the parser's buffers.
+// An event's top-level numeric arg: its key and its number's text.
+using NumericArg = std::pair<std::string_view, std::string_view>;
+
+// The fields of one event that the model uses; string views point into the parser's buffers. Its
+// numeric args are [args_begin, args_end) of a list beside it (the reader's, or a part's), so that
+// an event is a few words to copy and reading one allocates nothing.
 struct EventFields {
   std::optional<std::string_view> ph, name, cat, bp;
   int64_t pid = 0, tid = 0;
@@ -56,7 +61,8 @@ struct EventFields {
   std::optional<uint64_t> id;
   bool has_args = false;
   std::string_view args_raw;
-  std::vector<std::pair<std::string_view, std::string_view>> numeric_args;  // top level: text
+  uint32_t args_begin = 0, args_end = 0;
+  std::string_view stream_arg, device_arg;  // two of them, found as they are read (GPU events')
   std::optional<std::string_view> arg_name;  // top-level "name" string
 
   void clear() {
@@ -67,13 +73,9 @@ struct EventFields {
     id = std::nullopt;
     has_args = false;
     args_raw = {};
-    numeric_args.clear();
+    args_begin = args_end = 0;
+    stream_arg = device_arg = {};
     arg_name = std::nullopt;
-  }
-  std::optional<double> numeric_arg(std::string_view key) const {
-    for (const auto& [k, text] : numeric_args)
-      if (k == key) return to_double(text);
-    return std::nullopt;
   }
   static std::optional<double> to_double(std::string_view text) {
     double v = 0;
@@ -305,7 +307,11 @@ class Reader {
       event_offset_ = location();
       if (v.type() != od::json_type::object) fail_event("an event must be a JSON object");
       e_.clear();
-      if (collected_ == nullptr) key_storage_.clear();  // collected events' keys live with the part
+      if (collected_ == nullptr) {  // collected events' keys and args live with the part
+        key_storage_.clear();
+        args_->clear();
+      }
+      e_.args_begin = e_.args_end = static_cast<uint32_t>(args_->size());
       for (auto field : v.get_object()) {
         const std::string_view key = key_text(field);
         read_field(key, field.value());
@@ -320,10 +326,10 @@ class Reader {
     }
   }
 
-  // The event just read into the part's list (its element's vector capacity is kept for reuse).
+  // The event just read into the part's list.
   void collect() {
     if (collected_count_ < collected_->size()) {
-      std::swap((*collected_)[collected_count_], e_);
+      (*collected_)[collected_count_] = e_;
     } else {
       collected_->push_back(e_);
     }
@@ -331,25 +337,38 @@ class Reader {
   }
 
  public:
-  // Reads a part's events ("[" + events + "]") into `events` (its first `count` elements) without
-  // handling them: their views point into the part's text and this reader's parser, so both must
-  // stay as they are until handle() has taken every one. False: the part was cut inside a string.
-  bool collect_chunk(simdjson::padded_string_view json, std::vector<EventFields>& events, size_t& count) {
+  // Reads a part's events ("[" + events + "]") into `events` (its first `count` elements) and
+  // their numeric args into `args`, without handling them: their views point into the part's text
+  // and this reader's parser, so both must stay as they are until handle() has taken every one.
+  // False: the part was cut inside a string.
+  bool collect_chunk(simdjson::padded_string_view json, std::vector<EventFields>& events,
+                     std::vector<NumericArg>& args, size_t& count) {
     collected_ = &events;
     collected_count_ = 0;
     key_storage_.clear();
+    args.clear();
+    args_ = &args;
     struct Reset {
       Reader* r;
-      ~Reset() { r->collected_ = nullptr; }
+      ~Reset() {
+        r->collected_ = nullptr;
+        r->args_ = &r->own_args_;
+      }
     } reset{this};
     const bool read = read_chunk(json);
     count = collected_count_;
     return read;
   }
 
-  // Handles an event another reader collected, as if read here (in the trace's order).
-  void handle(EventFields& event) {
-    std::swap(e_, event);
+  // Handles an event another reader collected (its args in `args`), as if read here (in the
+  // trace's order).
+  void handle(const EventFields& event, std::vector<NumericArg>& args) {
+    e_ = event;
+    args_ = &args;
+    struct Reset {
+      Reader* r;
+      ~Reset() { r->args_ = &r->own_args_; }
+    } reset{this};
     handle_event();
     ++event_index_;
   }
@@ -421,7 +440,14 @@ class Reader {
       od::value value = field.value();
       const od::json_type type = value.type();
       if (type == od::json_type::number) {
-        e_.numeric_args.emplace_back(key, check_scalar(value));
+        const std::string_view text = check_scalar(value);
+        args_->emplace_back(key, text);
+        e_.args_end = static_cast<uint32_t>(args_->size());
+        if (key == "stream" && e_.stream_arg.empty()) {  // the first, as numeric_arg finds
+          e_.stream_arg = text;
+        } else if (key == "device" && e_.device_arg.empty()) {
+          e_.device_arg = text;
+        }
       } else if (type == od::json_type::string && key == "name") {
         e_.arg_name = value.get_string().value();
       } else {
@@ -452,6 +478,31 @@ class Reader {
     validate(v);
   }
 
+  static std::optional<double> arg_value(std::string_view text) {
+    return text.empty() ? std::nullopt : EventFields::to_double(text);
+  }
+  std::optional<double> numeric_arg(std::string_view key) const {
+    for (uint32_t k = e_.args_begin; k < e_.args_end; ++k)
+      if ((*args_)[k].first == key) return EventFields::to_double((*args_)[k].second);
+    return std::nullopt;
+  }
+
+  // What a category is (kGpuCategory, ...), remembered by its id: categories are few, events many.
+  static constexpr uint8_t kKnownCategory = 1, kGpuCategory = 2, kKinetoCategory = 4, kSyncCategory = 8;
+  uint8_t category_kind(StrId cat) {
+    if (cat == kNoStr) return 0;
+    if (cat >= category_kinds_.size()) category_kinds_.resize(size_t{cat} + 1, 0);
+    uint8_t& kind = category_kinds_[cat];
+    if (kind == 0) {
+      const std::string& text = builder_.strings().str(cat);
+      kind = kKnownCategory;
+      if (is_gpu_category(text)) kind |= kGpuCategory;
+      if (is_kineto_category(text)) kind |= kKinetoCategory;
+      if (text == "cuda_sync") kind |= kSyncCategory;
+    }
+    return kind;
+  }
+
   StrId intern(const std::optional<std::string_view>& s) {
     return s ? builder_.strings().intern(*s) : kNoStr;
   }
@@ -468,8 +519,10 @@ class Reader {
     if (!e_.ph) fail_event("\"ph\" (the event's phase) is missing");
     if (!e_.pid_text.empty()) e_.pid = builder_.pid_from_string(e_.pid_text);
     if (!e_.tid_text.empty()) e_.tid = builder_.tid_from_string(e_.pid, e_.tid_text);
-    const bool gpu = e_.cat && is_gpu_category(*e_.cat);
-    if (e_.cat && is_kineto_category(*e_.cat)) kineto_ = true;
+    cat_ = intern(e_.cat);
+    cat_kind_ = category_kind(cat_);
+    const bool gpu = (cat_kind_ & kGpuCategory) != 0;
+    if ((cat_kind_ & kKinetoCategory) != 0) kineto_ = true;
     const std::string_view ph = *e_.ph;
     if (ph.size() != 1) return;  // unknown phase: ignored
     switch (ph[0]) {
@@ -478,7 +531,7 @@ class Reader {
       case 'B': {
         const uint32_t lane = builder_.lane(e_.pid, e_.tid);
         if (!gpu) builder_.note_host_span(lane);
-        return builder_.begin(lane, need_ts(), intern(e_.name), intern(e_.cat), args_index());
+        return builder_.begin(lane, need_ts(), intern(e_.name), cat_, args_index());
       }
       case 'E': {
         const uint32_t lane = builder_.lane(e_.pid, e_.tid);
@@ -490,7 +543,7 @@ class Reader {
         Instant i;
         i.ts_ns = need_ts();
         i.name = intern(e_.name);
-        i.category = intern(e_.cat);
+        i.category = cat_;
         i.args = args_index();
         return builder_.add_instant(builder_.lane(e_.pid, e_.tid), i);
       }
@@ -516,17 +569,17 @@ class Reader {
       fail_event("\"ts\" + \"dur\" is out of range");
     s.dur_ns = *e_.dur;
     s.name = intern(e_.name);
-    s.category = intern(e_.cat);
+    s.category = cat_;
     s.args = args_index();
     const uint32_t lane = builder_.lane(e_.pid, e_.tid);
     if (gpu) {
-      const auto stream = e_.numeric_arg("stream");
+      const auto stream = arg_value(e_.stream_arg);
       if (stream && *stream >= 0 && *stream == std::floor(*stream) && *stream < 9e18) {
-        const auto device = e_.numeric_arg("device");
+        const auto device = arg_value(e_.device_arg);
         const bool device_ok = device && *device >= 0 && *device < 1e9;
         builder_.mark_gpu(lane, device_ok ? static_cast<int32_t>(*device) : 0,
                           static_cast<int64_t>(*stream),
-                          *e_.cat == "cuda_sync" ? TraceBuilder::GpuMark::kSync
+                          (cat_kind_ & kSyncCategory) != 0 ? TraceBuilder::GpuMark::kSync
                                                  : TraceBuilder::GpuMark::kDeviceWork);
       }
     } else {
@@ -539,7 +592,8 @@ class Reader {
     const int64_t ts = need_ts();
     const std::string_view name = e_.name.value_or("");
     builder_.note_process(e_.pid);
-    for (const auto& [key, text] : e_.numeric_args) {
+    for (uint32_t k = e_.args_begin; k < e_.args_end; ++k) {
+      const auto& [key, text] = (*args_)[k];
       const auto parsed = EventFields::to_double(text);
       if (!parsed) fail_event("counter \"" + std::string(key) + "\" is out of range");
       const double value = *parsed;
@@ -560,15 +614,15 @@ class Reader {
       if (!e_.arg_name) return;
       if (kind == "process_name") return builder_.process_name(e_.pid, *e_.arg_name);
       builder_.thread_name(e_.pid, e_.tid, *e_.arg_name);
-      const auto device = e_.numeric_arg("device");
-      const auto stream = e_.numeric_arg("stream");
+      const auto device = arg_value(e_.device_arg);
+      const auto stream = arg_value(e_.stream_arg);
       if (device && stream && *device >= 0 && *device < 1e9 && *stream >= -1 && *stream < 9e18)
         builder_.mark_gpu(builder_.lane(e_.pid, e_.tid), static_cast<int32_t>(*device),
                           static_cast<int64_t>(*stream), TraceBuilder::GpuMark::kMetadata);
       return;
     }
     if (kind == "process_sort_index" || kind == "thread_sort_index") {
-      const auto index = e_.numeric_arg("sort_index");
+      const auto index = numeric_arg("sort_index");
       if (!index || !(std::fabs(*index) < 9e18)) return;
       if (kind == "process_sort_index")
         return builder_.process_sort_index(e_.pid, static_cast<int64_t>(*index));
@@ -582,7 +636,7 @@ class Reader {
     const FlowPhase phase = ph == 's'   ? FlowPhase::kStart
                             : ph == 't' ? FlowPhase::kStep
                                         : FlowPhase::kFinish;
-    builder_.flow(phase, *e_.id, intern(e_.cat), intern(e_.name), builder_.lane(e_.pid, e_.tid),
+    builder_.flow(phase, *e_.id, cat_, intern(e_.name), builder_.lane(e_.pid, e_.tid),
                   ts);
   }
 
@@ -595,6 +649,11 @@ class Reader {
   EventFields e_;
   std::deque<std::string> key_storage_;
   std::vector<EventFields>* collected_ = nullptr;  // collect_chunk's list
+  StrId cat_ = kNoStr;                   // the handled event's category
+  uint8_t cat_kind_ = 0;                 // and what it is (category_kind)
+  std::vector<uint8_t> category_kinds_;  // by category id
+  std::vector<NumericArg> own_args_;                 // the numeric args of the event read here
+  std::vector<NumericArg>* args_ = &own_args_;       // or of a part's events
   size_t collected_count_ = 0;
   std::string scratch_;
   std::string series_name_;

@@ -282,38 +282,63 @@ struct PartJob {
   size_t size = 0, capacity = 0;
   Reader reader;
   std::vector<EventFields> events;
+  std::vector<NumericArg> args;
   size_t count = 0;
   bool done = false, unclosed = false;  // under the pool's lock
   std::exception_ptr error;
 };
 
 // The main thread reads and cuts the parts; `workers` threads parse them (simdjson, every value
-// checked: most of the time); the main thread hands their events to the builder in the trace's
-// order. Parts in flight: workers + 1.
+// checked: most of the time), and so does the main thread while it waits for one; the main thread
+// hands their events to the builder in the trace's order. Parts in flight: workers + 2.
 Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOptions& options, size_t workers) {
   Start start(path, options);
   Window& w = start.w;
   Reader reader(path.string(), options);
   std::vector<std::unique_ptr<PartJob>> jobs;
   std::deque<PartJob*> idle, in_flight;  // in_flight: in the trace's order
-  for (size_t k = 0; k < workers + 1; ++k) {
+  for (size_t k = 0; k < workers + 2; ++k) {
     jobs.push_back(std::make_unique<PartJob>(path.string(), options));
     idle.push_back(jobs.back().get());
   }
   std::mutex mutex;
   std::condition_variable_any changed;
   std::deque<PartJob*> todo;
+  // Parses a part (on a worker, or on this thread while it waits).
+  auto parse = [&](PartJob* job) {
+    try {
+      job->unclosed = !job->reader.collect_chunk(
+          simdjson::padded_string_view(job->text.get(), job->size, job->capacity + PaddedBuffer::kPadding),
+          job->events, job->args, job->count);
+    } catch (...) {
+      job->error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex);
+      job->done = true;
+    }
+    changed.notify_all();
+  };
+  // Hands the oldest part's events to the builder; while it is not parsed yet, this thread parses
+  // parts no worker has taken rather than wait.
   auto handle_oldest = [&] {
     PartJob* job = in_flight.front();
-    {
-      std::unique_lock lock(mutex);
-      changed.wait(lock, [&] { return job->done; });
+    while (true) {
+      PartJob* mine = nullptr;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return job->done || !todo.empty(); });
+        if (job->done) break;
+        mine = todo.front();
+        todo.pop_front();
+      }
+      parse(mine);
     }
     in_flight.pop_front();
     if (job->error) std::rethrow_exception(job->error);
     if (job->unclosed) throw CutInsideAString{};
     for (size_t i = 0; i < job->count; ++i)
-      reader.handle(job->events[i]);
+      reader.handle(job->events[i], job->args);
     if (options.stats != nullptr) ++options.stats->parts;
     idle.push_back(job);
   };
@@ -333,18 +358,7 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
           job = todo.front();
           todo.pop_front();
         }
-        try {
-          job->unclosed = !job->reader.collect_chunk(
-              simdjson::padded_string_view(job->text.get(), job->size, job->capacity + PaddedBuffer::kPadding),
-              job->events, job->count);
-        } catch (...) {
-          job->error = std::current_exception();
-        }
-        {
-          std::lock_guard lock(mutex);
-          job->done = true;
-        }
-        changed.notify_all();
+        parse(job);
       }
     });
   }
@@ -403,7 +417,7 @@ Trace read_in_parts(const std::filesystem::path& path, const ReadOptions& option
   const size_t threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   if (threads >= 2) {
     try {
-      return read_parts_in_parallel(path, options, std::min<size_t>(threads, 8));
+      return read_parts_in_parallel(path, options, std::min<size_t>(threads, 8) - 1);  // and this one
     } catch (const CutInsideAString&) {
       if (options.stats != nullptr) *options.stats = ReadStats{};
     }

@@ -216,6 +216,38 @@ std::optional<int64_t> us_to_ns_from(std::string_view text, Digits& digits) {
 }  // namespace
 
 std::optional<int64_t> parse_us_to_ns(std::string_view text) {
+  // Most timestamps (epoch microseconds have 16 digits): -?[0-9]{1,16}(\.[0-9]{1,3})? whose
+  // nanoseconds fit in 64 bits, exact without rounding.
+  {
+    const char* p = text.data();
+    const char* const end = p + text.size();
+    const bool negative = p < end && *p == '-';
+    if (negative) ++p;
+    const char* const first = p;
+    uint64_t whole = 0;
+    while (p < end && is_digit(*p) && p - first < 17)
+      whole = whole * 10 + static_cast<uint64_t>(*p++ - '0');
+    const auto int_digits = p - first;
+    constexpr uint64_t kMostWhole = (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - 999) / 1000;
+    if (int_digits >= 1 && int_digits <= 16 && whole <= kMostWhole && (int_digits == 1 || *first != '0')) {
+      uint64_t frac = 0;
+      int frac_digits = 0;
+      bool fraction_ok = true;
+      if (p < end && *p == '.') {
+        ++p;
+        while (p < end && is_digit(*p) && frac_digits < 3) {
+          frac = frac * 10 + static_cast<uint64_t>(*p++ - '0');
+          ++frac_digits;
+        }
+        fraction_ok = frac_digits > 0;
+      }
+      if (fraction_ok && p == end) {
+        static constexpr uint64_t kScale[] = {1000, 100, 10, 1};
+        const auto ns = static_cast<int64_t>(whole * 1000 + frac * kScale[frac_digits]);
+        return negative ? -ns : ns;
+      }
+    }
+  }
   InlineDigits digits;
   const std::optional<int64_t> ns = us_to_ns_from(text, digits);
   if (!digits.full()) return ns;

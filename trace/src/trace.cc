@@ -79,12 +79,16 @@ void Trace::finalize() {
       hi = std::max(hi, b);
     }
   };
+  // Sorted unless they are already (a file's spans often are, a GPU stream's nearly always).
+  const auto span_before = [](const Span& a, const Span& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
+  };
+  const auto instant_before = [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; };
   for (Lane& lane : lanes) {
-    std::stable_sort(lane.spans.begin(), lane.spans.end(), [](const Span& a, const Span& b) {
-      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
-    });
-    std::stable_sort(lane.instants.begin(), lane.instants.end(),
-                     [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; });
+    if (!std::is_sorted(lane.spans.begin(), lane.spans.end(), span_before))
+      std::stable_sort(lane.spans.begin(), lane.spans.end(), span_before);
+    if (!std::is_sorted(lane.instants.begin(), lane.instants.end(), instant_before))
+      std::stable_sort(lane.instants.begin(), lane.instants.end(), instant_before);
     // Depth: the number of enclosing spans still open at a span's start.
     std::vector<int64_t> open_ends;
     lane.max_depth = 0;

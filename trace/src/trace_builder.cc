@@ -182,11 +182,11 @@ std::vector<uint32_t> TraceBuilder::resolve_lanes() {
 // Flow points are chained per (category, id) in time order: a start opens an arrow, a step ends
 // the open arrow and starts the next, a finish ends it. Points without a partner are dropped.
 void TraceBuilder::resolve_flows(const std::vector<uint32_t>& lane_of_raw) {
-  std::stable_sort(flow_points_.begin(), flow_points_.end(),
-                   [](const FlowPoint& a, const FlowPoint& b) {
-                     return std::tie(a.category, a.id, a.ts_ns, a.phase) <
-                            std::tie(b.category, b.id, b.ts_ns, b.phase);
-                   });
+  const auto before = [](const FlowPoint& a, const FlowPoint& b) {
+    return std::tie(a.category, a.id, a.ts_ns, a.phase) < std::tie(b.category, b.id, b.ts_ns, b.phase);
+  };
+  if (!std::is_sorted(flow_points_.begin(), flow_points_.end(), before))  // a file's are, often
+    std::stable_sort(flow_points_.begin(), flow_points_.end(), before);
   const FlowPoint* open = nullptr;
   for (const FlowPoint& p : flow_points_) {
     if (open != nullptr && (open->category != p.category || open->id != p.id)) open = nullptr;

@@ -344,6 +344,45 @@ TEST(ChromeJson, ReadsBareArraysAndIgnoresUnknownPhases) {
   EXPECT_EQ(l.instants.size(), 1u);
 }
 
+// Microseconds of every shape become exact nanoseconds: the common ones (up to 16 integer digits
+// and 3 decimals) and the rest (more digits, exponents, rounding half away from zero).
+TEST(ChromeJson, TimestampsOfEveryShapeBecomeExactNanoseconds) {
+  const std::pair<std::string, int64_t> cases[] = {
+      {"0", 0},
+      {"-0", 0},
+      {"7", 7'000},
+      {"0.001", 1},
+      {"-5.5", -5'500},
+      {"12.34", 12'340},
+      {"999999999999999.999", 999'999'999'999'999'999},
+      {"-999999999999999.999", -999'999'999'999'999'999},
+      {"1700000000000100.25", 1'700'000'000'000'100'250},  // epoch microseconds: 16 digits
+      {"9223372036854774.999", 9'223'372'036'854'774'999},
+      {"9223372036854775.807", INT64_MAX},
+      {"-9223372036854775.807", -INT64_MAX},
+      {"1.000000000000000000000000000000000000000000000000000000000000000000000000000001", 1'000},
+      {"12.3456", 12'346},
+      {"12.3454", 12'345},
+      {"-0.0005", -1},
+      {"1e3", 1'000'000},
+      {"2.5E-2", 25},
+      {"\"42.5\"", 42'500},  // a string holding a number
+  };
+  for (const auto& [text, ns] : cases) {
+    const Trace t = parse_chrome_json(R"([{"ph": "i", "name": "a", "pid": 1, "tid": 1, "ts": )" +
+                                      text + "}]");
+    ASSERT_EQ(t.lanes.size(), 1u) << text;
+    ASSERT_EQ(t.lanes[0].instants.size(), 1u) << text;
+    EXPECT_EQ(t.lanes[0].instants[0].ts_ns, ns) << text;
+  }
+  for (const std::string text : {"01", "1.", "-", "\"1.2.3\"", "9223372036854775.808", "17000000000001002", "\"\""}) {
+    EXPECT_THROW(parse_chrome_json(R"([{"ph": "i", "name": "a", "pid": 1, "tid": 1, "ts": )" +
+                                   text + "}]"),
+                 TraceFormatError)
+        << text;
+  }
+}
+
 TEST(ChromeJson, FlowsChainThroughStepsInTimeOrder) {
   const Trace t = parse_chrome_json(R"([
     {"ph": "f", "id": "0x10", "cat": "q", "name": "hop", "pid": 1, "tid": 3, "ts": 30, "bp": "e"},
