@@ -4,10 +4,9 @@
 //
 //   BM_ReadKinetoTrace        parse_chrome_json of the text in memory, args kept
 //   BM_LoadTraceFile/stream:S/threads:T  load_chrome_json of the same text in a file, as
-//                             `pipeprof analyze` reads it (no args): S=1 a part at a time (parts
-//                             of 4 MiB here, as a file of 50 MB has few of 8), parsed by T threads
-//                             beside the reading one (0: one per core; 1: the reading thread
-//                             alone); S=0 the whole file at once
+//                             `pipeprof analyze` reads it (no args): S=1 a part at a time (the
+//                             default 1 MiB parts), parsed by T threads (0: one per core; 1: the
+//                             reading thread alone); S=0 the whole file at once
 //                             PIPEPROF_TRACE_FILE=<trace> reads that file instead (a large one:
 //                             make_kineto_trace.py writes them)
 //   BM_SimdjsonOnDemandRaw    simdjson On-Demand alone over the same text: every event's fields
@@ -172,7 +171,6 @@ void BM_LoadTraceFile(benchmark::State& state) {
   options.keep_args = false;
   options.stream = state.range(0) != 0;
   options.threads = static_cast<size_t>(state.range(1));
-  options.part_bytes = size_t{4} << 20;
   size_t spans = 0;
   for (auto _ : state) {
     const Trace t = load_chrome_json(path, options);

@@ -283,7 +283,12 @@ class Reader {
     const od::raw_json_string raw = field.key();
     const char* p = raw.raw();
     const char* end = json_.data() + json_.size();
+    // Most keys are a few plain characters: a byte loop finds their end before a call would.
     const char* q = p;
+    while (q < end && *q != '"' && *q != '\\')
+      ++q;
+    if (q < end && *q == '"') return std::string_view(p, static_cast<size_t>(q - p));
+    q = p;
     for (;;) {
       q = static_cast<const char*>(std::memchr(q, '"', static_cast<size_t>(end - q)));
       if (q == nullptr) fail(offset_of(p), "unterminated key");

@@ -12,17 +12,18 @@ using Interval = std::pair<int64_t, int64_t>;  // [first, second)
 
 // Sorts and merges overlapping or touching intervals; empty ones are dropped.
 inline std::vector<Interval> merge_intervals(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());  // a lane's often are
+  size_t n = 0;  // merged in place: v[0, n)
   for (const Interval& i : v) {
     if (i.second <= i.first) continue;
-    if (!out.empty() && i.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, i.second);
+    if (n > 0 && i.first <= v[n - 1].second) {
+      v[n - 1].second = std::max(v[n - 1].second, i.second);
     } else {
-      out.push_back(i);
+      v[n++] = i;
     }
   }
-  return out;
+  v.resize(n);
+  return v;
 }
 
 inline int64_t total_length(const std::vector<Interval>& merged) {

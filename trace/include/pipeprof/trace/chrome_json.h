@@ -59,14 +59,17 @@ struct ReadOptions {
   // analyze` turns this off: a Kineto trace's args are about half its bytes, and copying them is
   // a third of the reading time. They are validated either way.
   bool keep_args = true;
-  // load_chrome_json reads the file a part of a few MiB at a time (memory: the model and a part
-  // or two of text, not the whole text and simdjson's index of it), and again whole where the
+  // load_chrome_json reads the file a part at a time (memory: the model and a few parts of text,
+  // not the whole text and simdjson's index of it), and again whole where the
   // trace's shape is one the parts do not handle or its text is malformed (so that errors are
   // those of a whole read). Off: always whole (for comparisons).
   bool stream = true;
-  size_t part_bytes = size_t{8} << 20;  // the text read at a time when streaming (tests: small)
-  // Threads that parse the parts (the calling thread reads and builds): 0, one per core (at
-  // most 8); 1, the calling thread alone.
+  // The text read at a time when streaming (tests: small). A part, its structural index and its
+  // strings stay in a core's cache: 1 MiB parts read a 500 MB trace in 0.77 times the time of
+  // 8 MiB parts on a 2-core machine.
+  size_t part_bytes = size_t{1} << 20;
+  // Threads that parse the parts: 0, one per core (at most 8); 1, the calling thread alone. The
+  // calling thread reads, cuts and builds, and parses too while it waits for a part.
   size_t threads = 0;
   ReadStats* stats = nullptr;  // filled when given
 };
