@@ -51,7 +51,9 @@ class BatchIterator final : public Iterator {
       for (const Tensor& t : e) {
         Shape shape{node_.batch_size};
         shape.insert(shape.end(), t.shape().begin(), t.shape().end());
-        out.emplace_back(t.dtype(), std::move(shape));
+        // Not zeroed: every row is written before the batch is seen (a short last batch is a
+        // view of its rows).
+        out.push_back(Tensor::uninitialized(t.dtype(), std::move(shape)));
         rows_.push_back(Row{out.back().mutable_data(), t.nbytes()});
       }
     }
