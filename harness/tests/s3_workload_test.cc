@@ -115,6 +115,53 @@ TEST_F(S3Workload, TrainingReadsTheBucketAndCheckpointsIntoIt) {
   for (const auto& name : written) EXPECT_EQ(name.find(".partial"), std::string::npos) << name;
 }
 
+// pipeprof.remote over a bucket: read through the disk cache (the second epoch from the cache
+// alone), copied first, or direct with the remote figures; the run's own server's latency and rate
+// are refused naming the key.
+TEST_F(S3Workload, TheBucketIsReadThroughTheDiskCacheOrCopiedFirst) {
+  const TempDir tmp;
+  upload_dataset(tmp, "cached");
+  std::string base = training_yaml("cached", storage_yaml());
+  base.replace(base.find("epochs: 1"), 9, "epochs: 2");
+  base.replace(base.find("checkpoint: True"), 16, "checkpoint: False");
+  const auto remote_of = [&](const std::string& mode) {
+    const fs::path yaml = tmp.write(mode + ".yaml", base + "pipeprof:\n  remote:\n    mode: " + mode + "\n");
+    const fs::path out = tmp / ("out-" + mode);
+    const CliResult r = pipeprof_cmd("workload " + yaml.string() + " -q --out " + out.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::ifstream in(out / "results.json");
+    return nlohmann::json::parse(in)["experiments"][0]["workload"]["remote"];
+  };
+  nlohmann::json remote = remote_of("cached");
+  ASSERT_TRUE(remote.is_object()) << remote.dump(1);
+  EXPECT_EQ(remote["store"].get<std::string>().find("s3://mlperf/cached"), 0U) << remote.dump(1);
+  EXPECT_EQ(remote["files"], 8);
+  const int64_t dataset = remote["dataset_bytes"].get<int64_t>();
+  EXPECT_GT(dataset, 8 * 32768);
+  EXPECT_EQ(remote["cache"]["misses"], 8) << remote.dump(1);  // each object fetched once
+  EXPECT_GE(remote["cache"]["hits"].get<int64_t>(), 8) << remote.dump(1);
+  EXPECT_EQ(remote["cache"]["bytes_fetched"], dataset) << remote.dump(1);
+  ASSERT_EQ(remote["epochs"].size(), 2U);
+  EXPECT_GE(remote["epochs"][0]["remote_bytes"].get<int64_t>(), dataset) << remote.dump(1);
+  EXPECT_EQ(remote["epochs"][1]["remote_bytes"], 0) << remote.dump(1);
+  EXPECT_EQ(remote["epochs"][1]["cache_hit_ratio"], 1.0) << remote.dump(1);
+
+  remote = remote_of("copy_first");
+  ASSERT_TRUE(remote.is_object()) << remote.dump(1);
+  EXPECT_GE(remote["copy_bytes"].get<int64_t>(), dataset) << remote.dump(1);
+  for (const auto& e : remote["epochs"]) EXPECT_EQ(e["remote_bytes"], 0) << remote.dump(1);
+
+  remote = remote_of("direct");
+  ASSERT_TRUE(remote.is_object()) << remote.dump(1);
+  for (const auto& e : remote["epochs"]) EXPECT_GE(e["remote_bytes"].get<int64_t>(), dataset) << remote.dump(1);
+
+  const CliResult r = pipeprof_cmd(
+      "workload " + tmp.write("latency.yaml", base + "pipeprof:\n  remote:\n    mode: cached\n    latency_ms: 5\n").string() +
+      " -q --dry-run");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("pipeprof.remote.latency_ms"), std::string::npos) << r.out;
+}
+
 TEST_F(S3Workload, CheckpointsAloneAreWrittenAndReadBack) {
   const TempDir tmp;
   const fs::path yaml = tmp.write(

@@ -108,6 +108,7 @@ RemoteRecord remote_from_json(const nlohmann::json& j, const JsonAt& at) {
   RemoteRecord r;
   r.mode = text(j, "mode", at);
   r.preload = flag(j, "preload", at, false);
+  r.store = opt_text(j, "store", at);
   r.latency_ms = number(j, "latency_ms", at);
   r.rate_mib_s_per_request = number(j, "rate_mib_s_per_request", at);
   r.requests_in_flight = integer(j, "requests_in_flight", at);
@@ -275,6 +276,7 @@ nlohmann::json to_json(const RemoteRecord& r) {
                      {"requests_in_flight", r.requests_in_flight},
                      {"files", r.files},
                      {"dataset_bytes", r.dataset_bytes}};
+  put(out, "store", r.store);
   put(out, "copy_seconds", r.copy_seconds);
   put(out, "copy_bytes", r.copy_bytes);
   put(out, "copy_ideal_seconds", r.copy_ideal_seconds);

@@ -47,7 +47,8 @@ WorkloadRecord full_workload() {
   w.accelerator_priority = "normal";
   w.notes = {"real-time priority refused"};
   w.page_cache = "warm";
-  w.remote = RemoteRecord{.mode = "copy_first", .latency_ms = 20, .rate_mib_s_per_request = 50,
+  w.remote = RemoteRecord{.mode = "copy_first", .store = "s3://mlperf/unet3d at http://127.0.0.1:9000",
+                          .latency_ms = 20, .rate_mib_s_per_request = 50,
                           .requests_in_flight = 16, .files = 168, .dataset_bytes = 1 << 30,
                           .copy_seconds = 4.5, .copy_ideal_seconds = 4.25, .copy_bytes = 1 << 30,
                           .copy_threads = 8, .cache_budget_bytes = 1 << 29,

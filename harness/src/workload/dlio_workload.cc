@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <sstream>
-
 #include <cmath>
 #include <filesystem>
+#include <set>
+#include <sstream>
 #include <string_view>
 
 #include "pipeprof/harness/errors.h"
@@ -358,6 +358,7 @@ DlioWorkload read_workload(const std::string& file, const YAML::Node& root) {
       if (w.au > 1) s.fail("au", "a fraction between 0 and 1 (0.90 for 90%)");
     }
   }
+  std::set<std::string, std::less<>> remote_keys_given;  // pipeprof.remote's, of those S3 refuses
   {
     const Section s = section("pipeprof");
     warn_unknown(w, s, kPipeprofKeys);
@@ -387,6 +388,8 @@ DlioWorkload read_workload(const std::string& file, const YAML::Node& root) {
       }
       if (r.has("latency_ms")) rs.latency_ms = r.number("latency_ms", 0);
       if (r.has("rate_mib_s")) rs.rate_mib_s = r.number("rate_mib_s", 0);
+      for (const char* key : {"latency_ms", "rate_mib_s"})
+        if (r.has(key)) remote_keys_given.insert(key);
       if (r.has("preload")) rs.preload = r.boolean("preload");
       if (r.has("cache_budget_mib")) rs.cache_budget_mib = r.number("cache_budget_mib", 0);
       if (r.has("copy_threads")) rs.copy_threads = r.whole("copy_threads", 1);
@@ -400,11 +403,26 @@ DlioWorkload read_workload(const std::string& file, const YAML::Node& root) {
     }
   }
 
+  // A dataset in S3 is read from its own server: direct (with the remote figures), through the
+  // disk cache or copied first. The latency and rate shape the run's own object server, which an
+  // S3 dataset does not use.
   if (w.s3 && w.remote.mode != RemoteMode::kNone) {
-    throw InputError(fmt::format(
-        "{}: pipeprof.remote: a dataset in S3 (storage.storage_type: s3) is read from its server; "
-        "pipeprof.remote serves a local folder over HTTP instead: use one or the other",
-        file));
+    if (w.remote.mode == RemoteMode::kGrowingCache) {
+      throw InputError(fmt::format(
+          "{}: pipeprof.remote.mode: growing_cache samples a local folder served over HTTP; a "
+          "dataset in S3 (storage.storage_type: s3) is read direct, cached or copy_first",
+          file));
+    }
+    for (const char* key : {"latency_ms", "rate_mib_s"}) {
+      if (remote_keys_given.contains(key)) {
+        throw InputError(fmt::format(
+            "{}: pipeprof.remote.{}: shapes the replies of the run's own object server, which a "
+            "dataset in S3 (storage.storage_type: s3) does not use: it is read from its bucket",
+            file, key));
+      }
+    }
+    w.remote.latency_ms = 0;  // not known: the store's own
+    w.remote.rate_mib_s = 0;
   }
   if (w.s3 && w.odirect) {
     throw InputError(fmt::format("{}: reader.odirect: O_DIRECT applies to local files, not to S3 "

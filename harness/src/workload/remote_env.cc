@@ -4,16 +4,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/storage_io.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::harness::workload {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The sizes of objects in a bucket, from a listing of each folder they are in (a request per
+// folder rather than one per object).
+std::vector<uint64_t> object_sizes(const std::vector<std::string>& names,
+                                   const pipelines::StorageContext& storage) {
+  std::map<std::string, uint64_t> sizes;
+  std::set<std::string> folders;
+  for (const std::string& n : names)
+    folders.insert(n.substr(0, n.rfind('/')));
+  for (const std::string& folder : folders)
+    for (auto& [name, size] : pipelines::list_objects(folder, &storage))
+      sizes.emplace(std::move(name), size);
+  std::vector<uint64_t> out;
+  out.reserve(names.size());
+  for (const std::string& n : names) {
+    const auto it = sizes.find(n);
+    if (it == sizes.end()) throw pipelines::RemoteError(n + ": not in its folder's listing any more");
+    out.push_back(it->second);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -36,17 +60,35 @@ std::vector<std::string> object_urls(const testbed::ObjectServer& server, const 
 }
 
 RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators,
-                                     const fs::path& scratch, const std::atomic<bool>* stop)
+                                     const fs::path& scratch, const std::atomic<bool>* stop,
+                                     int64_t rank)
     : w_(w), settings_(w.remote), accelerators_(accelerators), scratch_(scratch) {
-  const std::vector<std::string> local = training_files(w);
-  const fs::path root = fs::absolute(w.dataset.data_folder);
-  for (const std::string& f : local) {
-    std::error_code ec;
-    file_bytes_.push_back(fs::file_size(f, ec));
+  std::vector<std::string> urls;
+  // Where each object's copy goes under the copy's folder (copy_first).
+  std::vector<fs::path> relative;
+  if (w.s3) {
+    // The dataset is in its bucket: no server of the run's; the objects are read from there,
+    // through the workload's S3 settings.
+    storage_ = s3_storage(w, stop, rank);
+    const std::string& endpoint = storage_->s3().endpoint_url;
+    store_ = endpoint.empty() ? w.dataset.data_folder
+                              : fmt::format("{} at {}", w.dataset.data_folder, endpoint);
+    urls = training_files(w, storage_.get());
+    file_bytes_ = object_sizes(urls, *storage_);
+    for (const std::string& u : urls)
+      relative.push_back(u.substr(std::min(u.size(), w.dataset.data_folder.size() + 1)));
+  } else {
+    const std::vector<std::string> local = training_files(w);
+    const fs::path root = fs::absolute(w.dataset.data_folder);
+    for (const std::string& f : local) {
+      std::error_code ec;
+      file_bytes_.push_back(fs::file_size(f, ec));
+      relative.push_back(fs::absolute(f).lexically_relative(root));
+    }
+    server_ = start_object_server(w);
+    urls = object_urls(*server_, w, local);
+    storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop});
   }
-  server_ = start_object_server(w);
-  const std::vector<std::string> urls = object_urls(*server_, w, local);
-  storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop});
   start_ns_ = trace::now_ns();
   try {
     switch (settings_.mode) {
@@ -57,9 +99,8 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
         copy_dir_ = scratch_ / "remote_copy";
         std::error_code ec;
         fs::remove_all(copy_dir_, ec);
-        for (const std::string& f : local) {
-          files_.push_back((copy_dir_ / fs::absolute(f).lexically_relative(root)).string());
-        }
+        for (const fs::path& r : relative)
+          files_.push_back((copy_dir_ / r).string());
         std::atomic<size_t> next{0};
         std::exception_ptr error;
         std::mutex error_mutex;
@@ -110,10 +151,14 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
             .dir = cache_dir_,
             .budget_bytes = budget,
             .preload_threads = static_cast<int>(std::max<int64_t>(1, settings_.copy_threads)),
-            .key_by_path = true});  // the server's port changes from run to run
+            // The run's server's port changes from run to run; a bucket's objects keep their names.
+            .key_by_path = !w.s3,
+            .read = storage_->read_options(),
+            .s3 = storage_->s3()});
         // A folder of the user's: its cached objects go (a cold start), its other files stay.
         if (!settings_.keep_cache && !settings_.cache_dir.empty()) cache_->clear();
-        storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop}, cache_);
+        storage_ = std::make_shared<pipelines::StorageContext>(storage_->read_options(), cache_,
+                                                               storage_->s3());
         if (settings_.preload) cache_->preload(urls);
         files_ = urls;
         break;
@@ -192,6 +237,7 @@ results::RemoteRecord RemoteEnvironment::report(const DlioWorkload& w, const Tra
   results::RemoteRecord out;
   out.mode = std::string(remote_mode_name(settings_.mode));
   out.preload = settings_.preload;
+  if (!store_.empty()) out.store = store_;
   out.latency_ms = settings_.latency_ms;
   out.rate_mib_s_per_request = settings_.rate_mib_s;
   out.requests_in_flight = in_flight;

@@ -1,6 +1,7 @@
 // A workload whose dataset lives on remote object storage (pipeprof.remote; EXPERIMENTS.md C2): the
 // dataset folder is served by nginx on 127.0.0.1 (ObjectServer) with a time to first byte and a
-// bandwidth limit per request, and the loaders read it in one of three ways:
+// bandwidth limit per request, or, for a dataset in S3 (storage.storage_type: s3), read from its
+// bucket; the loaders read it in one of three ways:
 //
 //   copy_first  every training file copied to local disk first (copy_threads requests in flight),
 //               timed before the first step; then the run reads the copy
@@ -18,7 +19,8 @@
 //   copy_first's copy: sum of t_f / copy_threads; cached with preloading: R + copy_threads in flight
 //   time to the first step: ceil(files in a batch / read threads) x the mean t_f (copy_first: the
 //   copy); a file over 1 MiB costs two requests (two latencies). With read_threads: autotune, R
-//   counts read_threads as written.
+//   counts read_threads as written. An S3 store's latency and rate are not known: t_f is 0, and the
+//   ideals are the computation's.
 #pragma once
 
 #include <atomic>
@@ -52,8 +54,10 @@ class RemoteEnvironment {
   // for copy_first, copies them under <scratch>/remote_copy, and for cached, opens the cache
   // (emptied first unless keep_cache) and starts the preload. Throws InputError or
   // pipelines::RemoteError naming what failed.
+  // A dataset in S3 (w.s3) is read from its bucket instead of a server of the run's, with the
+  // settings of rank `rank` (its endpoint).
   RemoteEnvironment(const DlioWorkload& w, int64_t accelerators, const std::filesystem::path& scratch,
-                    const std::atomic<bool>* stop);
+                    const std::atomic<bool>* stop, int64_t rank = 0);
   // Stops the server; removes the copy (and the cache, unless keep_cache).
   ~RemoteEnvironment();
   RemoteEnvironment(const RemoteEnvironment&) = delete;
@@ -84,7 +88,8 @@ class RemoteEnvironment {
   RemoteSettings settings_;
   int64_t accelerators_;
   std::filesystem::path scratch_;
-  std::unique_ptr<testbed::ObjectServer> server_;
+  std::unique_ptr<testbed::ObjectServer> server_;  // none for a dataset in S3
+  std::string store_;                              // that dataset: its folder and endpoint
   std::shared_ptr<pipelines::RemoteCache> cache_;
   std::shared_ptr<pipelines::StorageContext> storage_;
   std::filesystem::path copy_dir_, cache_dir_;

@@ -113,7 +113,8 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
       } else if (ranks != nullptr) {  // each rank its own copy or cache
         scratch /= fmt::format("rank-{}", ranks->rank());
       }
-      remote = std::make_unique<RemoteEnvironment>(w, options.accelerators, scratch, options.stop);
+      remote = std::make_unique<RemoteEnvironment>(w, options.accelerators, scratch, options.stop,
+                                                   ranks != nullptr ? ranks->rank() : 0);
       t.files = remote->files();
       t.storage = remote->storage();
       t.on_epoch_end = [&remote](int64_t epoch) { remote->epoch_end(epoch); };

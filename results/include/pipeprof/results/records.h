@@ -112,6 +112,10 @@ struct RemoteEpoch {
 struct RemoteRecord {
   std::string mode;  // copy_first, direct, cached
   bool preload = false;
+  // The user's own object store (an S3 dataset: "s3://bucket/folder at <endpoint>"); absent: the
+  // run's object server, with the latency and rate below. A store's latency and rate are not
+  // known: they are 0, and the ideals count the computation alone.
+  std::optional<std::string> store;
   double latency_ms = 0, rate_mib_s_per_request = 0;
   int64_t requests_in_flight = 0, files = 0, dataset_bytes = 0;
   // copy_first
