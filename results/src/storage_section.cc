@@ -55,7 +55,8 @@ std::string remote_subsection(const std::vector<Entry>& entries, Report& report)
   for (const Entry& x : entries) {
     if (!x.workload || !x.workload->remote) continue;
     const RemoteRecord& remote = *x.workload->remote;
-    const std::string mode = remote.mode + (remote.preload ? " + preload" : "");
+    const std::string mode = remote.mode + (remote.preload ? " + preload" : "") +
+                             (remote.store ? " from " + *remote.store : "");
     std::optional<double> first_epoch, later_sum;
     int later = 0;
     for (const RemoteEpoch& e : remote.epochs) {

@@ -306,14 +306,17 @@ results::RemoteRecord RemoteEnvironment::report(const DlioWorkload& w, const Tra
 }
 
 std::string RemoteEnvironment::table(const results::RemoteRecord& remote) {
-  std::string out = fmt::format(
-      "remote ({}{}): {} files, {:.1f} MiB, {:g} ms to first byte, {} per request, {} requests in "
-      "flight\n",
-      remote.mode, remote.preload ? ", preloaded" : "", remote.files,
-      static_cast<double>(remote.dataset_bytes) / 1048576.0, remote.latency_ms,
-      remote.rate_mib_s_per_request > 0 ? fmt::format("{:g} MiB/s", remote.rate_mib_s_per_request)
-                                        : std::string("no bandwidth limit"),
-      remote.requests_in_flight);
+  // The run's own server is described by its latency and rate; a store by its name.
+  const std::string server =
+      remote.store ? fmt::format("from {}", *remote.store)
+                   : fmt::format("{:g} ms to first byte, {} per request", remote.latency_ms,
+                                 remote.rate_mib_s_per_request > 0
+                                     ? fmt::format("{:g} MiB/s", remote.rate_mib_s_per_request)
+                                     : std::string("no bandwidth limit"));
+  std::string out = fmt::format("remote ({}{}): {} files, {:.1f} MiB, {}, {} requests in flight\n",
+                                remote.mode, remote.preload ? ", preloaded" : "", remote.files,
+                                static_cast<double>(remote.dataset_bytes) / 1048576.0, server,
+                                remote.requests_in_flight);
   if (remote.copy_seconds) {
     out += fmt::format("  copy first: {:.2f} s (ideal {:.2f} s, {} threads)\n", *remote.copy_seconds,
                        remote.copy_ideal_seconds.value_or(0), remote.copy_threads.value_or(0));
