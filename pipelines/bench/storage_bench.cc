@@ -11,6 +11,8 @@
 //   BM_NpzRead                   the same over numpy .npz archives in DLIO's npz layout (a stored
 //                                uint8 member x and an int64 member y): list_files ->
 //                                interleave(npz_files), the archives' bytes per second
+//   BM_HttpObjectRead/parts:<n>  a 64 MiB object read whole from nginx at 32 MiB/s and 20 ms per
+//                                request: one request for it, or parts of 8 MiB, n in flight
 //
 // BM_TFRecordRead reads the environment: PIPEPROF_STORAGE_DIR (a folder of *.tfrecord files; made
 // when empty: PIPEPROF_STORAGE_FILES files of PIPEPROF_STORAGE_FILE_MB MiB, records of
@@ -25,9 +27,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,6 +42,8 @@
 #include "io/storage.h"
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/file_sources.h"
+#include "pipeprof/pipelines/remote.h"
+#include "pipeprof/testbed/object_server.h"
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/formats.h"
 #include "pipeprof/pipelines/waits.h"
@@ -254,6 +260,45 @@ void BM_NpzRead(benchmark::State& state) {
                  " threads" + (cold ? ", cold" : ", warm"));
 }
 BENCHMARK(BM_NpzRead)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// One 64 MiB object read whole over HTTP from the test bed's nginx, which limits each request to
+// 32 MiB/s and answers after 20 ms (a remote store's per-connection rate): one request for the
+// rest after the open's first MiB (parts:1), or parts of 8 MiB with that many in flight from the
+// one reading thread. Skips where nginx is missing.
+void BM_HttpObjectRead(benchmark::State& state) {
+  std::string why;
+  if (!testbed::ObjectServer::available(true, &why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  static const std::filesystem::path dir = [] {
+    const auto d = std::filesystem::temp_directory_path() /
+                   ("pipeprof_bench_http_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    std::vector<char> bytes(size_t{64} << 20, 'x');
+    std::ofstream(d / "object.bin", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    });
+    return d;
+  }();
+  testbed::ObjectServer server({.root = dir, .latency = std::chrono::milliseconds(20),
+                                .rate_bytes_per_second = int64_t{32} << 20});
+  RemoteReadOptions read;
+  read.parts_in_flight = static_cast<int>(state.range(0));
+  const auto storage = std::make_shared<StorageContext>(read);
+  std::vector<std::byte> out(size_t{64} << 20);
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    auto file = io::open_file(server.url() + "object.bin", io::OpenOptions{.storage = storage});
+    if (io::read_fully(*file, 0, out) != out.size()) state.SkipWithError("short read");
+    bytes += static_cast<int64_t>(out.size());
+  }
+  state.SetBytesProcessed(bytes);
+  state.counters["requests"] = static_cast<double>(storage->counters().requests) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_HttpObjectRead)->ArgName("parts")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 }  // namespace
 }  // namespace pipeprof::pipelines

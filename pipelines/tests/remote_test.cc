@@ -352,5 +352,112 @@ TEST_F(RemoteTest, BodyShorterThanItsContentLengthIsAnError) {
   EXPECT_GE(counters().retries, 1);
 }
 
+// A read of several parts' worth is fetched in parts by one thread, several requests at once; the
+// bytes are the object's, each part one request.
+TEST_F(RemoteTest, LargeReadsAreFetchedInParts) {
+  REQUIRE_NGINX(false);
+  const auto objects = make_objects("big", 1, (5 << 20) + 100);
+  ObjectServer server({.root = root_ / "data"});
+  RemoteReadOptions parts = fast_;
+  parts.part_bytes = 1 << 20;
+  parts.parts_in_flight = 4;
+  use_read_options(parts);
+  auto file = open_url(url_of(server, "big", 0));
+  reset_counters();
+  EXPECT_EQ(read_all(*file), objects[0]);
+  // After the open's first MiB: 4 MiB and 100 bytes, five parts.
+  EXPECT_EQ(counters().requests, 5);
+  EXPECT_EQ(counters().bytes, (4 << 20) + 100);
+  // A read inside the object, across part boundaries.
+  reset_counters();
+  std::vector<std::byte> middle((3 << 20) - 7);
+  ASSERT_EQ(file->read_at(1234567, middle), middle.size());
+  EXPECT_TRUE(std::equal(middle.begin(), middle.end(), objects[0].begin() + 1234567));
+  EXPECT_EQ(counters().requests, 3);
+  // One part in flight: one request per read, as before.
+  parts.parts_in_flight = 1;
+  use_read_options(parts);
+  file = open_url(url_of(server, "big", 0));
+  reset_counters();
+  EXPECT_EQ(read_all(*file), objects[0]);
+  EXPECT_EQ(counters().requests, 1);
+}
+
+// A part that fails is retried on its own (the server goes away and comes back mid-read); an
+// object that changed size since it was opened is an error naming both sizes.
+TEST_F(RemoteTest, PartsAreRetriedAndAChangedObjectIsAnError) {
+  REQUIRE_NGINX(false);
+  auto objects = make_objects("r", 1, 6 << 20);
+  RemoteReadOptions patient = fast_;
+  patient.max_attempts = 8;
+  patient.backoff_initial = 50ms;
+  patient.backoff_max = 400ms;
+  patient.part_bytes = 512 << 10;
+  patient.parts_in_flight = 3;
+  use_read_options(patient);
+  ObjectServer server({.root = root_ / "data"});
+  auto file = open_url(url_of(server, "r", 0));
+  server.kill();
+  std::string restart_error;
+  std::thread restart([&] {
+    std::this_thread::sleep_for(300ms);
+    try {
+      server.start();
+    } catch (const std::exception& e) {
+      restart_error = e.what();
+    }
+  });
+  reset_counters();
+  std::vector<std::byte> rest((5 << 20) - 1000);
+  size_t n = 0;
+  EXPECT_NO_THROW(n = file->read_at(1 << 20, rest));
+  restart.join();
+  EXPECT_EQ(restart_error, "");
+  EXPECT_EQ(n, rest.size());
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), objects[0].begin() + (1 << 20)));
+  EXPECT_GE(counters().retries, 1);
+
+  write_file(root_ / "data" / "r" / "obj_0.bin", random_bytes(7 << 20, 9));
+  std::string what;
+  try {
+    file->read_at(1 << 20, rest);
+  } catch (const io::IoError& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("obj_0.bin"), std::string::npos) << what;
+  EXPECT_NE(what.find("changed while it was read (6291456 bytes when opened, 7340032 now)"),
+            std::string::npos)
+      << what;
+}
+
+// The stop ends a read in parts at once, whatever its parts are doing.
+TEST_F(RemoteTest, AStopEndsAReadInParts) {
+  REQUIRE_NGINX(false);
+  make_objects("slow", 1, 9 << 20);
+  ObjectServer server({.root = root_ / "data", .rate_bytes_per_second = 1 << 20});
+  std::atomic<bool> stop{false};
+  RemoteReadOptions parts = fast_;
+  parts.part_bytes = 1 << 20;
+  parts.parts_in_flight = 4;
+  parts.stop = &stop;
+  use_read_options(parts);
+  auto file = open_url(url_of(server, "slow", 0));
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(300ms);
+    stop = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::byte> rest(8 << 20);
+  std::string what;
+  try {
+    file->read_at(1 << 20, rest);
+  } catch (const io::IoError& e) {
+    what = e.what();
+  }
+  stopper.join();
+  EXPECT_NE(what.find("stopped"), std::string::npos) << what;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);  // 2 s of transfer at the least
+}
+
 }  // namespace
 }  // namespace pipeprof::pipelines::remote_testing

@@ -87,7 +87,10 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
     }
     server_ = start_object_server(w);
     urls = object_urls(*server_, w, local);
-    storage_ = std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop});
+    // One request per reader thread, as the ideals count them (R): no object is read in parts.
+    pipelines::RemoteReadOptions read{.stop = stop};
+    read.parts_in_flight = 1;
+    storage_ = std::make_shared<pipelines::StorageContext>(read);
   }
   start_ns_ = trace::now_ns();
   try {

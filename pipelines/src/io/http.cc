@@ -244,6 +244,145 @@ std::string failure_text(const HttpAccess& access, long status, const std::strin
   return text;
 }
 
+// One attempt's state, alive while its transfer runs: what libcurl writes into (the error text, the
+// headers) and what it sends from (the request's headers, an upload's body).
+struct Attempt {
+  Attempt() = default;
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+  ~Attempt() { curl_slist_free_all(header_list); }
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  Headers headers;
+  Upload upload;
+  std::string range;
+  struct curl_slist* header_list = nullptr;
+};
+
+// Sets up `curl` (reset first: its live connections stay) for one attempt of a GET of
+// [begin, begin + length), of the whole object when length is 0, or of `request`.
+void prepare(CURL* curl, Attempt& a, const HttpAccess& access, const std::string& url,
+             uint64_t begin, size_t length, Sink& sink, const HttpRequest* request) {
+  const HttpOptions& options = access.options;
+  curl_easy_reset(curl);
+  sink.received = 0;
+  sink.overflow = false;
+  sink.curl = curl;
+  sink.error_body.clear();
+  sink.counters = access.counters;
+  if (sink.grow != nullptr) sink.grow->clear();
+  a.range = length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, a.error_buffer);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &a.headers);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                   std::max<long>(1, static_cast<long>(options.stall_timeout.count() / 1000)));
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
+  if (!a.range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, a.range.c_str());
+  // The request's headers: S3's signing.
+  const auto add_header = [&](const std::string& h) {
+    struct curl_slist* grown = curl_slist_append(a.header_list, h.c_str());
+    if (grown == nullptr) throw std::bad_alloc();
+    a.header_list = grown;
+  };
+  if (!access.signing.provider.empty()) {
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, access.signing.provider.c_str());
+    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // a key's "." and ".." are its own
+    curl_easy_setopt(curl, CURLOPT_USERNAME, access.signing.user.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, access.signing.password.c_str());
+    add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!access.signing.session_token.empty())
+      add_header("x-amz-security-token: " + access.signing.session_token);
+  }
+  if (request != nullptr) {
+    if (request->send_body) {
+      a.upload.body = request->body;
+      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &a.upload);
+      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &a.upload);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
+      // (No "Expect:" to save the 100-continue round trip: libcurl would sign it, empty, and
+      // the server would see a request without it.)
+    }
+    if (request->method == "HEAD") {
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (request->method != "GET" && !(request->method == "PUT" && request->send_body)) {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request->method.c_str());
+    }
+  }
+  if (a.header_list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, a.header_list);
+  if (options.stop != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options.stop);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
+}
+
+// What an attempt came to: a response (2xx, or a status the caller accepts), a failure that may
+// pass (retried), one that may not, or the stop.
+struct Outcome {
+  enum class Kind { kResponse, kRetry, kFail, kStopped } kind = Kind::kFail;
+  Response response;
+  std::string error;  // kRetry and kFail: why
+};
+
+Outcome conclude(CURL* curl, CURLcode rc, Attempt& a, const Sink& sink, const HttpAccess& access,
+                 uint64_t begin, size_t length, bool (*accept_status)(long)) {
+  using Kind = Outcome::Kind;
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // the buffer goes with this attempt
+  if (sink.overflow) {
+    return {.kind = Kind::kFail,
+            .error = status == 200 ? std::string("the server ignored the Range header (HTTP 200 "
+                                                 "with the whole object)")
+                                   : fmt::format("the server sent more than the {} bytes asked for",
+                                                 length)};
+  }
+  if (rc == CURLE_ABORTED_BY_CALLBACK) return {.kind = Kind::kStopped};
+  if (rc != CURLE_OK) {
+    const std::string why = a.error_buffer[0] != '\0' ? a.error_buffer : curl_easy_strerror(rc);
+    std::string error = rc == CURLE_PARTIAL_FILE
+                            ? fmt::format("the body ended early ({} bytes received): {}", sink.received, why)
+                            : why;
+    return {.kind = retryable(rc) ? Kind::kRetry : Kind::kFail, .error = std::move(error)};
+  }
+  Response response{.status = status, .total = total_from_content_range(a.headers.content_range),
+                    .received = sink.received, .etag = a.headers.etag,
+                    .content_length = total_from_content_range("/" + a.headers.content_length)};
+  if (status >= 200 && status < 300) {
+    // A ranged body shorter than the range asked for, where the object goes on, is cut short.
+    if (length != 0 && status == 206 && response.total) {
+      const uint64_t expected =
+          std::min<uint64_t>(length, *response.total > begin ? *response.total - begin : 0);
+      if (sink.received < expected) {
+        return {.kind = Kind::kRetry,
+                .error = fmt::format("the body ended early ({} of {} bytes)", sink.received, expected)};
+      }
+    }
+    return {.kind = Kind::kResponse, .response = response};
+  }
+  if (accept_status != nullptr && accept_status(status)) return {.kind = Kind::kResponse, .response = response};
+  return {.kind = retryable_status(status) ? Kind::kRetry : Kind::kFail,
+          .error = failure_text(access, status, sink.error_body)};
+}
+
+// The wait before attempt `attempt` (2, 3, ...): backoff_initial doubled per retry, at most
+// backoff_max.
+std::chrono::milliseconds backoff_before(const HttpOptions& options, int attempt) {
+  const auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
+  return std::min<std::chrono::milliseconds>(wait, options.backoff_max);
+}
+
 // One request (a GET of [begin, begin + length), or of the whole object when length is 0; or
 // `request`'s method and body), retried as the options say. Statuses that are not retried come
 // back to the caller when `accept_status` says so (a listing may be 404); other failures throw
@@ -252,7 +391,6 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
              Sink& sink, bool (*accept_status)(long) = nullptr, const HttpRequest* request = nullptr) {
   const HttpOptions& options = access.options;
   HttpCounters* const counters = access.counters;
-  sink.counters = counters;
   CURL* curl = thread_handle();
   const auto started = std::chrono::steady_clock::now();
   std::string last_error;
@@ -267,135 +405,190 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempt > 1) {
       add_count(&HttpCounters::retries, counters);
-      auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
-      const auto until =
-          std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(wait, options.backoff_max);
+      const auto until = std::chrono::steady_clock::now() + backoff_before(options, attempt);
       while (!stopped(options) && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (stopped(options)) throw stopped_error();
-    curl_easy_reset(curl);  // keeps the handle's live connections
-    char error_buffer[CURL_ERROR_SIZE] = {};
-    Headers headers;
-    Upload upload;
-    sink.received = 0;
-    sink.overflow = false;
-    sink.curl = curl;
-    sink.error_body.clear();
-    if (sink.grow != nullptr) sink.grow->clear();
-    const std::string range =
-        length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &headers);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                     std::max<long>(1, static_cast<long>(options.stall_timeout.count() / 1000)));
-    curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
-    if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-    // The request's headers: S3's signing.
-    struct curl_slist* header_list = nullptr;
-    const auto add_header = [&](const std::string& h) {
-      struct curl_slist* grown = curl_slist_append(header_list, h.c_str());
-      if (grown == nullptr) throw std::bad_alloc();
-      header_list = grown;
-    };
-    struct FreeHeaders {
-      curl_slist** list;
-      ~FreeHeaders() { curl_slist_free_all(*list); }
-    } free_headers{&header_list};
-    if (!access.signing.provider.empty()) {
-      curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, access.signing.provider.c_str());
-      curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // a key's "." and ".." are its own
-      curl_easy_setopt(curl, CURLOPT_USERNAME, access.signing.user.c_str());
-      curl_easy_setopt(curl, CURLOPT_PASSWORD, access.signing.password.c_str());
-      add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-      if (!access.signing.session_token.empty())
-        add_header("x-amz-security-token: " + access.signing.session_token);
-    }
-    if (request != nullptr) {
-      if (request->send_body) {
-        upload.body = request->body;
-        curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(curl, CURLOPT_READDATA, &upload);
-        curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(curl, CURLOPT_SEEKDATA, &upload);
-        curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
-        // (No "Expect:" to save the 100-continue round trip: libcurl would sign it, empty, and
-        // the server would see a request without it.)
-      }
-      if (request->method == "HEAD") {
-        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-      } else if (request->method != "GET" && !(request->method == "PUT" && request->send_body)) {
-        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request->method.c_str());
-      }
-    }
-    if (header_list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, header_list);
-    if (options.stop != nullptr) {
-      curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-      curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options.stop);
-      curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    }
+    Attempt a;
+    prepare(curl, a, access, url, begin, length, sink, request);
     add_count(&HttpCounters::requests, counters);
     const CURLcode rc = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // the buffer goes with this attempt
-    if (sink.overflow) {
-      add_count(&HttpCounters::failures, counters);
-      throw IoError(fmt::format(
-          "{}: {}: {}", label, what,
-          status == 200 ? std::string("the server ignored the Range header (HTTP 200 with the whole "
-                                      "object)")
-                        : fmt::format("the server sent more than the {} bytes asked for", length)));
+    Outcome o = conclude(curl, rc, a, sink, access, begin, length, accept_status);
+    switch (o.kind) {
+      case Outcome::Kind::kResponse:
+        return o.response;
+      case Outcome::Kind::kStopped:
+        throw stopped_error();
+      case Outcome::Kind::kRetry:
+        last_error = std::move(o.error);
+        continue;
+      case Outcome::Kind::kFail:
+        add_count(&HttpCounters::failures, counters);
+        throw IoError(fmt::format("{}: {}: {}", label, what, o.error));
     }
-    if (rc == CURLE_ABORTED_BY_CALLBACK) throw stopped_error();
-    if (rc != CURLE_OK) {
-      const std::string why = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
-      if (rc == CURLE_PARTIAL_FILE) {
-        last_error = fmt::format("the body ended early ({} bytes received): {}", sink.received, why);
-      } else {
-        last_error = why;
-      }
-      if (retryable(rc)) continue;
-      add_count(&HttpCounters::failures, counters);
-      throw IoError(fmt::format("{}: {}: {}", label, what, last_error));
-    }
-    Response response{.status = status, .total = total_from_content_range(headers.content_range),
-                      .received = sink.received, .etag = headers.etag,
-                      .content_length = total_from_content_range("/" + headers.content_length)};
-    if (status >= 200 && status < 300) {
-      // A ranged body shorter than the range asked for, where the object goes on, is cut short.
-      if (length != 0 && status == 206 && response.total) {
-        const uint64_t expected = std::min<uint64_t>(length, *response.total > begin
-                                                                 ? *response.total - begin
-                                                                 : 0);
-        if (sink.received < expected) {
-          last_error = fmt::format("the body ended early ({} of {} bytes)", sink.received, expected);
-          continue;
-        }
-      }
-      return response;
-    }
-    if (accept_status != nullptr && accept_status(status)) return response;
-    last_error = failure_text(access, status, sink.error_body);
-    if (retryable_status(status)) continue;
-    add_count(&HttpCounters::failures, counters);
-    throw IoError(fmt::format("{}: {}: {}", label, what, last_error));
   }
   add_count(&HttpCounters::failures, counters);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   throw IoError(fmt::format("{}: {}: {} (gave up after {} attempts in {:.1f} s)", label, what,
                             last_error, attempts, seconds));
+}
+
+// This thread's multi handle and the easy handles it drives: parts of one read in flight at once,
+// their connections kept alive for the next read (the multi handle's connection cache).
+struct MultiHandles {
+  CURLM* multi = nullptr;
+  std::vector<CURL*> easy;
+  ~MultiHandles() {
+    for (CURL* e : easy)
+      curl_easy_cleanup(e);
+    if (multi != nullptr) curl_multi_cleanup(multi);
+  }
+};
+thread_local MultiHandles t_multi;
+
+MultiHandles& thread_multi(size_t handles) {
+  MultiHandles& m = t_multi;
+  if (m.multi == nullptr) {
+    global_init();
+    m.multi = curl_multi_init();
+    if (m.multi == nullptr) throw IoError("libcurl could not create a multi handle (curl_multi_init)");
+  }
+  while (m.easy.size() < handles) {
+    CURL* e = curl_easy_init();
+    if (e == nullptr) throw IoError("libcurl could not create a handle (curl_easy_init)");
+    m.easy.push_back(e);
+  }
+  return m;
+}
+
+// Reads [begin, begin + out.size()) of an object of `total` bytes in parts of options.part_bytes,
+// with up to options.parts_in_flight requests at once on this thread (libcurl's multi interface).
+// Each part is retried as get() retries a request; the first part that fails for good, the stop,
+// or an object whose size changed ends the read with an IoError naming the part's range.
+void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
+               std::span<std::byte> out, uint64_t total) {
+  const HttpOptions& options = access.options;
+  HttpCounters* const counters = access.counters;
+  const std::string label = label_of(access, url);
+  const size_t part_bytes = std::max<size_t>(1, options.part_bytes);
+  const int attempts = std::max(1, options.max_attempts);
+  struct Part {
+    uint64_t begin = 0;
+    size_t length = 0;
+    Sink sink;
+    std::unique_ptr<Attempt> attempt;  // the one in flight
+    CURL* curl = nullptr;              // while in flight
+    int attempts = 0;
+    std::chrono::steady_clock::time_point not_before{};
+    std::string last_error;
+    bool done = false;
+  };
+  std::vector<Part> parts;
+  for (size_t at = 0; at < out.size(); at += part_bytes) {
+    Part p;
+    p.begin = begin + at;
+    p.length = std::min(part_bytes, out.size() - at);
+    p.sink.out = out.data() + at;
+    p.sink.capacity = p.length;
+    parts.push_back(std::move(p));
+  }
+  const auto in_flight = static_cast<size_t>(std::max(1, options.parts_in_flight));
+  MultiHandles& m = thread_multi(in_flight);
+  std::vector<CURL*> free_handles(m.easy.begin(), m.easy.begin() + static_cast<std::ptrdiff_t>(in_flight));
+  // Whatever ends the read, no transfer of it stays in the multi handle.
+  struct Detach {
+    MultiHandles& m;
+    std::vector<Part>& parts;
+    ~Detach() {
+      for (Part& p : parts)
+        if (p.curl != nullptr) curl_multi_remove_handle(m.multi, p.curl);
+    }
+  } detach{m, parts};
+  auto waiting_for = [&] { return fmt::format("{} {}: {} in parts", label == url ? "HTTP" : "HTTP of", label, range_text(begin, out.size())); };
+  WaitScope waiting(waiting_for);
+  const auto fail = [&](const Part& p, const std::string& why) {
+    add_count(&HttpCounters::failures, counters);
+    return IoError(fmt::format("{}: {}: {}", label, range_text(p.begin, p.length), why));
+  };
+  size_t left = parts.size();
+  while (left > 0) {
+    if (stopped(options))
+      throw IoError(fmt::format("{}: {}: stopped (interrupted)", label, range_text(begin, out.size())));
+    const auto now = std::chrono::steady_clock::now();
+    auto next_start = std::chrono::steady_clock::time_point::max();
+    for (Part& p : parts) {
+      if (p.done || p.curl != nullptr) continue;
+      if (p.not_before > now) {
+        next_start = std::min(next_start, p.not_before);
+        continue;
+      }
+      if (free_handles.empty()) break;
+      p.curl = free_handles.back();
+      free_handles.pop_back();
+      if (++p.attempts > 1) add_count(&HttpCounters::retries, counters);
+      p.attempt = std::make_unique<Attempt>();
+      prepare(p.curl, *p.attempt, access, url, p.begin, p.length, p.sink, nullptr);
+      add_count(&HttpCounters::requests, counters);
+      if (curl_multi_add_handle(m.multi, p.curl) != CURLM_OK) {
+        free_handles.push_back(p.curl);
+        p.curl = nullptr;
+        throw fail(p, "libcurl could not start the request (curl_multi_add_handle)");
+      }
+    }
+    int running = 0;
+    if (curl_multi_perform(m.multi, &running) != CURLM_OK)
+      throw IoError(fmt::format("{}: {}: libcurl's multi interface failed", label, range_text(begin, out.size())));
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(m.multi, &queued)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      const auto it = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.curl == msg->easy_handle; });
+      if (it == parts.end()) continue;
+      Part& p = *it;
+      const CURLcode rc = msg->data.result;  // msg is gone once the handle is removed
+      curl_multi_remove_handle(m.multi, p.curl);
+      Outcome o = conclude(p.curl, rc, *p.attempt, p.sink, access, p.begin, p.length,
+                           [](long status) { return status == 416; });
+      free_handles.push_back(p.curl);
+      p.curl = nullptr;
+      p.attempt.reset();
+      switch (o.kind) {
+        case Outcome::Kind::kStopped:
+          throw IoError(fmt::format("{}: {}: stopped (interrupted)", label, range_text(begin, out.size())));
+        case Outcome::Kind::kFail:
+          throw fail(p, o.error);
+        case Outcome::Kind::kRetry:
+          if (p.attempts >= attempts) {
+            throw fail(p, fmt::format("{} (gave up after {} attempts)", o.error, p.attempts));
+          }
+          p.last_error = std::move(o.error);
+          p.not_before = std::chrono::steady_clock::now() + backoff_before(options, p.attempts + 1);
+          continue;
+        case Outcome::Kind::kResponse:
+          break;
+      }
+      const Response& r = o.response;
+      if ((r.status == 206 || r.status == 416) && r.total && *r.total != total) {
+        throw fail(p, fmt::format("the object changed while it was read ({} bytes when opened, {} now)",
+                                  total, *r.total));
+      }
+      if (r.status != 206 || p.sink.received != p.length) {
+        throw fail(p, fmt::format("expected a 206 response of {} bytes, got HTTP {} with {}", p.length,
+                                  r.status, p.sink.received));
+      }
+      p.done = true;
+      --left;
+    }
+    if (left == 0) break;
+    // Until a transfer moves, the next retry is due, or 100 ms pass (the stop is looked at).
+    int timeout_ms = 100;
+    if (next_start != std::chrono::steady_clock::time_point::max()) {
+      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_start - now).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, 100));
+    }
+    if (running > 0 || timeout_ms > 0) curl_multi_poll(m.multi, nullptr, 0, timeout_ms, nullptr);
+  }
 }
 
 class HttpFile final : public RandomAccessFile {
@@ -449,6 +642,11 @@ class HttpFile final : public RandomAccessFile {
       done = std::min<size_t>(want, head_.size() - static_cast<size_t>(offset));
       std::memcpy(out.data(), head_.data() + offset, done);
     }
+    const HttpOptions& o = access_.options;
+    if (done < want && o.parts_in_flight > 1 && want - done >= 2 * std::max<size_t>(1, o.part_bytes)) {
+      get_parts(access_, url_, offset + done, out.subspan(done, want - done), size_);
+      return want;
+    }
     if (done < want) {
       Sink sink{.out = out.data() + done, .capacity = want - done};
       // 416: the range is past the end of the object now.
@@ -499,7 +697,10 @@ std::string encode_name(std::string_view name) {
 }  // namespace
 
 void forget_http_connections_after_fork() {
-  t_handle.curl = nullptr;  // left as it is: cleaning it up would close the parent's sockets
+  // Left as they are: cleaning them up would close the parent's sockets.
+  t_handle.curl = nullptr;
+  t_multi.multi = nullptr;
+  t_multi.easy.clear();
 }
 
 bool is_http_url(const std::string& name) {

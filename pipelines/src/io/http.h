@@ -1,6 +1,7 @@
 // HTTP object storage (libcurl): a file is an object behind an http:// or https:// URL, read with
 // ranged GETs. Each thread keeps one connection per server alive between requests (a curl handle
-// per thread), so several threads reading several files keep several requests in flight. Failures
+// per thread), so several threads reading several files keep several requests in flight; a large
+// read is split into parts that one thread keeps in flight together (a multi handle). Failures
 // that may pass (no connection, a timeout, a reset or cut-short body, 5xx and 429) are retried a
 // bounded number of times with exponential backoff; every error names the URL, the byte range and
 // the HTTP status or curl's reason. Listing a "folder" reads the server's JSON index (nginx's
@@ -33,6 +34,11 @@ struct HttpOptions {
   // The first request of an open file asks for this many bytes: it gives the object's size too
   // (Content-Range), so an object up to this size costs one request.
   size_t first_request_bytes = 1024 * 1024;
+  // A read of at least two parts' worth (a whole object, a cache's fetch) is split into parts of
+  // part_bytes, parts_in_flight of them requested at once by the reading thread (libcurl's multi
+  // interface), as S3 clients do to go beyond one connection's rate. 1: one request per read.
+  int parts_in_flight = 4;
+  size_t part_bytes = size_t{8} << 20;
   // Set (Ctrl-C): the transfer in progress and any wait before a retry end at once, and the request
   // fails with "stopped". Not owned; null: never.
   const std::atomic<bool>* stop = nullptr;

@@ -573,6 +573,8 @@ HttpOptions http_options_of(const RemoteReadOptions& read) {
   o.backoff_max = read.backoff_max;
   o.connect_timeout = read.connect_timeout;
   o.stall_timeout = read.stall_timeout;
+  o.parts_in_flight = read.parts_in_flight;
+  o.part_bytes = static_cast<size_t>(read.part_bytes);
   o.stop = read.stop;
   return o;
 }

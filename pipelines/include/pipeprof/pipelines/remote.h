@@ -50,6 +50,12 @@ struct RemoteReadOptions {
   std::chrono::milliseconds backoff_max{2000};
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds stall_timeout{10000};  // no byte for this long: a failed attempt
+  // A read of at least two parts' worth of one object (a whole npz, a cache's fetch of an object)
+  // is split into parts of part_bytes requested at once, parts_in_flight at a time, by the reading
+  // thread (as S3 clients do to go beyond one connection's rate); each part is retried on its own.
+  // 1: one request per read.
+  int parts_in_flight = 4;
+  uint64_t part_bytes = uint64_t{8} << 20;
   // Once this flag is set (Ctrl-C), a request in progress ends within about a second (libcurl looks
   // at it at least once a second while a server is silent) and no attempt follows: the read fails
   // with "stopped". Not owned; null: never.
