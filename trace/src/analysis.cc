@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <unordered_map>
 
 #include "dataloader_analysis.h"
@@ -237,17 +238,17 @@ Analysis analyze(const Trace& t) {
   a.spans = static_cast<int64_t>(t.span_count());
   if (a.spans == 0) a.notes.emplace_back("the trace has no spans");
 
+  // The PyTorch and GPU analyses read the trace alone: they run beside the rest (a large trace's
+  // analysis takes a good part of a second).
+  std::future<TorchAnalysis> torch = std::async(std::launch::async, [&t] { return analyze_torch(t); });
+  std::future<GpuUsage> gpu = std::async(std::launch::async, [&t] { return analyze_gpu(t); });
   const TrainLoop loop = find_train_loop(t, a.steps);
-  a.torch = analyze_torch(t);
   if (loop.any) {
     a.window_start_ns = loop.lo;
     a.window_end_ns = loop.hi;
   } else {
     a.window_start_ns = t.start_ns();
     a.window_end_ns = t.end_ns();
-    if (a.spans > 0 && !a.torch.present)
-      a.notes.emplace_back(
-          "no \"train loop\" thread with step/get_next spans: no step breakdown or input-bound %");
   }
   const int64_t window = a.window_end_ns - a.window_start_ns;
 
@@ -270,7 +271,11 @@ Analysis analyze(const Trace& t) {
   });
   a.suggestion = suggest(a, has_prefetch, acc.work_ns(), acc.work_in_steps_ns());
 
-  a.gpu = analyze_gpu(t);
+  a.torch = torch.get();
+  if (!loop.any && a.spans > 0 && !a.torch.present)
+    a.notes.emplace_back(
+        "no \"train loop\" thread with step/get_next spans: no step breakdown or input-bound %");
+  a.gpu = gpu.get();
   a.loader = analyze_dataloader(t, a.steps, a.window_start_ns, a.window_end_ns);
   a.step_times = a.torch.present ? a.torch.steps : train_loop_steps(t);
   if (a.torch.present && a.torch.iterator.empty())
