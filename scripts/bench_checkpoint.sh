@@ -13,8 +13,11 @@
 # (invalidate=1), ROUNDS times.
 #
 # Environment: CKPT_DIR (default: a temporary folder, removed at the end), RANKS (2), FILE_MB
-# (512), ROUNDS (5), DIRECT=1 (O_DIRECT for both: reader.odirect).
-# Rounds alternate pipeprof and fio; prints each round, then the medians and their ratios.
+# (512), ROUNDS (5), DIRECT=1 (O_DIRECT for both: reader.odirect), SETTLE_S (2).
+# Rounds alternate pipeprof and fio, each going first in every other round; after files are
+# removed, `sync` and SETTLE_S seconds let the file system finish with them (on a file system
+# mounted with `discard`, a removal's discards would otherwise slow whichever write comes next).
+# Prints each round, then the medians and their ratios.
 set -euo pipefail
 
 BUILD_DIR=${1:-build}
@@ -30,6 +33,8 @@ if [ -z "${CKPT_DIR:-}" ]; then
   OWN_DIR=1
 fi
 cleanup() { [ "$OWN_DIR" = 1 ] && rm -rf "$CKPT_DIR"; }
+SETTLE_S=${SETTLE_S:-2}
+settle() { sync; sleep "$SETTLE_S"; }
 trap cleanup EXIT
 
 BYTES=$((FILE_MB * 1024 * 1024))
@@ -61,6 +66,7 @@ c = json.load(open(sys.argv[1]))["experiments"][0]["workload"]["checkpoint"]
 print(c["save_GB_per_second"], c["load_GB_per_second"])
 PY
   rm -rf "$CKPT_DIR/pipeprof"
+  settle
 }
 
 # fio: RANKS jobs, one file each, the same size and block size; GiB/s of the group.
@@ -84,13 +90,20 @@ print(side["bw_bytes"] / 2**30)'
 # Rounds alternate between the two (a shared disk's bandwidth moves from minute to minute).
 mkdir -p "$CKPT_DIR/fio"
 fw=() fr=() pw=() pr=()
-for ((i = 0; i < ROUNDS; i++)); do
-  read -r w r < <(pipeprof_round)
-  pw+=("$w") pr+=("$r")
-  rm -f "$CKPT_DIR"/fio/*
+fio_round() {
   fw+=("$(fio_gibps write end_fsync=1)")
   fr+=("$(fio_gibps read invalidate=1)")
   rm -f "$CKPT_DIR"/fio/*
+  settle
+}
+settle
+for ((i = 0; i < ROUNDS; i++)); do
+  if ((i % 2 == 1)); then fio_round; fi
+  # (Not `read < <(...)`: that returns at the printed line, while the round's removal goes on.)
+  out=$(pipeprof_round)
+  read -r w r <<<"$out"
+  pw+=("$w") pr+=("$r")
+  if ((i % 2 == 0)); then fio_round; fi
   printf "round %d: write fio %.3f pipeprof %.3f, read fio %.3f pipeprof %.3f GiB/s\n" $((i + 1)) \
     "${fw[-1]}" "$w" "${fr[-1]}" "$r"
 done
