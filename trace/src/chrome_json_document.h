@@ -91,6 +91,9 @@ class Reader {
 
   Reader(std::string source, const ReadOptions& options)
       : source_(std::move(source)), builder_(source_), keep_args_(options.keep_args) {}
+  // args_ points at own_args_: a copy or move would point at the original's.
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   // A whole trace, or the last part of a streamed one: its top level with the events not read
   // yet (read_chunk has read the others).

@@ -16,7 +16,8 @@ SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
                                 const std::atomic<bool>* stop,
                                 const std::function<void(const std::string&)>& log) {
   SearchPrediction out;
-  const bool remote = w.remote.mode != RemoteMode::kNone;
+  // The run's own object server (a dataset in S3 is probed in its bucket, below, whatever its mode).
+  const bool remote = w.remote.mode != RemoteMode::kNone && !w.s3;
   if (remote && w.remote.mode != RemoteMode::kDirect) {
     throw InputError(fmt::format("{}: predict: pipeprof.remote.mode {} is not what the model describes "
                                  "(direct is: every epoch reads every file from the server)",

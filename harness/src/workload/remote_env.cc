@@ -75,8 +75,16 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
                               : fmt::format("{} at {}", w.dataset.data_folder, endpoint);
     urls = training_files(w, storage_.get());
     file_bytes_ = object_sizes(urls, *storage_);
-    for (const std::string& u : urls)
-      relative.push_back(u.substr(std::min(u.size(), w.dataset.data_folder.size() + 1)));
+    // An object's name below the data folder ("train/img_1_of_8.npz"); one outside it keeps its
+    // key.
+    std::string folder = w.dataset.data_folder;
+    while (folder.ends_with('/')) folder.pop_back();
+    folder += '/';
+    for (const std::string& u : urls) {
+      const size_t bucket_end = u.find('/', u.find("://") + 3);
+      relative.push_back(u.starts_with(folder) ? u.substr(folder.size())
+                                               : u.substr(std::min(u.size(), bucket_end + 1)));
+    }
   } else {
     const std::vector<std::string> local = training_files(w);
     const fs::path root = fs::absolute(w.dataset.data_folder);
@@ -104,6 +112,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
         fs::remove_all(copy_dir_, ec);
         for (const fs::path& r : relative)
           files_.push_back((copy_dir_ / r).string());
+        const int64_t bytes_before = storage_->counters().bytes;  // the listings' (S3)
         std::atomic<size_t> next{0};
         std::exception_ptr error;
         std::mutex error_mutex;
@@ -136,7 +145,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
         // with files missing.
         if (stop != nullptr && stop->load()) files_ = urls;
         copy_s_ = trace::ns_to_seconds(trace::now_ns() - start_ns_);
-        copy_bytes_ = storage_->counters().bytes;
+        copy_bytes_ = storage_->counters().bytes - bytes_before;
         break;
       }
       case RemoteMode::kCached: {

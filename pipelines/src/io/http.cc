@@ -435,6 +435,9 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
                             last_error, attempts, seconds));
 }
 
+// Parts are at least this large (a smaller part_bytes is taken as this).
+constexpr size_t kLeastPartBytes = size_t{64} << 10;
+
 // This thread's multi handle and the easy handles it drives: parts of one read in flight at once,
 // their connections kept alive for the next read (the multi handle's connection cache).
 struct MultiHandles {
@@ -454,6 +457,9 @@ MultiHandles& thread_multi(size_t handles) {
     global_init();
     m.multi = curl_multi_init();
     if (m.multi == nullptr) throw IoError("libcurl could not create a multi handle (curl_multi_init)");
+    // A connection per part: HTTP/2 would carry every part over one (its rate is what parts go
+    // beyond).
+    curl_multi_setopt(m.multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_NOTHING));
   }
   while (m.easy.size() < handles) {
     CURL* e = curl_easy_init();
@@ -472,7 +478,7 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
   const HttpOptions& options = access.options;
   HttpCounters* const counters = access.counters;
   const std::string label = label_of(access, url);
-  const size_t part_bytes = std::max<size_t>(1, options.part_bytes);
+  const size_t part_bytes = std::max<size_t>(kLeastPartBytes, options.part_bytes);
   const int attempts = std::max(1, options.max_attempts);
   struct Part {
     uint64_t begin = 0;
@@ -502,8 +508,11 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
     MultiHandles& m;
     std::vector<Part>& parts;
     ~Detach() {
-      for (Part& p : parts)
-        if (p.curl != nullptr) curl_multi_remove_handle(m.multi, p.curl);
+      for (Part& p : parts) {
+        if (p.curl == nullptr) continue;
+        curl_multi_remove_handle(m.multi, p.curl);
+        curl_easy_reset(p.curl);  // it pointed into the part (its buffers go with it)
+      }
     }
   } detach{m, parts};
   auto waiting_for = [&] { return fmt::format("{} {}: {} in parts", label == url ? "HTTP" : "HTTP of", label, range_text(begin, out.size())); };
@@ -512,34 +521,33 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
     add_count(&HttpCounters::failures, counters);
     return IoError(fmt::format("{}: {}: {}", label, range_text(p.begin, p.length), why));
   };
+  const auto started = std::chrono::steady_clock::now();
   size_t left = parts.size();
   while (left > 0) {
     if (stopped(options))
       throw IoError(fmt::format("{}: {}: stopped (interrupted)", label, range_text(begin, out.size())));
     const auto now = std::chrono::steady_clock::now();
-    auto next_start = std::chrono::steady_clock::time_point::max();
     for (Part& p : parts) {
-      if (p.done || p.curl != nullptr) continue;
-      if (p.not_before > now) {
-        next_start = std::min(next_start, p.not_before);
-        continue;
-      }
       if (free_handles.empty()) break;
+      if (p.done || p.curl != nullptr || p.not_before > now) continue;
       p.curl = free_handles.back();
       free_handles.pop_back();
-      if (++p.attempts > 1) add_count(&HttpCounters::retries, counters);
       p.attempt = std::make_unique<Attempt>();
       prepare(p.curl, *p.attempt, access, url, p.begin, p.length, p.sink, nullptr);
-      add_count(&HttpCounters::requests, counters);
       if (curl_multi_add_handle(m.multi, p.curl) != CURLM_OK) {
+        curl_easy_reset(p.curl);
         free_handles.push_back(p.curl);
         p.curl = nullptr;
         throw fail(p, "libcurl could not start the request (curl_multi_add_handle)");
       }
+      if (++p.attempts > 1) add_count(&HttpCounters::retries, counters);
+      add_count(&HttpCounters::requests, counters);
     }
     int running = 0;
-    if (curl_multi_perform(m.multi, &running) != CURLM_OK)
+    if (curl_multi_perform(m.multi, &running) != CURLM_OK) {
+      add_count(&HttpCounters::failures, counters);
       throw IoError(fmt::format("{}: {}: libcurl's multi interface failed", label, range_text(begin, out.size())));
+    }
     int queued = 0;
     while (CURLMsg* msg = curl_multi_info_read(m.multi, &queued)) {
       if (msg->msg != CURLMSG_DONE) continue;
@@ -560,7 +568,10 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
           throw fail(p, o.error);
         case Outcome::Kind::kRetry:
           if (p.attempts >= attempts) {
-            throw fail(p, fmt::format("{} (gave up after {} attempts)", o.error, p.attempts));
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            throw fail(p, fmt::format("{} (gave up after {} attempts in {:.1f} s)", o.error,
+                                      p.attempts, seconds));
           }
           p.last_error = std::move(o.error);
           p.not_before = std::chrono::steady_clock::now() + backoff_before(options, p.attempts + 1);
@@ -581,13 +592,19 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
       --left;
     }
     if (left == 0) break;
-    // Until a transfer moves, the next retry is due, or 100 ms pass (the stop is looked at).
+    // A part that can start now starts at once; otherwise wait until a transfer moves, the next
+    // retry is due, or 100 ms pass (the stop is looked at).
+    const auto after = std::chrono::steady_clock::now();
+    auto next_start = std::chrono::steady_clock::time_point::max();
+    for (const Part& p : parts)
+      if (!p.done && p.curl == nullptr) next_start = std::min(next_start, p.not_before);
+    if (!free_handles.empty() && next_start <= after) continue;
     int timeout_ms = 100;
-    if (next_start != std::chrono::steady_clock::time_point::max()) {
-      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_start - now).count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, 100));
+    if (!free_handles.empty() && next_start != std::chrono::steady_clock::time_point::max()) {
+      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_start - after).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(until + 1, 1, 100));
     }
-    if (running > 0 || timeout_ms > 0) curl_multi_poll(m.multi, nullptr, 0, timeout_ms, nullptr);
+    curl_multi_poll(m.multi, nullptr, 0, timeout_ms, nullptr);
   }
 }
 
@@ -643,7 +660,8 @@ class HttpFile final : public RandomAccessFile {
       std::memcpy(out.data(), head_.data() + offset, done);
     }
     const HttpOptions& o = access_.options;
-    if (done < want && o.parts_in_flight > 1 && want - done >= 2 * std::max<size_t>(1, o.part_bytes)) {
+    if (done < want && o.parts_in_flight > 1 &&
+        (want - done) / 2 >= std::max<size_t>(kLeastPartBytes, o.part_bytes)) {
       get_parts(access_, url_, offset + done, out.subspan(done, want - done), size_);
       return want;
     }

@@ -66,7 +66,10 @@ int sample(const GrowingCacheOptions& o, int index, int socket_fd) {
     };
     const auto samplers = static_cast<size_t>(std::max(1, o.samplers));
     for (size_t k = static_cast<size_t>(index); k < o.urls.size(); k += samplers) {
-      const std::vector<std::byte> bytes = io::fetch_http(o.urls[k]);
+      // One request per sample, as the growing cache's ideals count them.
+      io::HttpAccess one_request;
+      one_request.options.parts_in_flight = 1;
+      const std::vector<std::byte> bytes = io::fetch_http(o.urls[k], one_request);
       if (!writer) {
         temporary = o.dir / fmt::format(".tmp-shard-{}-{:06}.tfrecord", index, shard);
         final_name = o.dir / fmt::format("shard-{}-{:06}.tfrecord", index, shard);

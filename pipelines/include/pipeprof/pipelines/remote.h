@@ -53,7 +53,7 @@ struct RemoteReadOptions {
   // A read of at least two parts' worth of one object (a whole npz, a cache's fetch of an object)
   // is split into parts of part_bytes requested at once, parts_in_flight at a time, by the reading
   // thread (as S3 clients do to go beyond one connection's rate); each part is retried on its own.
-  // 1: one request per read.
+  // 1: one request per read. Parts are at least 64 KiB.
   int parts_in_flight = 4;
   uint64_t part_bytes = uint64_t{8} << 20;
   // Once this flag is set (Ctrl-C), a request in progress ends within about a second (libcurl looks
