@@ -124,6 +124,14 @@ class RemoteTest : public ::testing::Test {
     return io::open_file(url, io::OpenOptions{.storage = storage_});
   }
   RemoteCounters counters() const { return storage_->counters(); }
+  // Retries enough to outlast a server restarted after 300 ms (restart_after).
+  RemoteReadOptions patient() const {
+    RemoteReadOptions o = fast_;
+    o.max_attempts = 8;
+    o.backoff_initial = 50ms;
+    o.backoff_max = 400ms;
+    return o;
+  }
   void reset_counters() { storage_->reset_counters(); }
 
   RemoteReadOptions fast_;
@@ -131,6 +139,20 @@ class RemoteTest : public ::testing::Test {
   std::optional<std::string> saved_tmpdir_;
   fs::path root_;
 };
+
+// A thread that starts `server` again after `after` (a server that goes away and comes back);
+// `error` gets what the start threw.
+inline std::thread restart_after(ObjectServer& server, std::chrono::milliseconds after,
+                                 std::string& error) {
+  return std::thread([&server, after, &error] {
+    std::this_thread::sleep_for(after);
+    try {
+      server.start();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+}
 
 inline bool process_alive(pid_t pid) {
   return ::kill(pid, 0) == 0;

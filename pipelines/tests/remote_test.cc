@@ -295,23 +295,12 @@ TEST_F(RemoteTest, KilledServerEndsTheRunWithAClearErrorInBoundedTime) {
 TEST_F(RemoteTest, RestartedServerIsRecoveredByRetries) {
   REQUIRE_NGINX(false);
   auto objects = make_objects("r", 1, 3'000'000);  // more than the first request's 1 MiB
-  RemoteReadOptions patient = fast_;
-  patient.max_attempts = 8;
-  patient.backoff_initial = 50ms;
-  patient.backoff_max = 400ms;
-  use_read_options(patient);
+  use_read_options(patient());
   ObjectServer server({.root = root_ / "data"});
   auto file = open_url(url_of(server, "r", 0));
   server.kill();
   std::string restart_error;
-  std::thread restart([&] {
-    std::this_thread::sleep_for(300ms);
-    try {
-      server.start();
-    } catch (const std::exception& e) {
-      restart_error = e.what();
-    }
-  });
+  std::thread restart = restart_after(server, 300ms, restart_error);
   reset_counters();
   std::vector<std::byte> tail(100'000);
   size_t n = 0;
@@ -388,25 +377,15 @@ TEST_F(RemoteTest, LargeReadsAreFetchedInParts) {
 TEST_F(RemoteTest, PartsAreRetriedAndAChangedObjectIsAnError) {
   REQUIRE_NGINX(false);
   auto objects = make_objects("r", 1, 6 << 20);
-  RemoteReadOptions patient = fast_;
-  patient.max_attempts = 8;
-  patient.backoff_initial = 50ms;
-  patient.backoff_max = 400ms;
-  patient.part_bytes = 512 << 10;
-  patient.parts_in_flight = 3;
-  use_read_options(patient);
+  RemoteReadOptions in_parts = patient();
+  in_parts.part_bytes = 512 << 10;
+  in_parts.parts_in_flight = 3;
+  use_read_options(in_parts);
   ObjectServer server({.root = root_ / "data"});
   auto file = open_url(url_of(server, "r", 0));
   server.kill();
   std::string restart_error;
-  std::thread restart([&] {
-    std::this_thread::sleep_for(300ms);
-    try {
-      server.start();
-    } catch (const std::exception& e) {
-      restart_error = e.what();
-    }
-  });
+  std::thread restart = restart_after(server, 300ms, restart_error);
   reset_counters();
   std::vector<std::byte> rest((5 << 20) - 1000);
   size_t n = 0;
