@@ -16,7 +16,9 @@
 # (512), ROUNDS (5), DIRECT=1 (O_DIRECT for both: reader.odirect), SETTLE_S (2).
 # Rounds alternate pipeprof and fio, each going first in every other round; after files are
 # removed, `sync` and SETTLE_S seconds let the file system finish with them (on a file system
-# mounted with `discard`, a removal's discards would otherwise slow whichever write comes next).
+# mounted with `discard`, a removal's discards would otherwise slow whichever write comes next),
+# and the same settle comes between each tool's write and its read (a read at once after a synced
+# write ran at half speed on the development VM's disk, whichever tool made it).
 # Prints each round, then the medians and their ratios.
 set -euo pipefail
 
@@ -38,7 +40,9 @@ settle() { sync; sleep "$SETTLE_S"; }
 trap cleanup EXIT
 
 BYTES=$((FILE_MB * 1024 * 1024))
-cat >"$CKPT_DIR/bench.yaml" <<EOF
+# One file a phase: the checkpoint written (and synced), then, after the settle, read back cold.
+for phase in write read; do
+cat >"$CKPT_DIR/$phase.yaml" <<EOF
 model:
   name: bench_checkpoint
   type: cnn
@@ -53,18 +57,27 @@ reader:
   odirect: $([ "$DIRECT" = 1 ] && echo True || echo False)
 checkpoint:
   checkpoint_folder: $CKPT_DIR/pipeprof
-  num_checkpoints_write: 1
-  num_checkpoints_read: 1
+  num_checkpoints_write: $([ "$phase" = write ] && echo 1 || echo 0)
+  num_checkpoints_read: $([ "$phase" = read ] && echo 1 || echo 0)
   fsync: True
 EOF
-# One round of pipeprof: one checkpoint written and read back; its MLPerf figures (GiB/s).
-pipeprof_round() {
-  "$PIPEPROF" workload "$CKPT_DIR/bench.yaml" -n "$RANKS" -q --out "$CKPT_DIR/out" >/dev/null 2>&1
-  python3 - "$CKPT_DIR/out/results.json" <<'PY'
+done
+# One round of pipeprof: one checkpoint written, then read back cold by a second run after the
+# settle (as fio's read is a second job); its MLPerf figures (GiB/s).
+pipeprof_figure() {
+  "$PIPEPROF" workload "$CKPT_DIR/$1.yaml" -n "$RANKS" -q --out "$CKPT_DIR/out-$1" >/dev/null 2>&1
+  python3 - "$CKPT_DIR/out-$1/results.json" "$2" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["experiments"][0]["workload"]["checkpoint"]
-print(c["save_GB_per_second"], c["load_GB_per_second"])
+print(c[sys.argv[2]])
 PY
+}
+pipeprof_round() {
+  local w r
+  w=$(pipeprof_figure write save_GB_per_second)
+  settle
+  r=$(pipeprof_figure read load_GB_per_second)
+  echo "$w $r"
   rm -rf "$CKPT_DIR/pipeprof"
   settle
 }
@@ -92,6 +105,7 @@ mkdir -p "$CKPT_DIR/fio"
 fw=() fr=() pw=() pr=()
 fio_round() {
   fw+=("$(fio_gibps write end_fsync=1)")
+  settle
   fr+=("$(fio_gibps read invalidate=1)")
   rm -f "$CKPT_DIR"/fio/*
   settle
