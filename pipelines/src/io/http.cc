@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "io/http_request.h"
 #include "io/s3.h"
 #include "pipeprof/pipelines/waits.h"
 #include "pipeprof/trace/json_depth.h"
@@ -19,19 +20,9 @@
 namespace pipeprof::pipelines::io {
 namespace {
 
-// Adds to one of the reader's counters, where it keeps them.
-void add_count(std::atomic<int64_t> HttpCounters::*which, HttpCounters* counters, int64_t n = 1) {
-  if (counters != nullptr) (counters->*which).fetch_add(n, std::memory_order_relaxed);
-}
+using namespace request;  // NOLINT(google-build-using-namespace): this file's own helpers
 
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw IoError("libcurl could not be initialized (curl_global_init)");
-    }
-  });
-}
+
 
 // One curl handle per thread: it keeps its connections alive between requests (curl_easy_reset
 // keeps them), so a thread reading file after file from one server reuses one connection.
@@ -53,20 +44,6 @@ CURL* thread_handle() {
   return handle.curl;
 }
 
-// Where a response's body goes: a fixed span (ranged reads into the caller's buffer) or a growing
-// vector (whole objects, listings).
-// The body of a response that is not 2xx (an error page) never reaches the caller's memory and is
-// not counted; its start is kept for the error's message.
-struct Sink {
-  std::byte* out = nullptr;
-  size_t capacity = 0;
-  std::vector<std::byte>* grow = nullptr;
-  size_t received = 0;
-  bool overflow = false;
-  CURL* curl = nullptr;
-  HttpCounters* counters = nullptr;
-  std::string error_body;  // the start of a response that is not 2xx (its error's gist)
-};
 
 constexpr size_t kErrorBodyBytes = 8192;
 
@@ -103,17 +80,7 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return stop->load(std::memory_order_relaxed) ? 1 : 0;
 }
 
-bool stopped(const HttpOptions& options) {
-  return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
-}
 
-// The headers we read: Content-Range (the object's size) and ETag (an uploaded part's). A new status
-// line (a redirect or a 100 Continue before the real response) starts over.
-struct Headers {
-  std::string content_range;
-  std::string etag;
-  std::string content_length;
-};
 
 std::string_view header_value(std::string_view line, std::string_view lower_name) {
   if (line.size() <= lower_name.size() ||
@@ -139,11 +106,6 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// A request's body, read by libcurl from memory (from the start again on every attempt).
-struct Upload {
-  std::span<const std::byte> body;
-  size_t sent = 0;
-};
 
 // libcurl rewinds the body to send it again (a kept-alive connection found closed).
 int on_seek(void* user, curl_off_t offset, int origin) {
@@ -216,24 +178,8 @@ std::string status_text(long status) {
   }
 }
 
-std::string range_text(uint64_t begin, size_t length) {
-  if (length == 0) return "the whole object";
-  return fmt::format("bytes {}-{}", begin, begin + length - 1);
-}
 
-struct Response {
-  long status = 0;
-  std::optional<uint64_t> total;  // from Content-Range
-  size_t received = 0;
-  std::string etag;
-  std::optional<uint64_t> content_length;  // a HEAD's
-};
 
-// What errors call a request: the access's name (or the URL), and where.
-std::string label_of(const HttpAccess& access, const std::string& url) {
-  const std::string& name = access.name.empty() ? url : access.name;
-  return access.where.empty() ? name : fmt::format("{} ({})", name, access.where);
-}
 
 // "HTTP 403 Forbidden" and, where the access reads error bodies, their gist.
 std::string failure_text(const HttpAccess& access, long status, const std::string& body) {
@@ -244,144 +190,10 @@ std::string failure_text(const HttpAccess& access, long status, const std::strin
   return text;
 }
 
-// One attempt's state, alive while its transfer runs: what libcurl writes into (the error text, the
-// headers) and what it sends from (the request's headers, an upload's body).
-struct Attempt {
-  Attempt() = default;
-  Attempt(const Attempt&) = delete;
-  Attempt& operator=(const Attempt&) = delete;
-  ~Attempt() { curl_slist_free_all(header_list); }
-  char error_buffer[CURL_ERROR_SIZE] = {};
-  Headers headers;
-  Upload upload;
-  std::string range;
-  struct curl_slist* header_list = nullptr;
-};
 
-// Sets up `curl` (reset first: its live connections stay) for one attempt of a GET of
-// [begin, begin + length), of the whole object when length is 0, or of `request`.
-void prepare(CURL* curl, Attempt& a, const HttpAccess& access, const std::string& url,
-             uint64_t begin, size_t length, Sink& sink, const HttpRequest* request) {
-  const HttpOptions& options = access.options;
-  curl_easy_reset(curl);
-  sink.received = 0;
-  sink.overflow = false;
-  sink.curl = curl;
-  sink.error_body.clear();
-  sink.counters = access.counters;
-  if (sink.grow != nullptr) sink.grow->clear();
-  a.range = length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, a.error_buffer);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &a.headers);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                   std::max<long>(1, static_cast<long>(options.stall_timeout.count() / 1000)));
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
-  if (!a.range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, a.range.c_str());
-  // The request's headers: S3's signing.
-  const auto add_header = [&](const std::string& h) {
-    struct curl_slist* grown = curl_slist_append(a.header_list, h.c_str());
-    if (grown == nullptr) throw std::bad_alloc();
-    a.header_list = grown;
-  };
-  if (!access.signing.provider.empty()) {
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, access.signing.provider.c_str());
-    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // a key's "." and ".." are its own
-    curl_easy_setopt(curl, CURLOPT_USERNAME, access.signing.user.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, access.signing.password.c_str());
-    add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    if (!access.signing.session_token.empty())
-      add_header("x-amz-security-token: " + access.signing.session_token);
-  }
-  if (request != nullptr) {
-    if (request->send_body) {
-      a.upload.body = request->body;
-      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-      curl_easy_setopt(curl, CURLOPT_READDATA, &a.upload);
-      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
-      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &a.upload);
-      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
-      // (No "Expect:" to save the 100-continue round trip: libcurl would sign it, empty, and
-      // the server would see a request without it.)
-    }
-    if (request->method == "HEAD") {
-      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-    } else if (request->method != "GET" && !(request->method == "PUT" && request->send_body)) {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request->method.c_str());
-    }
-  }
-  if (a.header_list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, a.header_list);
-  if (options.stop != nullptr) {
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options.stop);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  }
-}
 
-// What an attempt came to: a response (2xx, or a status the caller accepts), a failure that may
-// pass (retried), one that may not, or the stop.
-struct Outcome {
-  enum class Kind { kResponse, kRetry, kFail, kStopped } kind = Kind::kFail;
-  Response response;
-  std::string error;  // kRetry and kFail: why
-};
 
-Outcome conclude(CURL* curl, CURLcode rc, Attempt& a, const Sink& sink, const HttpAccess& access,
-                 uint64_t begin, size_t length, bool (*accept_status)(long)) {
-  using Kind = Outcome::Kind;
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // the buffer goes with this attempt
-  if (sink.overflow) {
-    return {.kind = Kind::kFail,
-            .error = status == 200 ? std::string("the server ignored the Range header (HTTP 200 "
-                                                 "with the whole object)")
-                                   : fmt::format("the server sent more than the {} bytes asked for",
-                                                 length)};
-  }
-  if (rc == CURLE_ABORTED_BY_CALLBACK) return {.kind = Kind::kStopped};
-  if (rc != CURLE_OK) {
-    const std::string why = a.error_buffer[0] != '\0' ? a.error_buffer : curl_easy_strerror(rc);
-    std::string error = rc == CURLE_PARTIAL_FILE
-                            ? fmt::format("the body ended early ({} bytes received): {}", sink.received, why)
-                            : why;
-    return {.kind = retryable(rc) ? Kind::kRetry : Kind::kFail, .error = std::move(error)};
-  }
-  Response response{.status = status, .total = total_from_content_range(a.headers.content_range),
-                    .received = sink.received, .etag = a.headers.etag,
-                    .content_length = total_from_content_range("/" + a.headers.content_length)};
-  if (status >= 200 && status < 300) {
-    // A ranged body shorter than the range asked for, where the object goes on, is cut short.
-    if (length != 0 && status == 206 && response.total) {
-      const uint64_t expected =
-          std::min<uint64_t>(length, *response.total > begin ? *response.total - begin : 0);
-      if (sink.received < expected) {
-        return {.kind = Kind::kRetry,
-                .error = fmt::format("the body ended early ({} of {} bytes)", sink.received, expected)};
-      }
-    }
-    return {.kind = Kind::kResponse, .response = response};
-  }
-  if (accept_status != nullptr && accept_status(status)) return {.kind = Kind::kResponse, .response = response};
-  return {.kind = retryable_status(status) ? Kind::kRetry : Kind::kFail,
-          .error = failure_text(access, status, sink.error_body)};
-}
 
-// The wait before attempt `attempt` (2, 3, ...): backoff_initial doubled per retry, at most
-// backoff_max.
-std::chrono::milliseconds backoff_before(const HttpOptions& options, int attempt) {
-  const auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
-  return std::min<std::chrono::milliseconds>(wait, options.backoff_max);
-}
 
 // One request (a GET of [begin, begin + length), or of the whole object when length is 0; or
 // `request`'s method and body), retried as the options say. Statuses that are not retried come
@@ -435,178 +247,6 @@ Response get(const HttpAccess& access, const std::string& url, uint64_t begin, s
                             last_error, attempts, seconds));
 }
 
-// Parts are at least this large (a smaller part_bytes is taken as this).
-constexpr size_t kLeastPartBytes = size_t{64} << 10;
-
-// This thread's multi handle and the easy handles it drives: parts of one read in flight at once,
-// their connections kept alive for the next read (the multi handle's connection cache).
-struct MultiHandles {
-  CURLM* multi = nullptr;
-  std::vector<CURL*> easy;
-  ~MultiHandles() {
-    for (CURL* e : easy)
-      curl_easy_cleanup(e);
-    if (multi != nullptr) curl_multi_cleanup(multi);
-  }
-};
-thread_local MultiHandles t_multi;
-
-MultiHandles& thread_multi(size_t handles) {
-  MultiHandles& m = t_multi;
-  if (m.multi == nullptr) {
-    global_init();
-    m.multi = curl_multi_init();
-    if (m.multi == nullptr) throw IoError("libcurl could not create a multi handle (curl_multi_init)");
-    // A connection per part: HTTP/2 would carry every part over one (its rate is what parts go
-    // beyond).
-    curl_multi_setopt(m.multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_NOTHING));
-  }
-  while (m.easy.size() < handles) {
-    CURL* e = curl_easy_init();
-    if (e == nullptr) throw IoError("libcurl could not create a handle (curl_easy_init)");
-    m.easy.push_back(e);
-  }
-  return m;
-}
-
-// Reads [begin, begin + out.size()) of an object of `total` bytes in parts of options.part_bytes,
-// with up to options.parts_in_flight requests at once on this thread (libcurl's multi interface).
-// Each part is retried as get() retries a request; the first part that fails for good, the stop,
-// or an object whose size changed ends the read with an IoError naming the part's range.
-void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
-               std::span<std::byte> out, uint64_t total) {
-  const HttpOptions& options = access.options;
-  HttpCounters* const counters = access.counters;
-  const std::string label = label_of(access, url);
-  const size_t part_bytes = std::max<size_t>(kLeastPartBytes, options.part_bytes);
-  const int attempts = std::max(1, options.max_attempts);
-  struct Part {
-    uint64_t begin = 0;
-    size_t length = 0;
-    Sink sink;
-    std::unique_ptr<Attempt> attempt;  // the one in flight
-    CURL* curl = nullptr;              // while in flight
-    int attempts = 0;
-    std::chrono::steady_clock::time_point not_before{};
-    std::string last_error;
-    bool done = false;
-  };
-  std::vector<Part> parts;
-  for (size_t at = 0; at < out.size(); at += part_bytes) {
-    Part p;
-    p.begin = begin + at;
-    p.length = std::min(part_bytes, out.size() - at);
-    p.sink.out = out.data() + at;
-    p.sink.capacity = p.length;
-    parts.push_back(std::move(p));
-  }
-  const auto in_flight = static_cast<size_t>(std::max(1, options.parts_in_flight));
-  MultiHandles& m = thread_multi(in_flight);
-  std::vector<CURL*> free_handles(m.easy.begin(), m.easy.begin() + static_cast<std::ptrdiff_t>(in_flight));
-  // Whatever ends the read, no transfer of it stays in the multi handle.
-  struct Detach {
-    MultiHandles& m;
-    std::vector<Part>& parts;
-    ~Detach() {
-      for (Part& p : parts) {
-        if (p.curl == nullptr) continue;
-        curl_multi_remove_handle(m.multi, p.curl);
-        curl_easy_reset(p.curl);  // it pointed into the part (its buffers go with it)
-      }
-    }
-  } detach{m, parts};
-  auto waiting_for = [&] { return fmt::format("{} {}: {} in parts", label == url ? "HTTP" : "HTTP of", label, range_text(begin, out.size())); };
-  WaitScope waiting(waiting_for);
-  const auto fail = [&](const Part& p, const std::string& why) {
-    add_count(&HttpCounters::failures, counters);
-    return IoError(fmt::format("{}: {}: {}", label, range_text(p.begin, p.length), why));
-  };
-  const auto started = std::chrono::steady_clock::now();
-  size_t left = parts.size();
-  while (left > 0) {
-    if (stopped(options))
-      throw IoError(fmt::format("{}: {}: stopped (interrupted)", label, range_text(begin, out.size())));
-    const auto now = std::chrono::steady_clock::now();
-    for (Part& p : parts) {
-      if (free_handles.empty()) break;
-      if (p.done || p.curl != nullptr || p.not_before > now) continue;
-      p.curl = free_handles.back();
-      free_handles.pop_back();
-      p.attempt = std::make_unique<Attempt>();
-      prepare(p.curl, *p.attempt, access, url, p.begin, p.length, p.sink, nullptr);
-      if (curl_multi_add_handle(m.multi, p.curl) != CURLM_OK) {
-        curl_easy_reset(p.curl);
-        free_handles.push_back(p.curl);
-        p.curl = nullptr;
-        throw fail(p, "libcurl could not start the request (curl_multi_add_handle)");
-      }
-      if (++p.attempts > 1) add_count(&HttpCounters::retries, counters);
-      add_count(&HttpCounters::requests, counters);
-    }
-    int running = 0;
-    if (curl_multi_perform(m.multi, &running) != CURLM_OK) {
-      add_count(&HttpCounters::failures, counters);
-      throw IoError(fmt::format("{}: {}: libcurl's multi interface failed", label, range_text(begin, out.size())));
-    }
-    int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(m.multi, &queued)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      const auto it = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.curl == msg->easy_handle; });
-      if (it == parts.end()) continue;
-      Part& p = *it;
-      const CURLcode rc = msg->data.result;  // msg is gone once the handle is removed
-      curl_multi_remove_handle(m.multi, p.curl);
-      Outcome o = conclude(p.curl, rc, *p.attempt, p.sink, access, p.begin, p.length,
-                           [](long status) { return status == 416; });
-      free_handles.push_back(p.curl);
-      p.curl = nullptr;
-      p.attempt.reset();
-      switch (o.kind) {
-        case Outcome::Kind::kStopped:
-          throw IoError(fmt::format("{}: {}: stopped (interrupted)", label, range_text(begin, out.size())));
-        case Outcome::Kind::kFail:
-          throw fail(p, o.error);
-        case Outcome::Kind::kRetry:
-          if (p.attempts >= attempts) {
-            const double seconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-            throw fail(p, fmt::format("{} (gave up after {} attempts in {:.1f} s)", o.error,
-                                      p.attempts, seconds));
-          }
-          p.last_error = std::move(o.error);
-          p.not_before = std::chrono::steady_clock::now() + backoff_before(options, p.attempts + 1);
-          continue;
-        case Outcome::Kind::kResponse:
-          break;
-      }
-      const Response& r = o.response;
-      if ((r.status == 206 || r.status == 416) && r.total && *r.total != total) {
-        throw fail(p, fmt::format("the object changed while it was read ({} bytes when opened, {} now)",
-                                  total, *r.total));
-      }
-      if (r.status != 206 || p.sink.received != p.length) {
-        throw fail(p, fmt::format("expected a 206 response of {} bytes, got HTTP {} with {}", p.length,
-                                  r.status, p.sink.received));
-      }
-      p.done = true;
-      --left;
-    }
-    if (left == 0) break;
-    // A part that can start now starts at once; otherwise wait until a transfer moves, the next
-    // retry is due, or 100 ms pass (the stop is looked at).
-    const auto after = std::chrono::steady_clock::now();
-    auto next_start = std::chrono::steady_clock::time_point::max();
-    for (const Part& p : parts)
-      if (!p.done && p.curl == nullptr) next_start = std::min(next_start, p.not_before);
-    if (!free_handles.empty() && next_start <= after) continue;
-    int timeout_ms = 100;
-    if (!free_handles.empty() && next_start != std::chrono::steady_clock::time_point::max()) {
-      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_start - after).count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(until + 1, 1, 100));
-    }
-    curl_multi_poll(m.multi, nullptr, 0, timeout_ms, nullptr);
-  }
-}
 
 class HttpFile final : public RandomAccessFile {
  public:
@@ -714,11 +354,162 @@ std::string encode_name(std::string_view name) {
 
 }  // namespace
 
+// ---- What a request and a read in parts share (http_request.h) ----
+
+namespace request {
+
+// Adds to one of the reader's counters, where it keeps them.
+void add_count(std::atomic<int64_t> HttpCounters::*which, HttpCounters* counters, int64_t n) {
+  if (counters != nullptr) (counters->*which).fetch_add(n, std::memory_order_relaxed);
+}
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw IoError("libcurl could not be initialized (curl_global_init)");
+    }
+  });
+}
+
+bool stopped(const HttpOptions& options) {
+  return options.stop != nullptr && options.stop->load(std::memory_order_relaxed);
+}
+
+std::string range_text(uint64_t begin, size_t length) {
+  if (length == 0) return "the whole object";
+  return fmt::format("bytes {}-{}", begin, begin + length - 1);
+}
+
+// What errors call a request: the access's name (or the URL), and where.
+std::string label_of(const HttpAccess& access, const std::string& url) {
+  const std::string& name = access.name.empty() ? url : access.name;
+  return access.where.empty() ? name : fmt::format("{} ({})", name, access.where);
+}
+
+// Sets up `curl` (reset first: its live connections stay) for one attempt of a GET of
+// [begin, begin + length), of the whole object when length is 0, or of `request`.
+void prepare(CURL* curl, Attempt& a, const HttpAccess& access, const std::string& url,
+             uint64_t begin, size_t length, Sink& sink, const HttpRequest* request) {
+  const HttpOptions& options = access.options;
+  curl_easy_reset(curl);
+  sink.received = 0;
+  sink.overflow = false;
+  sink.curl = curl;
+  sink.error_body.clear();
+  sink.counters = access.counters;
+  if (sink.grow != nullptr) sink.grow->clear();
+  a.range = length == 0 ? std::string() : fmt::format("{}-{}", begin, begin + length - 1);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, a.error_buffer);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &a.headers);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                   std::max<long>(1, static_cast<long>(options.stall_timeout.count() / 1000)));
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // bytes as stored, no compression
+  if (!a.range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, a.range.c_str());
+  // The request's headers: S3's signing.
+  const auto add_header = [&](const std::string& h) {
+    struct curl_slist* grown = curl_slist_append(a.header_list, h.c_str());
+    if (grown == nullptr) throw std::bad_alloc();
+    a.header_list = grown;
+  };
+  if (!access.signing.provider.empty()) {
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, access.signing.provider.c_str());
+    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // a key's "." and ".." are its own
+    curl_easy_setopt(curl, CURLOPT_USERNAME, access.signing.user.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, access.signing.password.c_str());
+    add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!access.signing.session_token.empty())
+      add_header("x-amz-security-token: " + access.signing.session_token);
+  }
+  if (request != nullptr) {
+    if (request->send_body) {
+      a.upload.body = request->body;
+      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &a.upload);
+      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &a.upload);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request->body.size()));
+      // (No "Expect:" to save the 100-continue round trip: libcurl would sign it, empty, and
+      // the server would see a request without it.)
+    }
+    if (request->method == "HEAD") {
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (request->method != "GET" && !(request->method == "PUT" && request->send_body)) {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request->method.c_str());
+    }
+  }
+  if (a.header_list != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, a.header_list);
+  if (options.stop != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options.stop);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
+}
+
+Outcome conclude(CURL* curl, CURLcode rc, Attempt& a, const Sink& sink, const HttpAccess& access,
+                 uint64_t begin, size_t length, bool (*accept_status)(long)) {
+  using Kind = Outcome::Kind;
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // the buffer goes with this attempt
+  if (sink.overflow) {
+    return {.kind = Kind::kFail,
+            .error = status == 200 ? std::string("the server ignored the Range header (HTTP 200 "
+                                                 "with the whole object)")
+                                   : fmt::format("the server sent more than the {} bytes asked for",
+                                                 length)};
+  }
+  if (rc == CURLE_ABORTED_BY_CALLBACK) return {.kind = Kind::kStopped};
+  if (rc != CURLE_OK) {
+    const std::string why = a.error_buffer[0] != '\0' ? a.error_buffer : curl_easy_strerror(rc);
+    std::string error = rc == CURLE_PARTIAL_FILE
+                            ? fmt::format("the body ended early ({} bytes received): {}", sink.received, why)
+                            : why;
+    return {.kind = retryable(rc) ? Kind::kRetry : Kind::kFail, .error = std::move(error)};
+  }
+  Response response{.status = status, .total = total_from_content_range(a.headers.content_range),
+                    .received = sink.received, .etag = a.headers.etag,
+                    .content_length = total_from_content_range("/" + a.headers.content_length)};
+  if (status >= 200 && status < 300) {
+    // A ranged body shorter than the range asked for, where the object goes on, is cut short.
+    if (length != 0 && status == 206 && response.total) {
+      const uint64_t expected =
+          std::min<uint64_t>(length, *response.total > begin ? *response.total - begin : 0);
+      if (sink.received < expected) {
+        return {.kind = Kind::kRetry,
+                .error = fmt::format("the body ended early ({} of {} bytes)", sink.received, expected)};
+      }
+    }
+    return {.kind = Kind::kResponse, .response = response};
+  }
+  if (accept_status != nullptr && accept_status(status)) return {.kind = Kind::kResponse, .response = response};
+  return {.kind = retryable_status(status) ? Kind::kRetry : Kind::kFail,
+          .error = failure_text(access, status, sink.error_body)};
+}
+
+// The wait before attempt `attempt` (2, 3, ...): backoff_initial doubled per retry, at most
+// backoff_max.
+std::chrono::milliseconds backoff_before(const HttpOptions& options, int attempt) {
+  const auto wait = options.backoff_initial * (int64_t{1} << std::min(attempt - 2, 20));
+  return std::min<std::chrono::milliseconds>(wait, options.backoff_max);
+}
+
+}  // namespace request
+
 void forget_http_connections_after_fork() {
   // Left as they are: cleaning them up would close the parent's sockets.
   t_handle.curl = nullptr;
-  t_multi.multi = nullptr;
-  t_multi.easy.clear();
+  request::forget_part_handles_after_fork();
 }
 
 bool is_http_url(const std::string& name) {
