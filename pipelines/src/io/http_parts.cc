@@ -62,7 +62,6 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
     CURL* curl = nullptr;              // while in flight
     int attempts = 0;
     std::chrono::steady_clock::time_point not_before{};
-    std::string last_error;
     bool done = false;
   };
   std::vector<Part> parts;
@@ -147,7 +146,6 @@ void get_parts(const HttpAccess& access, const std::string& url, uint64_t begin,
             throw fail(p, fmt::format("{} (gave up after {} attempts in {:.1f} s)", o.error,
                                       p.attempts, seconds));
           }
-          p.last_error = std::move(o.error);
           p.not_before = std::chrono::steady_clock::now() + backoff_before(options, p.attempts + 1);
           continue;
         case Outcome::Kind::kResponse:
