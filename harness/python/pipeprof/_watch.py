@@ -6,6 +6,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -33,6 +34,30 @@ def _cpus():
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 0
+
+
+
+@contextlib.contextmanager
+def _sigchld_held():
+    """While an epoch's end is recorded and reported, a worker's exit cannot raise in the middle.
+
+    PyTorch's DataLoader installs a SIGCHLD handler that raises "DataLoader worker ... is killed by
+    signal" whenever a child ends while a dead worker is still registered. After the loop has seen
+    that error, the handler would otherwise break off the recording of the epoch and the writing of
+    the trace that shows it. Only the main thread can change a handler; elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        previous = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGCHLD, previous if previous is not None else signal.SIG_DFL)
 
 
 class Watch:
@@ -151,7 +176,7 @@ class Watch:
                     return
                 except BaseException as e:
                     self._interrupted = isinstance(e, KeyboardInterrupt)
-                    self._check_workers(it)
+                    self._check_workers(it, e)
                     raise
                 last = _mono()  # the batch is the loop's: its step starts
                 session.loop_span("get_next", t0, last)
@@ -161,13 +186,14 @@ class Watch:
             self._interrupted = True
             raise
         finally:
-            session.loop_span("epoch", epoch_start, _mono())
-            session.end_epoch(samples, 1e3 * (time.process_time() - cpu_start),
-                              resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-            self._epochs += 1
-            if it is not None:
-                self._check_workers(it)
-            self._report(final=True)
+            with _sigchld_held():
+                session.loop_span("epoch", epoch_start, _mono())
+                session.end_epoch(samples, 1e3 * (time.process_time() - cpu_start),
+                                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+                self._epochs += 1
+                if it is not None:
+                    self._check_workers(it)
+                self._report(final=True)
 
     def __len__(self):
         return len(self.iterable)
@@ -189,11 +215,23 @@ class Watch:
                                                  daemon=True)
             self._live_thread.start()
 
-    def _check_workers(self, it):
-        for i, w in enumerate(getattr(it, "_workers", []) or []):
-            code = getattr(w, "exitcode", None)
-            if code is not None and code != 0 and w.pid not in self._dead:
-                self._dead[w.pid] = {"worker": i, "pid": w.pid, "exitcode": code}
+    def _check_workers(self, it, error=None):
+        workers = getattr(it, "_workers", []) or []
+        # A worker killed while the loop read from it ends the connection (EOFError, a reset)
+        # before the kernel has made its exit status known: it is given a moment to be seen.
+        patience = 1.0 if isinstance(error, (EOFError, ConnectionError)) else 0.0
+        deadline = _mono() + int(patience * 1e9)
+        while True:
+            found = False
+            for i, w in enumerate(workers):
+                code = getattr(w, "exitcode", None)
+                if code is not None and code != 0:
+                    found = True
+                    if w.pid not in self._dead:
+                        self._dead[w.pid] = {"worker": i, "pid": w.pid, "exitcode": code}
+            if found or _mono() >= deadline:
+                break
+            time.sleep(0.01)
         if self._dead:
             self._session.set_metadata("dead_workers", json.dumps(list(self._dead.values())))
 

@@ -152,9 +152,9 @@ def test_a_killed_worker_is_named_and_the_loaders_error_is_unchanged(tmp_path):
     loader = DataLoader(KillOne(), batch_size=4, num_workers=2)
     w = pipeprof.watch(loader, out=tmp_path, live=False)
     # DataLoader's own error, as it raises it: "worker ... exited unexpectedly" or "killed by
-    # signal", or, when the loop was fetching a batch the dead worker had shared, the reset of
-    # that connection.
-    with pytest.raises((RuntimeError, ConnectionError)) as caught:
+    # signal", or, when the loop was fetching a batch the dead worker had shared, the reset or
+    # the end (EOFError) of that connection.
+    with pytest.raises((RuntimeError, ConnectionError, EOFError)) as caught:
         run_epochs(w, 1, 0.0)
     if isinstance(caught.value, RuntimeError):
         assert re.search(r"DataLoader worker .*(exited unexpectedly|killed by signal)",
@@ -166,6 +166,28 @@ def test_a_killed_worker_is_named_and_the_loaders_error_is_unchanged(tmp_path):
     texts = [s["text"] for s in a["suggestions"] if s["knob"] == "worker"]
     assert texts and "SIGKILL" in texts[0] and str(dead[0]["pids"][-1]) in texts[0]
 
+
+
+def test_a_childs_end_cannot_break_off_an_epochs_report():
+    # DataLoader's SIGCHLD handler raises its error again whenever a child ends after a worker died;
+    # the epoch's end is recorded and reported with that handler held, and it is back afterwards.
+    from pipeprof._watch import _sigchld_held
+
+    def raising(signum, frame):
+        raise RuntimeError("DataLoader worker (pid 1) is killed by signal: Killed.")
+
+    previous = signal.signal(signal.SIGCHLD, raising)
+    try:
+        with _sigchld_held():
+            subprocess.run(["true"], check=True)
+            time.sleep(0.05)
+            assert sum(range(1000)) == 499500
+        assert signal.getsignal(signal.SIGCHLD) is raising
+        with pytest.raises(RuntimeError, match="killed by signal"):
+            subprocess.run(["true"])
+            time.sleep(0.5)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
 
 def test_no_workers_and_plain_iterables_are_watched_at_the_loop(tmp_path):
     loader = DataLoader(SleepyItems(n=8), batch_size=2, num_workers=0)
