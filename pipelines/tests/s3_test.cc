@@ -11,6 +11,8 @@
 #include "io/remote_cache.h"
 #include "io/s3.h"
 #include "io/storage.h"
+#include "pipeprof/pipelines/errors.h"
+#include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/remote.h"
 #include "pipeprof/pipelines/storage_io.h"
 #include "pipeprof/testbed/s3_server.h"
@@ -148,6 +150,19 @@ TEST_F(S3Test, ListingsGoPageByPageAndMatchTheLastPart) {
   EXPECT_EQ(io::match_files("s3://data/list/obj_*.bin", storage().get()), expected);
   EXPECT_EQ(io::match_files("s3://data/list/none_*", storage().get()), std::vector<std::string>{});
   EXPECT_THROW(io::match_files("s3://data/l*/obj_1.bin", storage().get()), IoError);
+  // With their sizes, from the same listing: what a remote workload reads its objects' sizes from.
+  const auto sized = matching_objects("s3://data/list/obj_*.bin", s.get());
+  ASSERT_EQ(sized.size(), expected.size());
+  for (size_t i = 0; i < sized.size(); ++i) {
+    EXPECT_EQ(sized[i].first, expected[i]);
+    EXPECT_EQ(sized[i].second, 10U + i);
+  }
+  const auto one = matching_objects("s3://data/list/obj_3.bin", s.get());
+  ASSERT_EQ(one.size(), 1U);
+  EXPECT_EQ(one[0].second, 13U);
+  EXPECT_TRUE(matching_objects("s3://data/list/obj_77.bin", s.get()).empty());
+  EXPECT_THROW(matching_objects("s3://data/l*/obj_1.bin", s.get()), InputDataError);
+  EXPECT_THROW(matching_objects("/tmp/obj_*.bin", s.get()), InputDataError);
 }
 
 // A console's folder marker ("odd/", an empty object) is not a file of the folder, and keys XML

@@ -66,8 +66,10 @@ int64_t batch_samples(const pipelines::Element& batch) {
   return batch.empty() || batch[0].rank() == 0 ? 1 : batch[0].shape()[0];
 }
 
-std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::StorageContext* storage) {
+std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::StorageContext* storage,
+                                        std::vector<uint64_t>* sizes) {
   std::vector<std::string> files;
+  std::vector<uint64_t> object_bytes;
   std::error_code ec;
   if (w.s3) {
     // A listing per folder the layout puts files in (train/, or its subfolders): an object
@@ -77,11 +79,16 @@ std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::
     std::set<std::string> folders;
     for (const std::string& f : expected_training_files(w))
       folders.insert(f.substr(0, f.rfind('/')));
+    std::vector<std::pair<std::string, uint64_t>> objects;
     for (const std::string& folder : folders) {
-      for (std::string& name : pipelines::matching_files(folder + "/*." + ext, own ? own.get() : storage))
-        files.push_back(std::move(name));
+      for (auto& object : pipelines::matching_objects(folder + "/*." + ext, own ? own.get() : storage))
+        objects.push_back(std::move(object));
     }
-    std::sort(files.begin(), files.end());
+    std::sort(objects.begin(), objects.end());
+    for (auto& [name, size] : objects) {
+      files.push_back(std::move(name));
+      object_bytes.push_back(size);
+    }
   } else if (std::filesystem::is_directory(std::filesystem::path(w.dataset.data_folder) / "train", ec)) {
     files = pipelines::matching_files(train_pattern(w));
   }
@@ -93,6 +100,18 @@ std::vector<std::string> training_files(const DlioWorkload& w, const pipelines::
         w.file, files.size(), train_pattern(w), w.dataset.num_files_train, w.file));
   }
   files.resize(static_cast<size_t>(w.dataset.num_files_train));
+  if (sizes != nullptr) {
+    sizes->clear();
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (w.s3) {
+        sizes->push_back(object_bytes[i]);
+      } else {
+        std::error_code size_ec;
+        const auto bytes = std::filesystem::file_size(files[i], size_ec);
+        sizes->push_back(size_ec ? 0 : static_cast<uint64_t>(bytes));
+      }
+    }
+  }
   return files;
 }
 

@@ -93,9 +93,11 @@ int64_t batch_bytes(const pipelines::Element& batch);
 int64_t batch_samples(const pipelines::Element& batch);
 
 // The training files as DLIO lists them (sorted; at most num_files_train, an InputError when there
-// are fewer).
+// are fewer). `sizes`, when given, gets each one's size in bytes (an S3 dataset's from the same
+// listing).
 std::vector<std::string> training_files(const DlioWorkload& w,
-                                        const pipelines::StorageContext* storage = nullptr);
+                                        const pipelines::StorageContext* storage = nullptr,
+                                        std::vector<uint64_t>* sizes = nullptr);
 
 // What an S3 workload's loaders and checkpoints read and write with (storage.storage_type: s3):
 // its storage_options, the attempts it allows, and `stop` (Ctrl-C ends a request in progress);

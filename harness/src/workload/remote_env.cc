@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 #include <thread>
 
 #include "pipeprof/harness/errors.h"
@@ -15,31 +13,6 @@
 
 namespace pipeprof::harness::workload {
 namespace fs = std::filesystem;
-
-namespace {
-
-// The sizes of objects in a bucket, from a listing of each folder they are in (a request per
-// folder rather than one per object).
-std::vector<uint64_t> object_sizes(const std::vector<std::string>& names,
-                                   const pipelines::StorageContext& storage) {
-  std::map<std::string, uint64_t> sizes;
-  std::set<std::string> folders;
-  for (const std::string& n : names)
-    folders.insert(n.substr(0, n.rfind('/')));
-  for (const std::string& folder : folders)
-    for (auto& [name, size] : pipelines::list_objects(folder, &storage))
-      sizes.emplace(std::move(name), size);
-  std::vector<uint64_t> out;
-  out.reserve(names.size());
-  for (const std::string& n : names) {
-    const auto it = sizes.find(n);
-    if (it == sizes.end()) throw pipelines::RemoteError(n + ": not in its folder's listing any more");
-    out.push_back(it->second);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::unique_ptr<testbed::ObjectServer> start_object_server(const DlioWorkload& w) {
   return std::make_unique<testbed::ObjectServer>(testbed::ObjectServerOptions{
@@ -73,8 +46,7 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
     const std::string& endpoint = storage_->s3().endpoint_url;
     store_ = endpoint.empty() ? w.dataset.data_folder
                               : fmt::format("{} at {}", w.dataset.data_folder, endpoint);
-    urls = training_files(w, storage_.get());
-    file_bytes_ = object_sizes(urls, *storage_);
+    urls = training_files(w, storage_.get(), &file_bytes_);
     // An object's name below the data folder ("train/img_1_of_8.npz"); one outside it keeps its
     // key.
     std::string folder = w.dataset.data_folder;
@@ -86,13 +58,10 @@ RemoteEnvironment::RemoteEnvironment(const DlioWorkload& w, int64_t accelerators
                                                : u.substr(std::min(u.size(), bucket_end + 1)));
     }
   } else {
-    const std::vector<std::string> local = training_files(w);
+    const std::vector<std::string> local = training_files(w, nullptr, &file_bytes_);
     const fs::path root = fs::absolute(w.dataset.data_folder);
-    for (const std::string& f : local) {
-      std::error_code ec;
-      file_bytes_.push_back(fs::file_size(f, ec));
+    for (const std::string& f : local)
       relative.push_back(fs::absolute(f).lexically_relative(root));
-    }
     server_ = start_object_server(w);
     urls = object_urls(*server_, w, local);
     // One request per reader thread, as the ideals count them (R): no object is read in parts.

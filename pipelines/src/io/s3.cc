@@ -407,24 +407,51 @@ std::vector<S3Object> list_s3(const std::string& bucket, const std::string& pref
   return out;
 }
 
-std::vector<std::string> match_s3(const std::string& pattern, const HttpAccess& access) {
-  const S3Name n = parse_s3_name(pattern);
-  const auto last = n.key.rfind('/');
-  const std::string folder = last == std::string::npos ? "" : n.key.substr(0, last + 1);
-  const std::string name_pattern = n.key.substr(folder.size());
-  if (folder.find_first_of("*?[") != std::string::npos) {
-    throw IoError(fmt::format("{}: wildcards are allowed only in the last part of a name", pattern));
-  }
-  if (name_pattern.find_first_of("*?[") == std::string::npos) return {pattern};
-  std::vector<std::string> out;
-  for (const S3Object& object : list_s3(n.bucket, folder, access)) {
-    const std::string base = object.key.substr(folder.size());
-    if (::fnmatch(name_pattern.c_str(), base.c_str(), FNM_PERIOD) == 0) {
-      out.push_back(fmt::format("s3://{}/{}", n.bucket, object.key));
+namespace {
+
+// A pattern's bucket, folder ("a/b/", or "") and last part, which alone may hold wildcards.
+struct S3Pattern {
+  std::string bucket, folder, name;
+  explicit S3Pattern(const std::string& pattern) {
+    const S3Name n = parse_s3_name(pattern);
+    const auto last = n.key.rfind('/');
+    bucket = n.bucket;
+    folder = last == std::string::npos ? "" : n.key.substr(0, last + 1);
+    name = n.key.substr(folder.size());
+    if (folder.find_first_of("*?[") != std::string::npos) {
+      throw IoError(fmt::format("{}: wildcards are allowed only in the last part of a name", pattern));
     }
   }
-  std::sort(out.begin(), out.end());
+  bool has_wildcards() const { return name.find_first_of("*?[") != std::string::npos; }
+
+  // The objects of the folder that the last part matches, sorted by name.
+  std::vector<std::pair<std::string, uint64_t>> objects(const HttpAccess& access) const {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const S3Object& object : list_s3(bucket, folder, access)) {
+      const std::string base = object.key.substr(folder.size());
+      if (::fnmatch(name.c_str(), base.c_str(), FNM_PERIOD) == 0) {
+        out.emplace_back(fmt::format("s3://{}/{}", bucket, object.key), object.size);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> match_s3(const std::string& pattern, const HttpAccess& access) {
+  const S3Pattern p(pattern);
+  if (!p.has_wildcards()) return {pattern};
+  std::vector<std::string> out;
+  for (auto& [name, size] : p.objects(access))
+    out.push_back(std::move(name));
   return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> match_s3_objects(const std::string& pattern,
+                                                               const HttpAccess& access) {
+  return S3Pattern(pattern).objects(access);
 }
 
 std::unique_ptr<WritableFile> create_s3(const std::string& name, const HttpAccess& access) {

@@ -81,8 +81,12 @@ std::vector<S3Object> list_s3(const std::string& bucket, const std::string& pref
                               const HttpAccess& access, int max_keys = 1000);
 std::string s3_url_decode(std::string_view text);
 
-// The s3:// names matching a pattern whose last part may hold wildcards (*, ?, [...]), sorted.
+// The s3:// names matching a pattern whose last part may hold wildcards (*, ?, [...]), sorted;
+// match_s3_objects: with their sizes, from the same listing (a name without wildcards is
+// returned as it is by match_s3, and looked up in its folder's listing by match_s3_objects).
 std::vector<std::string> match_s3(const std::string& pattern, const HttpAccess& access);
+std::vector<std::pair<std::string, uint64_t>> match_s3_objects(const std::string& pattern,
+                                                               const HttpAccess& access);
 
 // Creates an object for writing (storage_io.h's WritableFile).
 std::unique_ptr<WritableFile> create_s3(const std::string& name, const HttpAccess& access);

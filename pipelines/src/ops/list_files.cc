@@ -6,6 +6,8 @@
 
 #include "io/storage.h"
 #include "io/filesystem.h"
+#include "io/remote_cache.h"
+#include "io/s3.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/registry.h"
@@ -156,6 +158,17 @@ Dataset list_files(std::vector<std::string> files, ListFilesOptions options) {
 std::vector<std::string> matching_files(const std::string& pattern, const StorageContext* storage) {
   try {
     return io::match_files(pattern, storage);
+  } catch (const io::IoError& e) {
+    throw InputDataError("list_files", e.what());
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> matching_objects(const std::string& pattern,
+                                                               const StorageContext* storage) {
+  try {
+    if (!io::is_s3_url(pattern))
+      throw io::IoError(pattern + ": objects are matched with their sizes in s3:// folders only");
+    return io::match_s3_objects(pattern, io::access_of(storage));
   } catch (const io::IoError& e) {
     throw InputDataError("list_files", e.what());
   }

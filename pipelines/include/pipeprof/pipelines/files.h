@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -76,6 +77,11 @@ Dataset indexed_binary(std::vector<std::string> files, FileReadOptions read = {}
 // settings (s3:// listings need its S3 options, or the AWS environment's). Throws InputDataError
 // when a folder cannot be read.
 std::vector<std::string> matching_files(const std::string& pattern, const StorageContext* storage = nullptr);
+// The same for an s3:// pattern, with each object's size from the same listing (a pattern
+// without wildcards: that object, when its folder lists it). Throws InputDataError as
+// matching_files does, and for a pattern of another scheme.
+std::vector<std::pair<std::string, uint64_t>> matching_objects(const std::string& pattern,
+                                                               const StorageContext* storage = nullptr);
 
 // Writes a file's dirty pages out and drops its pages from the page cache (sync_file_range +
 // posix_fadvise DONTNEED; no privileges needed), so that its next read comes from the device.
