@@ -12,6 +12,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -78,6 +80,13 @@ struct EventFields {
     arg_name = std::nullopt;
   }
   static std::optional<double> to_double(std::string_view text) {
+    if (!text.empty() && text.size() <= 15) {  // most are small integers (streams, devices)
+      int64_t n = 0;
+      size_t i = 0;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+        n = n * 10 + (text[i++] - '0');
+      if (i == text.size()) return static_cast<double>(n);
+    }
     double v = 0;
     const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
     if (r.ec != std::errc() || !std::isfinite(v)) return std::nullopt;
@@ -225,24 +234,28 @@ class Reader {
 
   // Checks that a value is well-formed JSON all the way down. Scalars are checked from their text
   // (simdjson's first stage has already validated UTF-8, control characters and string bounds),
-  // which is cheaper than converting them.
-  void validate(od::value v, int depth = 0) {
+  // which is cheaper than converting them; arrays and objects from their text too, which
+  // simdjson's index finds the end of (json_text::check_value: one pass, no recursion).
+  void validate(od::value v) {
     const od::json_type type = v.type();
-    if ((type == od::json_type::array || type == od::json_type::object) && depth >= kMaxDepth)
-      fail(location(), "values nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    switch (type) {
-      case od::json_type::array:
-        for (auto element : v.get_array())
-          validate(element.value(), depth + 1);
-        break;
-      case od::json_type::object:
-        for (auto field : v.get_object()) {
-          (void)key_text(field);
-          validate(field.value(), depth + 1);
-        }
-        break;
-      default:
-        (void)check_scalar(v);
+    std::string_view text;
+    if (type == od::json_type::array) {
+      od::array a = v.get_array();
+      text = trim_right(a.raw_json());
+    } else if (type == od::json_type::object) {
+      od::object o = v.get_object();
+      text = trim_right(o.raw_json());
+    } else {
+      (void)check_scalar(v);
+      return;
+    }
+    if (const auto error = jt::check_value(text, kMaxDepth, scratch_)) {
+      if (error->too_deep)
+        fail(offset_of(text.data() + error->offset),
+             "values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+      const std::string_view rest = text.substr(error->offset);
+      fail(offset_of(text.data() + error->offset),
+           "malformed JSON value: " + std::string(rest.substr(0, std::min<size_t>(rest.size(), 40))));
     }
   }
 
@@ -314,34 +327,28 @@ class Reader {
       in_event_ = true;
       event_offset_ = location();
       if (v.type() != od::json_type::object) fail_event("an event must be a JSON object");
-      e_.clear();
-      if (collected_ == nullptr) {  // collected events' keys and args live with the part
+      if (collected_ != nullptr) {  // read straight into the part's list
+        if (collected_count_ == collected_->size()) collected_->emplace_back();
+        ev_ = &(*collected_)[collected_count_];
+      } else {  // collected events' keys and args live with the part
         key_storage_.clear();
         args_->clear();
       }
-      e_.args_begin = e_.args_end = static_cast<uint32_t>(args_->size());
+      ev_->clear();
+      ev_->args_begin = ev_->args_end = static_cast<uint32_t>(args_->size());
       for (auto field : v.get_object()) {
         const std::string_view key = key_text(field);
         read_field(key, field.value());
       }
       if (collected_ != nullptr) {
-        collect();
+        ++collected_count_;
+        ev_ = &e_;
       } else {
         handle_event();
       }
       in_event_ = false;
       ++event_index_;
     }
-  }
-
-  // The event just read into the part's list.
-  void collect() {
-    if (collected_count_ < collected_->size()) {
-      (*collected_)[collected_count_] = e_;
-    } else {
-      collected_->push_back(e_);
-    }
-    ++collected_count_;
   }
 
  public:
@@ -361,6 +368,7 @@ class Reader {
       ~Reset() {
         r->collected_ = nullptr;
         r->args_ = &r->own_args_;
+        r->ev_ = &r->e_;
       }
     } reset{this};
     const bool read = read_chunk(json);
@@ -368,17 +376,22 @@ class Reader {
     return read;
   }
 
-  // Handles an event another reader collected (its args in `args`), as if read here (in the
-  // trace's order).
-  void handle(const EventFields& event, std::vector<NumericArg>& args) {
-    e_ = event;
+  // Handles the first `count` events another reader collected (their args in `args`), as if
+  // read here (in the trace's order).
+  void handle(std::vector<EventFields>& events, size_t count, std::vector<NumericArg>& args) {
     args_ = &args;
     struct Reset {
       Reader* r;
-      ~Reset() { r->args_ = &r->own_args_; }
+      ~Reset() {
+        r->args_ = &r->own_args_;
+        r->ev_ = &r->e_;
+      }
     } reset{this};
-    handle_event();
-    ++event_index_;
+    for (size_t i = 0; i < count; ++i) {
+      ev_ = &events[i];
+      handle_event();
+      ++event_index_;
+    }
   }
 
  private:
@@ -442,7 +455,8 @@ class Reader {
 
   void read_args(od::value v) {
     if (v.type() != od::json_type::object) fail_event("\"args\" must be an object");
-    const char* start = json_.data() + location();
+    // The args' text is kept only when asked for (args_index).
+    const char* start = keep_args_ ? json_.data() + location() : nullptr;
     for (auto field : v.get_object()) {
       const std::string_view key = key_text(field);
       od::value value = field.value();
@@ -450,38 +464,70 @@ class Reader {
       if (type == od::json_type::number) {
         const std::string_view text = check_scalar(value);
         args_->emplace_back(key, text);
-        e_.args_end = static_cast<uint32_t>(args_->size());
-        if (key == "stream" && e_.stream_arg.empty()) {  // the first, as numeric_arg finds
-          e_.stream_arg = text;
-        } else if (key == "device" && e_.device_arg.empty()) {
-          e_.device_arg = text;
+        ev_->args_end = static_cast<uint32_t>(args_->size());
+        if (key == "stream" && ev_->stream_arg.empty()) {  // the first, as numeric_arg finds
+          ev_->stream_arg = text;
+        } else if (key == "device" && ev_->device_arg.empty()) {
+          ev_->device_arg = text;
         }
       } else if (type == od::json_type::string && key == "name") {
-        e_.arg_name = value.get_string().value();
+        ev_->arg_name = value.get_string().value();
       } else {
         validate(value);
       }
     }
-    const char* end = json_.data() + location();
-    e_.has_args = true;
-    e_.args_raw = trim_right(std::string_view(start, static_cast<size_t>(end - start)));
+    ev_->has_args = true;
+    if (start != nullptr) {
+      const char* end = json_.data() + location();
+      ev_->args_raw = trim_right(std::string_view(start, static_cast<size_t>(end - start)));
+    }
+  }
+
+  // A key of up to four characters as one number (its bytes, the first lowest), so that the keys
+  // of an event are told apart by a switch rather than by string compares.
+  static constexpr uint32_t short_key(std::string_view key) {
+    uint32_t packed = 0;
+    for (size_t i = 0; i < key.size() && i < 4; ++i)
+      packed |= static_cast<uint32_t>(static_cast<unsigned char>(key[i])) << (8 * i);
+    return packed;
   }
 
   void read_field(std::string_view key, od::value v) {
     if (key.size() == 2) {
-      if (key == "ph") return void(e_.ph = string_field(v, "ph"));
-      if (key == "ts") return void(e_.ts = time_field(v, "ts"));
-      if (key == "id") return void(e_.id = flow_id_field(v));
-      if (key == "bp") return void(e_.bp = string_field(v, "bp"));
+      switch (short_key(key)) {
+        case short_key("ph"):
+          return void(ev_->ph = string_field(v, "ph"));
+        case short_key("ts"):
+          return void(ev_->ts = time_field(v, "ts"));
+        case short_key("id"):
+          return void(ev_->id = flow_id_field(v));
+        case short_key("bp"):
+          return void(ev_->bp = string_field(v, "bp"));
+        default:
+          break;
+      }
     } else if (key.size() == 3) {
-      if (key == "pid") return void(e_.pid = id_field(v, "pid", e_.pid_text));
-      if (key == "tid") return void(e_.tid = id_field(v, "tid", e_.tid_text));
-      if (key == "cat") return void(e_.cat = string_field(v, "cat"));
-      if (key == "dur") return void(e_.dur = time_field(v, "dur"));
-    } else if (key == "name") {
-      return void(e_.name = string_field(v, "name"));
-    } else if (key == "args") {
-      return read_args(v);
+      switch (short_key(key)) {
+        case short_key("pid"):
+          return void(ev_->pid = id_field(v, "pid", ev_->pid_text));
+        case short_key("tid"):
+          return void(ev_->tid = id_field(v, "tid", ev_->tid_text));
+        case short_key("cat"):
+          return void(ev_->cat = string_field(v, "cat"));
+        case short_key("dur"):
+          return void(ev_->dur = time_field(v, "dur"));
+        default:
+          break;
+      }
+    } else if (key.size() == 4) {
+      switch (short_key(key)) {
+        case short_key("name"):
+          return void(ev_->name = string_field(v, "name"));
+        case short_key("args"):
+          return read_args(v);
+        default:
+          break;
+      }
     }
     validate(v);
   }
@@ -490,7 +536,7 @@ class Reader {
     return text.empty() ? std::nullopt : EventFields::to_double(text);
   }
   std::optional<double> numeric_arg(std::string_view key) const {
-    for (uint32_t k = e_.args_begin; k < e_.args_end; ++k)
+    for (uint32_t k = ev_->args_begin; k < ev_->args_end; ++k)
       if ((*args_)[k].first == key) return EventFields::to_double((*args_)[k].second);
     return std::nullopt;
   }
@@ -511,38 +557,51 @@ class Reader {
     return kind;
   }
 
+  // Names and categories repeat from event to event: the strings interned last are found again by
+  // a cheap key (the length, the first and the last 8 bytes) and one compare, without hashing the
+  // whole text.
   StrId intern(const std::optional<std::string_view>& s) {
-    return s ? builder_.strings().intern(*s) : kNoStr;
+    if (!s) return kNoStr;
+    const std::string_view v = *s;
+    uint64_t head = 0, tail = 0;
+    std::memcpy(&head, v.data(), std::min<size_t>(8, v.size()));
+    if (v.size() > 8) std::memcpy(&tail, v.data() + v.size() - 8, 8);
+    const uint64_t key = head * 0x9E3779B97F4A7C15ULL ^ (tail + v.size()) * 0xC2B2AE3D27D4EB4FULL;
+    InternSlot& slot = intern_cache_[(key >> 32) % intern_cache_.size()];
+    if (slot.id != kNoStr && slot.size == v.size() && builder_.strings().str(slot.id) == v) return slot.id;
+    const StrId id = builder_.strings().intern(v);
+    slot = InternSlot{id, v.size()};
+    return id;
   }
   uint32_t args_index() {
-    if (!keep_args_ || !e_.has_args || e_.args_raw.size() <= 2) return kNoArgs;  // absent or {}
-    return builder_.add_args(e_.args_raw);
+    if (!keep_args_ || !ev_->has_args || ev_->args_raw.size() <= 2) return kNoArgs;  // absent or {}
+    return builder_.add_args(ev_->args_raw);
   }
   int64_t need_ts() {
-    if (!e_.ts) fail_event("\"ts\" is missing");
-    return *e_.ts;
+    if (!ev_->ts) fail_event("\"ts\" is missing");
+    return *ev_->ts;
   }
 
   void handle_event() {
-    if (!e_.ph) fail_event("\"ph\" (the event's phase) is missing");
-    if (!e_.pid_text.empty()) e_.pid = builder_.pid_from_string(e_.pid_text);
-    if (!e_.tid_text.empty()) e_.tid = builder_.tid_from_string(e_.pid, e_.tid_text);
-    cat_ = intern(e_.cat);
+    if (!ev_->ph) fail_event("\"ph\" (the event's phase) is missing");
+    if (!ev_->pid_text.empty()) ev_->pid = builder_.pid_from_string(ev_->pid_text);
+    if (!ev_->tid_text.empty()) ev_->tid = builder_.tid_from_string(ev_->pid, ev_->tid_text);
+    cat_ = intern(ev_->cat);
     cat_kind_ = category_kind(cat_);
     const bool gpu = (cat_kind_ & kGpuCategory) != 0;
     if ((cat_kind_ & kKinetoCategory) != 0) kineto_ = true;
-    const std::string_view ph = *e_.ph;
+    const std::string_view ph = *ev_->ph;
     if (ph.size() != 1) return;  // unknown phase: ignored
     switch (ph[0]) {
       case 'X':
         return complete_event(gpu);
       case 'B': {
-        const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        const uint32_t lane = builder_.lane(ev_->pid, ev_->tid);
         if (!gpu) builder_.note_host_span(lane);
-        return builder_.begin(lane, need_ts(), intern(e_.name), cat_, args_index());
+        return builder_.begin(lane, need_ts(), intern(ev_->name), cat_, args_index());
       }
       case 'E': {
-        const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+        const uint32_t lane = builder_.lane(ev_->pid, ev_->tid);
         return builder_.end(lane, need_ts(), args_index(), event_offset_);
       }
       case 'i':
@@ -550,10 +609,10 @@ class Reader {
       case 'n': {
         Instant i;
         i.ts_ns = need_ts();
-        i.name = intern(e_.name);
+        i.name = intern(ev_->name);
         i.category = cat_;
         i.args = args_index();
-        return builder_.add_instant(builder_.lane(e_.pid, e_.tid), i);
+        return builder_.add_instant(builder_.lane(ev_->pid, ev_->tid), i);
       }
       case 'C':
         return counter_event();
@@ -571,19 +630,19 @@ class Reader {
   void complete_event(bool gpu) {
     Span s;
     s.start_ns = need_ts();
-    if (!e_.dur) fail_event("complete event (ph \"X\") has no \"dur\"");
-    if (*e_.dur < 0) fail_event("\"dur\" is negative");
-    if (s.start_ns > 0 && *e_.dur > std::numeric_limits<int64_t>::max() - s.start_ns)
+    if (!ev_->dur) fail_event("complete event (ph \"X\") has no \"dur\"");
+    if (*ev_->dur < 0) fail_event("\"dur\" is negative");
+    if (s.start_ns > 0 && *ev_->dur > std::numeric_limits<int64_t>::max() - s.start_ns)
       fail_event("\"ts\" + \"dur\" is out of range");
-    s.dur_ns = *e_.dur;
-    s.name = intern(e_.name);
+    s.dur_ns = *ev_->dur;
+    s.name = intern(ev_->name);
     s.category = cat_;
     s.args = args_index();
-    const uint32_t lane = builder_.lane(e_.pid, e_.tid);
+    const uint32_t lane = builder_.lane(ev_->pid, ev_->tid);
     if (gpu) {
-      const auto stream = arg_value(e_.stream_arg);
+      const auto stream = arg_value(ev_->stream_arg);
       if (stream && *stream >= 0 && *stream == std::floor(*stream) && *stream < 9e18) {
-        const auto device = arg_value(e_.device_arg);
+        const auto device = arg_value(ev_->device_arg);
         const bool device_ok = device && *device >= 0 && *device < 1e9;
         builder_.mark_gpu(lane, device_ok ? static_cast<int32_t>(*device) : 0,
                           static_cast<int64_t>(*stream),
@@ -598,34 +657,34 @@ class Reader {
 
   void counter_event() {
     const int64_t ts = need_ts();
-    const std::string_view name = e_.name.value_or("");
-    builder_.note_process(e_.pid);
-    for (uint32_t k = e_.args_begin; k < e_.args_end; ++k) {
+    const std::string_view name = ev_->name.value_or("");
+    builder_.note_process(ev_->pid);
+    for (uint32_t k = ev_->args_begin; k < ev_->args_end; ++k) {
       const auto& [key, text] = (*args_)[k];
       const auto parsed = EventFields::to_double(text);
       if (!parsed) fail_event("counter \"" + std::string(key) + "\" is out of range");
       const double value = *parsed;
       if (key == "value") {
-        builder_.counter(e_.pid, name, ts, value);
+        builder_.counter(ev_->pid, name, ts, value);
       } else {
         series_name_.assign(name);
         if (!series_name_.empty()) series_name_.push_back('.');
         series_name_.append(key);
-        builder_.counter(e_.pid, series_name_, ts, value);
+        builder_.counter(ev_->pid, series_name_, ts, value);
       }
     }
   }
 
   void metadata_event() {
-    const std::string_view kind = e_.name.value_or("");
+    const std::string_view kind = ev_->name.value_or("");
     if (kind == "process_name" || kind == "thread_name") {
-      if (!e_.arg_name) return;
-      if (kind == "process_name") return builder_.process_name(e_.pid, *e_.arg_name);
-      builder_.thread_name(e_.pid, e_.tid, *e_.arg_name);
-      const auto device = arg_value(e_.device_arg);
-      const auto stream = arg_value(e_.stream_arg);
+      if (!ev_->arg_name) return;
+      if (kind == "process_name") return builder_.process_name(ev_->pid, *ev_->arg_name);
+      builder_.thread_name(ev_->pid, ev_->tid, *ev_->arg_name);
+      const auto device = arg_value(ev_->device_arg);
+      const auto stream = arg_value(ev_->stream_arg);
       if (device && stream && *device >= 0 && *device < 1e9 && *stream >= -1 && *stream < 9e18)
-        builder_.mark_gpu(builder_.lane(e_.pid, e_.tid), static_cast<int32_t>(*device),
+        builder_.mark_gpu(builder_.lane(ev_->pid, ev_->tid), static_cast<int32_t>(*device),
                           static_cast<int64_t>(*stream), TraceBuilder::GpuMark::kMetadata);
       return;
     }
@@ -633,18 +692,18 @@ class Reader {
       const auto index = numeric_arg("sort_index");
       if (!index || !(std::fabs(*index) < 9e18)) return;
       if (kind == "process_sort_index")
-        return builder_.process_sort_index(e_.pid, static_cast<int64_t>(*index));
-      builder_.thread_sort_index(e_.pid, e_.tid, static_cast<int64_t>(*index));
+        return builder_.process_sort_index(ev_->pid, static_cast<int64_t>(*index));
+      builder_.thread_sort_index(ev_->pid, ev_->tid, static_cast<int64_t>(*index));
     }
   }
 
   void flow_event(char ph) {
     const int64_t ts = need_ts();
-    if (!e_.id) fail_event("flow event (ph \"" + std::string(1, ph) + "\") has no \"id\"");
+    if (!ev_->id) fail_event("flow event (ph \"" + std::string(1, ph) + "\") has no \"id\"");
     const FlowPhase phase = ph == 's'   ? FlowPhase::kStart
                             : ph == 't' ? FlowPhase::kStep
                                         : FlowPhase::kFinish;
-    builder_.flow(phase, *e_.id, cat_, intern(e_.name), builder_.lane(e_.pid, e_.tid),
+    builder_.flow(phase, *ev_->id, cat_, intern(ev_->name), builder_.lane(ev_->pid, ev_->tid),
                   ts);
   }
 
@@ -655,11 +714,17 @@ class Reader {
   TraceBuilder builder_;
   bool keep_args_ = true;
   EventFields e_;
+  EventFields* ev_ = &e_;  // the event being read or handled: e_, or one of a part's list
   std::deque<std::string> key_storage_;
   std::vector<EventFields>* collected_ = nullptr;  // collect_chunk's list
   StrId cat_ = kNoStr;                   // the handled event's category
   uint8_t cat_kind_ = 0;                 // and what it is (category_kind)
   std::vector<uint8_t> category_kinds_;  // by category id
+  struct InternSlot {
+    StrId id = kNoStr;
+    size_t size = 0;
+  };
+  std::array<InternSlot, 512> intern_cache_{};  // intern()'s
   std::vector<NumericArg> own_args_;                 // the numeric args of the event read here
   std::vector<NumericArg>* args_ = &own_args_;       // or of a part's events
   size_t collected_count_ = 0;

@@ -200,10 +200,12 @@ struct Start {
   Window w;
   bool more = true;
   std::string prefix;  // the top level up to and with the events' "["
+  uint64_t events_at = 0;  // where the events begin in the text (the byte after their "[")
   Start(const std::filesystem::path& path, const ReadOptions& options)
       : source(TextSource::open(path)), w(std::max<size_t>(options.part_bytes, 64)) {
     more = w.fill(*source, w.part_bytes());
     const size_t events = find_events(w, *source, more);
+    events_at = events;
     prefix.assign(w.data(), events);
     w.drop_front(events - 1);  // w[0] is the "[" of every part
   }
@@ -268,6 +270,16 @@ struct PartJob {
     text = std::move(bigger);
     capacity = grown;
   }
+  // The part's text read from where it lies in a file that is not compressed (on the thread that
+  // parses it): "[" + the events in [from, from + bytes) + "]".
+  void load() {
+    size = 0;
+    reserve(bytes + 2);
+    text[0] = '[';
+    if (file->read_at(from, text.get() + 1, bytes) != bytes) throw NotStreamable{};  // it shrank
+    text[bytes + 1] = ']';
+    size = bytes + 2;
+  }
   // Reads until the text holds `target` bytes; false once the source has ended.
   bool fill(TextSource& source, size_t target) {
     reserve(target);
@@ -280,6 +292,9 @@ struct PartJob {
   }
   std::unique_ptr<char[]> text;
   size_t size = 0, capacity = 0;
+  const TextSource* file = nullptr;  // load()'s: set when the part is read where it is parsed
+  uint64_t from = 0;
+  size_t bytes = 0;
   Reader reader;
   std::vector<EventFields> events;
   std::vector<NumericArg> args;
@@ -307,6 +322,7 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
   // Parses a part (on a worker, or on this thread while it waits).
   auto parse = [&](PartJob* job) {
     try {
+      if (job->file != nullptr) job->load();
       job->unclosed = !job->reader.collect_chunk(
           simdjson::padded_string_view(job->text.get(), job->size, job->capacity + PaddedBuffer::kPadding),
           job->events, job->args, job->count);
@@ -337,8 +353,7 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
     in_flight.pop_front();
     if (job->error) std::rethrow_exception(job->error);
     if (job->unclosed) throw CutInsideAString{};
-    for (size_t i = 0; i < job->count; ++i)
-      reader.handle(job->events[i], job->args);
+    reader.handle(job->events, job->count, job->args);
     if (options.stats != nullptr) ++options.stats->parts;
     idle.push_back(job);
   };
@@ -362,11 +377,68 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
       }
     });
   }
-  // Each part is read straight into its job's text: "[", what followed the last cut, new bytes.
-  std::string carry(w.data() + 1, w.size() - 1);
   const size_t part = w.part_bytes();
-  bool more = start.more;
   std::string last;
+  if (!start.source->compressed()) {
+    // A file as it is: this thread finds where each part ends from a few bytes before its end,
+    // and the thread that parses a part reads it (the copy out of the page cache is most of the
+    // reading).
+    const TextSource& source = *start.source;
+    const uint64_t end = source.file_size();
+    uint64_t from = start.events_at;
+    std::string probe;
+    while (true) {
+      if (idle.empty()) handle_oldest();
+      std::optional<Cut> cut;  // in the file
+      uint64_t hi = std::min(from + part, end);
+      size_t look = size_t{16} << 10;
+      while (hi < end) {
+        const uint64_t lo = hi - std::min<uint64_t>(hi - from, look);
+        probe.resize(hi - lo);
+        if (source.read_at(lo, probe.data(), probe.size()) != probe.size()) throw NotStreamable{};
+        if (const auto c = last_cut(probe.data(), 0, probe.size())) {
+          cut = Cut{lo + c->close, lo + c->next};
+          break;
+        }
+        if (lo > from) {  // further back
+          look *= 4;
+          continue;
+        }
+        if (hi - from >= kMostPartBytes) throw NotStreamable{};  // one event this large: read whole
+        hi = std::min(from + 2 * (hi - from), end);              // further on
+      }
+      if (!cut) {  // the text ends within a part: what is left goes with the top level
+        last.resize(end - from);
+        if (source.read_at(from, last.data(), last.size()) != last.size()) throw NotStreamable{};
+        break;
+      }
+      PartJob* job = idle.front();
+      idle.pop_front();
+      job->file = &source;
+      job->from = from;
+      job->bytes = cut->close - from;
+      job->done = job->unclosed = false;
+      job->error = nullptr;
+      job->count = 0;
+      in_flight.push_back(job);
+      {
+        std::lock_guard lock(mutex);
+        todo.push_back(job);
+      }
+      changed.notify_all();
+      from = cut->next;
+      while (oldest_done())
+        handle_oldest();
+    }
+    while (!in_flight.empty())
+      handle_oldest();
+    const PaddedBuffer text = PaddedBuffer::copy_of(start.prefix + last);
+    return reader.run(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+  }
+  // Compressed text: each part is read straight into its job's text: "[", what followed the last
+  // cut, new bytes.
+  std::string carry(w.data() + 1, w.size() - 1);
+  bool more = start.more;
   while (true) {
     if (idle.empty()) handle_oldest();
     PartJob* job = idle.front();

@@ -385,6 +385,116 @@ bool unescape(std::string_view inner, std::string& out) {
   return true;
 }
 
+std::optional<ValueError> check_value(std::string_view text, size_t max_depth, std::string& scratch) {
+  const size_t n = text.size();
+  size_t i = 0;
+  std::string open;  // the arrays ('[') and objects ('{') open, innermost last
+  enum class Want { kValue, kValueOrEnd, kKey, kKeyOrEnd, kColon, kCommaOrEnd };
+  Want want = Want::kValue;
+  const auto blanks = [&] {
+    while (i < n && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
+      ++i;
+  };
+  // A string at i (text[i] == '"'): moves past it; false when it does not end, holds a control
+  // character or an invalid escape.
+  const auto string = [&] {
+    const size_t start = ++i;
+    bool escapes = false;
+    while (i < n && text[i] != '"') {
+      if (static_cast<unsigned char>(text[i]) < 0x20) return false;
+      if (text[i] == '\\') {
+        escapes = true;
+        ++i;
+      }
+      ++i;
+    }
+    if (i >= n) return false;
+    const std::string_view inner = text.substr(start, i - start);
+    ++i;
+    if (!escapes) return true;
+    scratch.clear();
+    return unescape(inner, scratch);
+  };
+  // A scalar at i: moves past it; false when it is none.
+  const auto scalar = [&] {
+    const char c = text[i];
+    if (c == '"') return string();
+    for (const std::string_view literal : {std::string_view("true"), std::string_view("false"),
+                                           std::string_view("null")}) {
+      if (c == literal.front()) {
+        if (text.substr(i, literal.size()) != literal) return false;
+        i += literal.size();
+        return true;
+      }
+    }
+    const size_t start = i;
+    while (i < n && (is_digit(text[i]) || text[i] == '-' || text[i] == '+' || text[i] == '.' ||
+                     text[i] == 'e' || text[i] == 'E'))
+      ++i;
+    if (is_number(text.substr(start, i - start))) return true;
+    i = start;
+    return false;
+  };
+  while (true) {
+    blanks();
+    if (i >= n) return ValueError{n, false};
+    const char c = text[i];
+    switch (want) {
+      case Want::kKeyOrEnd:
+      case Want::kValueOrEnd:
+        if (c == (want == Want::kKeyOrEnd ? '}' : ']')) {
+          want = Want::kCommaOrEnd;
+          break;  // closed below
+        }
+        want = want == Want::kKeyOrEnd ? Want::kKey : Want::kValue;
+        continue;
+      case Want::kKey: {
+        const size_t at = i;
+        if (c != '"' || !string()) return ValueError{at, false};
+        want = Want::kColon;
+        continue;
+      }
+      case Want::kColon:
+        if (c != ':') return ValueError{i, false};
+        ++i;
+        want = Want::kValue;
+        continue;
+      case Want::kValue: {
+        if (c == '[' || c == '{') {
+          if (open.size() >= max_depth) return ValueError{i, true};
+          open.push_back(c);
+          ++i;
+          want = c == '[' ? Want::kValueOrEnd : Want::kKeyOrEnd;
+          continue;
+        }
+        const size_t at = i;
+        if (!scalar()) return ValueError{at, false};
+        want = Want::kCommaOrEnd;
+        if (open.empty()) {
+          blanks();
+          return i == n ? std::nullopt : std::optional<ValueError>(ValueError{i, false});
+        }
+        continue;
+      }
+      case Want::kCommaOrEnd:
+        if (c == ',') {
+          ++i;
+          want = open.back() == '[' ? Want::kValue : Want::kKey;
+          continue;
+        }
+        if (c != (open.back() == '[' ? ']' : '}')) return ValueError{i, false};
+        break;  // closed below
+    }
+    // c closes the innermost array or object.
+    open.pop_back();
+    ++i;
+    if (open.empty()) {
+      blanks();
+      return i == n ? std::nullopt : std::optional<ValueError>(ValueError{i, false});
+    }
+  }
+}
+
 std::optional<int64_t> parse_integer(std::string_view text) {
   int64_t v = 0;
   bool negative = false;

@@ -36,6 +36,17 @@ bool is_number(std::string_view text);
 // escapes (surrogate pairs included) into UTF-8. False when an escape is invalid.
 bool unescape(std::string_view inner, std::string& out);
 
+// Checks that `text` is exactly one JSON value (blanks around it allowed), with at most
+// `max_depth` arrays and objects open at once, without recursion. nullopt when it is; otherwise
+// where it goes wrong (the offset in `text` of the first byte that cannot continue it, or its size
+// when it ends early) and whether the nesting was too deep. `scratch` holds the unescaping of
+// strings with escapes (checked as unescape checks them).
+struct ValueError {
+  size_t offset = 0;
+  bool too_deep = false;
+};
+std::optional<ValueError> check_value(std::string_view text, size_t max_depth, std::string& scratch);
+
 // Parses an integer written in decimal ("-42") or hex ("0x2a"); nullopt otherwise.
 std::optional<int64_t> parse_integer(std::string_view text);
 

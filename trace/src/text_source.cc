@@ -184,6 +184,21 @@ size_t TextSource::read_raw(char* out, size_t n) {
   }
 }
 
+size_t TextSource::read_at(uint64_t offset, char* out, size_t n) const {
+  if (compressed()) throw std::logic_error(name_ + ": a compressed file is read from its start");
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd_.fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(name_ + ": read failed: " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
 std::unique_ptr<TextSource> TextSource::open(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path.string() + ": cannot be opened: " + std::strerror(errno));

@@ -25,6 +25,10 @@ class TextSource {
   virtual bool compressed() const = 0;
   // The file's size in bytes (compressed or not).
   uint64_t file_size() const { return file_size_; }
+  // A file that is not compressed: up to n bytes of it from `offset` (fewer only at its end),
+  // without moving read()'s place; several threads may read at once. Throws std::runtime_error
+  // naming the file when it cannot be read, std::logic_error when it is compressed.
+  size_t read_at(uint64_t offset, char* out, size_t n) const;
 
  protected:
   TextSource(std::string name, int fd, uint64_t file_size);

@@ -223,6 +223,23 @@ TEST(ChromeJsonMalformed, EventsWithWrongFields) {
       R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": "\ud800"}}])",
       R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"\x": 1}}])",
       R"([{"ph": "X", "ts": 1, "dur": 1, "extra": [1, 2,]}])",
+      // Arrays and objects inside args, checked from their text.
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [1, 2,]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [1 2]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [,1]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [[1], [2}]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": {"b" 1}}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": {"b": 1,}}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": {1: 2}}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": {"b": }}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": ["x\q"]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": {"\q": 1}}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [01]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [-]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [1.5e]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [tru]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [nulll]}}])",
+      R"([{"ph": "X", "ts": 1, "dur": 1, "args": {"a": [1]x}}])",
       R"([{"ph": "X", "ts": 1, "dur": 1, "extra": +1}])",
       R"([{"ph": "s", "ts": 1}])",  // flow without id
       R"([{"ph": "s", "ts": 1, "id": 1.5}])",
@@ -280,6 +297,13 @@ TEST(ChromeJsonMalformed, ValidOdditiesAreAccepted) {
   ASSERT_EQ(t.span_count(), 1u);
   const Lane& l = t.lanes[0];
   EXPECT_EQ(t.processes[l.process].pid, 12);
+  // Every kind of value inside arrays and objects of args, blanks anywhere between tokens.
+  const std::string nested =
+      R"js({"a": [ [], {}, [[ ]], {"b": [null, true, false, -1.5e3, 0, 0.25E+2, "\u00fc\"\\"]} ] ,)js"
+      R"js( "c" : { "d" : { } , "e\u0041" : [ 1 ] } })js";
+  const Trace u = parse_chrome_json(R"([{"ph": "X", "ts": 1, "dur": 1, "args": )" + nested + "}]");
+  ASSERT_EQ(u.span_count(), 1u);
+  EXPECT_EQ(u.args.at(0), nested);
   EXPECT_EQ(t.name(l.spans[0]), "\u00fc\U0001F600");
   EXPECT_EQ(l.spans[0].start_ns, 5000);
 }
