@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -10,9 +11,38 @@ namespace pipeprof::trace {
 
 using Interval = std::pair<int64_t, int64_t>;  // [first, second)
 
+// Sorts intervals gathered lane by lane, which come as a few sorted runs one after another (a
+// lane's spans are in order), by merging the runs pairwise; many runs: std::sort.
+inline void sort_runs(std::vector<Interval>& v) {
+  constexpr size_t kMostRuns = 64;
+  std::vector<size_t> bounds{0};  // where each run begins, then the end
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i] < v[i - 1]) {
+      bounds.push_back(i);
+      if (bounds.size() > kMostRuns) {
+        std::sort(v.begin(), v.end());
+        return;
+      }
+    }
+  }
+  bounds.push_back(v.size());
+  while (bounds.size() > 2) {
+    const size_t runs = bounds.size() - 1;
+    std::vector<size_t> merged{0};
+    for (size_t k = 0; k + 2 <= runs; k += 2) {
+      std::inplace_merge(v.begin() + static_cast<std::ptrdiff_t>(bounds[k]),
+                         v.begin() + static_cast<std::ptrdiff_t>(bounds[k + 1]),
+                         v.begin() + static_cast<std::ptrdiff_t>(bounds[k + 2]));
+      merged.push_back(bounds[k + 2]);
+    }
+    if (runs % 2 == 1) merged.push_back(bounds[runs]);  // the last run waits for the next round
+    bounds = std::move(merged);
+  }
+}
+
 // Sorts and merges overlapping or touching intervals; empty ones are dropped.
 inline std::vector<Interval> merge_intervals(std::vector<Interval> v) {
-  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());  // a lane's often are
+  sort_runs(v);
   size_t n = 0;  // merged in place: v[0, n)
   for (const Interval& i : v) {
     if (i.second <= i.first) continue;

@@ -4,6 +4,33 @@
 #include <tuple>
 
 namespace pipeprof::trace {
+namespace {
+
+// Sorts stably a sequence that is sorted or nearly so (a trace's spans: each a few places from
+// its own, as when a parent is written after its first child) in linear time: insertion while
+// the moves stay within a budget linear in the size, then (any input) std::stable_sort. The
+// insertions keep equal elements in their order, so the result is stable_sort's either way.
+template <typename T, typename Before>
+void sort_nearly_sorted(std::vector<T>& v, Before before) {
+  size_t budget = 8 * v.size() + 64;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (!before(v[i], v[i - 1])) continue;
+    T x = std::move(v[i]);
+    size_t j = i;
+    while (j > 0 && before(x, v[j - 1]) && budget > 0) {
+      v[j] = std::move(v[j - 1]);
+      --j;
+      --budget;
+    }
+    v[j] = std::move(x);
+    if (budget == 0) {
+      std::stable_sort(v.begin(), v.end(), before);
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 StrId StringTable::intern(std::string_view s) {
   if (auto it = index_.find(s); it != index_.end()) return it->second;
@@ -79,16 +106,14 @@ void Trace::finalize() {
       hi = std::max(hi, b);
     }
   };
-  // Sorted unless they are already (a file's spans often are, a GPU stream's nearly always).
+  // A file's spans are often in order, a GPU stream's nearly always.
   const auto span_before = [](const Span& a, const Span& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
   };
   const auto instant_before = [](const Instant& a, const Instant& b) { return a.ts_ns < b.ts_ns; };
   for (Lane& lane : lanes) {
-    if (!std::is_sorted(lane.spans.begin(), lane.spans.end(), span_before))
-      std::stable_sort(lane.spans.begin(), lane.spans.end(), span_before);
-    if (!std::is_sorted(lane.instants.begin(), lane.instants.end(), instant_before))
-      std::stable_sort(lane.instants.begin(), lane.instants.end(), instant_before);
+    sort_nearly_sorted(lane.spans, span_before);
+    sort_nearly_sorted(lane.instants, instant_before);
     // Depth: the number of enclosing spans still open at a span's start.
     std::vector<int64_t> open_ends;
     lane.max_depth = 0;
@@ -104,8 +129,7 @@ void Trace::finalize() {
       extend(i.ts_ns, i.ts_ns);
   }
   for (Counter& c : counters) {
-    std::stable_sort(c.points.begin(), c.points.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    sort_nearly_sorted(c.points, [](const auto& a, const auto& b) { return a.first < b.first; });
     if (!c.points.empty()) extend(c.points.front().first, c.points.back().first);
   }
   for (const Flow& f : flows)

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "intervals.h"
 #include "pipeprof/trace/trace.h"
 
 namespace pipeprof::trace {
@@ -62,6 +67,68 @@ TEST(TraceModel, FinalizeSortsSpansAndComputesDepth) {
   EXPECT_EQ(t.start_ns(), 0);
   EXPECT_EQ(t.end_ns(), 35);
   EXPECT_EQ(t.span_count(), 6u);
+}
+
+// Spans nearly in order (each parent written after its first child, as Kineto writes Python
+// functions) and spans in reverse order (past the insertion's budget) sort the same way as a
+// stable sort of them: by start, the longer first, equal ones in the order they came.
+TEST(TraceModel, FinalizeSortsNearlySortedAndReversedSpansStably) {
+  for (const bool reversed : {false, true}) {
+    Trace t;
+    const uint32_t l = t.thread_lane(1, 1);
+    auto& spans = t.lanes[l].spans;
+    for (int64_t i = 0; i < 20000; ++i) {
+      const int64_t k = reversed ? 20000 - i : i;
+      spans.push_back(span(t, 100 * k + 1, 10, "child"));
+      spans.push_back(span(t, 100 * k, 50, "parent"));
+      spans.push_back(span(t, 100 * k, 50, i % 2 == 0 ? "twin_a" : "twin_b"));  // equal to parent
+    }
+    std::vector<Span> expected = spans;
+    std::stable_sort(expected.begin(), expected.end(), [](const Span& a, const Span& b) {
+      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
+    });
+    t.finalize();
+    ASSERT_EQ(spans.size(), expected.size());
+    for (size_t i = 0; i < spans.size(); ++i) {
+      ASSERT_EQ(spans[i].start_ns, expected[i].start_ns) << i << (reversed ? " reversed" : "");
+      ASSERT_EQ(t.strings.str(spans[i].name), t.strings.str(expected[i].name)) << i;
+    }
+    EXPECT_EQ(t.strings.str(spans[0].name), "parent");  // before its equal twin, as it came
+    EXPECT_EQ(spans[2].depth, 2u);  // the child inside parent and its twin
+  }
+}
+
+// Intervals gathered lane by lane (sorted runs one after another) and in any order merge to the
+// same union as a sort of them would give.
+TEST(Intervals, RunsAndAnyOrderMergeToTheSameUnion) {
+  std::mt19937_64 rng(7);
+  const auto reference = [](std::vector<Interval> v) {
+    std::sort(v.begin(), v.end());
+    std::vector<Interval> out;
+    for (const Interval& i : v) {
+      if (i.second <= i.first) continue;
+      if (!out.empty() && i.first <= out.back().second) {
+        out.back().second = std::max(out.back().second, i.second);
+      } else {
+        out.push_back(i);
+      }
+    }
+    return out;
+  };
+  for (const size_t runs : {1u, 2u, 3u, 5u, 64u, 65u, 300u}) {
+    std::vector<Interval> v;
+    for (size_t r = 0; r < runs; ++r) {
+      int64_t t = static_cast<int64_t>(rng() % 1000);
+      for (int k = 0; k < 50; ++k) {
+        t += static_cast<int64_t>(rng() % 40);
+        v.emplace_back(t, t + static_cast<int64_t>(rng() % 30) - 3);  // some empty
+      }
+    }
+    EXPECT_EQ(merge_intervals(v), reference(v)) << runs << " runs";
+    std::shuffle(v.begin(), v.end(), rng);
+    EXPECT_EQ(merge_intervals(v), reference(v)) << runs << " runs, shuffled";
+  }
+  EXPECT_TRUE(merge_intervals({}).empty());
 }
 
 TEST(TraceModel, TimeRangeCoversInstantsCountersAndFlows) {
