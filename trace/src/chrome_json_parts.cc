@@ -377,8 +377,31 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
       }
     });
   }
-  const size_t part = w.part_bytes();
+  // A part ready to parse (its text, or where it lies in the file): in flight, in the trace's
+  // order; the parts parsed meanwhile are handled.
+  auto submit = [&](PartJob* job) {
+    job->done = job->unclosed = false;
+    job->error = nullptr;
+    job->count = 0;
+    in_flight.push_back(job);
+    {
+      std::lock_guard lock(mutex);
+      todo.push_back(job);
+    }
+    changed.notify_all();
+    while (oldest_done())
+      handle_oldest();
+  };
+  // Once the text has ended: the parts in flight, then `last` (the last events and the rest of
+  // the top level) with the top level's beginning.
   std::string last;
+  auto finish = [&] {
+    while (!in_flight.empty())
+      handle_oldest();
+    const PaddedBuffer text = PaddedBuffer::copy_of(start.prefix + last);
+    return reader.run(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+  };
+  const size_t part = w.part_bytes();
   if (!start.source->compressed()) {
     // A file as it is: this thread finds where each part ends from a few bytes before its end,
     // and the thread that parses a part reads it (the copy out of the page cache is most of the
@@ -417,23 +440,10 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
       job->file = &source;
       job->from = from;
       job->bytes = cut->close - from;
-      job->done = job->unclosed = false;
-      job->error = nullptr;
-      job->count = 0;
-      in_flight.push_back(job);
-      {
-        std::lock_guard lock(mutex);
-        todo.push_back(job);
-      }
-      changed.notify_all();
       from = cut->next;
-      while (oldest_done())
-        handle_oldest();
+      submit(job);
     }
-    while (!in_flight.empty())
-      handle_oldest();
-    const PaddedBuffer text = PaddedBuffer::copy_of(start.prefix + last);
-    return reader.run(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+    return finish();
   }
   // Compressed text: each part is read straight into its job's text: "[", what followed the last
   // cut, new bytes.
@@ -465,22 +475,9 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
     carry.assign(job->text.get() + cut->next, job->size - cut->next);
     job->text[cut->close] = ']';
     job->size = cut->close + 1;
-    job->done = job->unclosed = false;
-    job->error = nullptr;
-    job->count = 0;
-    in_flight.push_back(job);
-    {
-      std::lock_guard lock(mutex);
-      todo.push_back(job);
-    }
-    changed.notify_all();
-    while (oldest_done())
-      handle_oldest();
+    submit(job);
   }
-  while (!in_flight.empty())
-    handle_oldest();
-  const PaddedBuffer text = PaddedBuffer::copy_of(start.prefix + last);
-  return reader.run(simdjson::padded_string_view(text.data(), text.size(), text.capacity()));
+  return finish();
 }
 
 }  // namespace
