@@ -161,6 +161,10 @@ TEST_F(S3Test, ListingsGoPageByPageAndMatchTheLastPart) {
   ASSERT_EQ(one.size(), 1U);
   EXPECT_EQ(one[0].second, 13U);
   EXPECT_TRUE(matching_objects("s3://data/list/obj_77.bin", s.get()).empty());
+  put("s3://data/list/back\\slash.bin", random_bytes(3, 7));  // a name without wildcards: as it is
+  const auto exact = matching_objects("s3://data/list/back\\slash.bin", s.get());
+  ASSERT_EQ(exact.size(), 1U);
+  EXPECT_EQ(exact[0].second, 3U);
   EXPECT_THROW(matching_objects("s3://data/l*/obj_1.bin", s.get()), InputDataError);
   EXPECT_THROW(matching_objects("/tmp/obj_*.bin", s.get()), InputDataError);
 }

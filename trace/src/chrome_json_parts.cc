@@ -409,6 +409,7 @@ Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOption
     const TextSource& source = *start.source;
     const uint64_t end = source.file_size();
     uint64_t from = start.events_at;
+    if (end < from) throw NotStreamable{};  // the file grew since it was opened, or tells no size
     std::string probe;
     while (true) {
       if (idle.empty()) handle_oldest();

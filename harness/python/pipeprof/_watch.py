@@ -46,18 +46,27 @@ def _sigchld_held():
     that error, the handler would otherwise break off the recording of the epoch and the writing of
     the trace that shows it. Only the main thread can change a handler; elsewhere nothing changes.
     """
-    if threading.current_thread() is not threading.main_thread():
+    # A handler installed outside Python (getsignal: None) could not be put back: left as it is.
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGCHLD) is None):
         yield
         return
-    try:
-        previous = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    except (ValueError, OSError):
+    previous = None
+    for _ in range(3):
+        try:
+            previous = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            break
+        except RuntimeError:  # a SIGCHLD pending on entry runs DataLoader's handler first
+            continue
+        except (ValueError, OSError):
+            break
+    if previous is None:
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGCHLD, previous if previous is not None else signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, previous)
 
 
 class Watch:
@@ -218,20 +227,21 @@ class Watch:
     def _check_workers(self, it, error=None):
         workers = getattr(it, "_workers", []) or []
         # A worker killed while the loop read from it ends the connection (EOFError, a reset)
-        # before the kernel has made its exit status known: it is given a moment to be seen.
-        patience = 1.0 if isinstance(error, (EOFError, ConnectionError)) else 0.0
+        # before the kernel has made its exit status known: it is given a moment to be seen
+        # (DataLoader's SIGCHLD handler held meanwhile, so that the loop's error stays its own).
+        patience = 1.0 if workers and isinstance(error, (EOFError, ConnectionError)) else 0.0
         deadline = _mono() + int(patience * 1e9)
-        while True:
-            found = False
-            for i, w in enumerate(workers):
-                code = getattr(w, "exitcode", None)
-                if code is not None and code != 0:
-                    found = True
-                    if w.pid not in self._dead:
+        with _sigchld_held():
+            while True:
+                found = False
+                for i, w in enumerate(workers):
+                    code = getattr(w, "exitcode", None)
+                    if code is not None and code != 0 and w.pid not in self._dead:
+                        found = True
                         self._dead[w.pid] = {"worker": i, "pid": w.pid, "exitcode": code}
-            if found or _mono() >= deadline:
-                break
-            time.sleep(0.01)
+                if found or _mono() >= deadline:
+                    break
+                time.sleep(0.01)
         if self._dead:
             self._session.set_metadata("dead_workers", json.dumps(list(self._dead.values())))
 

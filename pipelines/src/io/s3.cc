@@ -424,12 +424,13 @@ struct S3Pattern {
   }
   bool has_wildcards() const { return name.find_first_of("*?[") != std::string::npos; }
 
-  // The objects of the folder that the last part matches, sorted by name.
+  // The objects of the folder that the last part matches (as a pattern when it has wildcards, else
+  // as it is), sorted by name.
   std::vector<std::pair<std::string, uint64_t>> objects(const HttpAccess& access) const {
     std::vector<std::pair<std::string, uint64_t>> out;
     for (const S3Object& object : list_s3(bucket, folder, access)) {
       const std::string base = object.key.substr(folder.size());
-      if (::fnmatch(name.c_str(), base.c_str(), FNM_PERIOD) == 0) {
+      if (has_wildcards() ? ::fnmatch(name.c_str(), base.c_str(), FNM_PERIOD) == 0 : base == name) {
         out.emplace_back(fmt::format("s3://{}/{}", bucket, object.key), object.size);
       }
     }
