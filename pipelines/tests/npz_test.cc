@@ -1,12 +1,14 @@
 // numpy .npz archives (pipelines/src/formats/npz.h): stored members read in place from the file's
 // mapping, the streaming writer, and the corruption battery (truncation, flipped bytes, huge sizes,
 // wrong dtypes): every case a FormatError naming the file.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -79,6 +81,93 @@ TEST(Npz, SmallArchivesAreReadIntoMemoryNotMapped) {
   const auto big = (tmp / "big.npz").string();
   write_npz(big, {{"x", arange(DType::kUInt8, {2048, 1024})}}, false);
   EXPECT_TRUE(MappedFile::open(big)->mapped());
+}
+
+// A destination that hands out fresh memory and remembers the last it gave.
+struct TestDestination {
+  std::vector<std::byte*> given;
+  ValuesDestination fn() {
+    return [this](DType dtype, const Shape& shape) -> std::optional<ValuesHome> {
+      Tensor t = Tensor::uninitialized(dtype, shape);
+      std::byte* bytes = t.mutable_data();
+      given.push_back(bytes);
+      return ValuesHome{std::move(t), bytes};
+    };
+  }
+};
+
+TEST(Npz, AnArchiveLaidOutAsTheLastIsReadStraightIntoTheDestination) {
+  const TempDir tmp;
+  const auto path = [&](const std::string& name) { return (tmp / name).string(); };
+  Tensor a = arange(DType::kUInt8, {256, 256});
+  Tensor b = a;
+  b.mutable_data()[1000] = std::byte{0x5A};
+  write_npz(path("a.npz"), {{"x", a}}, false);
+  write_npz(path("b.npz"), {{"x", b}}, false);
+  // The same size, another layout: the values where the guess expects them, the shape not.
+  write_npz(path("c.npz"), {{"x", a.reshape({128, 512})}}, false);
+  ASSERT_EQ(std::filesystem::file_size(path("a.npz")), std::filesystem::file_size(path("c.npz")));
+  // b with a value byte changed after the archive was written: its CRC-32 no longer matches.
+  auto bytes = file_bytes(path("b.npz"));
+  bytes[bytes.size() / 2] ^= std::byte{0xFF};
+  write_bytes(path("d.npz"), bytes);
+
+  TestDestination dest;
+  const auto into = dest.fn();
+  // Whatever this thread read before, a's read leaves a's layout as the guess.
+  NamedTensors got = read_npz(path("a.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].second, a);
+
+  dest.given.clear();
+  got = read_npz(path("b.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].first, "x");
+  EXPECT_EQ(got[0].second, b);
+  ASSERT_EQ(dest.given.size(), 1U);
+  EXPECT_EQ(got[0].second.data(), dest.given[0]) << "read straight into the destination";
+
+  // No key asked: the archive's one array, placed as well.
+  dest.given.clear();
+  got = read_npz(path("a.npz"), {}, nullptr, WholeFile::kAuto, into);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].first, "x");
+  EXPECT_EQ(got[0].second, a);
+  ASSERT_EQ(dest.given.size(), 1U);
+  EXPECT_EQ(got[0].second.data(), dest.given[0]);
+
+  // The guess is checked: c's header says another shape, so c is read as usual.
+  dest.given.clear();
+  got = read_npz(path("c.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].second, a.reshape({128, 512}));
+  ASSERT_EQ(dest.given.size(), 1U);
+  EXPECT_NE(got[0].second.data(), dest.given[0]);
+
+  // A damaged archive of the guessed layout is reported as read_npz reports it.
+  (void)read_npz(path("a.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  std::string plain, placed;
+  try {
+    (void)read_npz(path("d.npz"), {"x"});
+  } catch (const FormatError& e) {
+    plain = e.what();
+  }
+  try {
+    (void)read_npz(path("d.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  } catch (const FormatError& e) {
+    placed = e.what();
+  }
+  EXPECT_THAT(plain, ::testing::HasSubstr("d.npz"));
+  EXPECT_EQ(placed, plain);
+
+  // A file of another size is not guessed at; nor is an O_DIRECT read, or two arrays asked for.
+  write_npz(path("e.npz"), {{"x", arange(DType::kUInt8, {100, 100})}}, false);
+  (void)read_npz(path("a.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  dest.given.clear();
+  got = read_npz(path("e.npz"), {"x"}, nullptr, WholeFile::kAuto, into);
+  EXPECT_EQ(got[0].second, arange(DType::kUInt8, {100, 100}));
+  for (std::byte* p : dest.given)
+    EXPECT_NE(got[0].second.data(), p);
 }
 
 TEST(NpzStreamWriter, WritesWhatReadNpzAndLibzipRead) {

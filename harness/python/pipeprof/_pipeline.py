@@ -22,6 +22,10 @@ class Pipeline:
     autotune's online tuner move them (`tuner_changes()` says what it did and why).
     Errors: SpecError (a bad spec, naming the JSON path), InputDataError (a missing or corrupt
     data file, naming it), PipelineError (a stage failed).
+    The first pipeline made in a process sets glibc's malloc to keep freed buffers of up to
+    32 MiB for reuse (M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 64 MiB), as pipeprof's programs
+    do: a loader frees a file's and a batch's buffer every step, and malloc would otherwise map,
+    fault in and unmap them afresh each time.
     """
 
     def __init__(self, core):

@@ -10,6 +10,7 @@
 
 #include "pipeprof/autotune/online_tuner.h"
 #include "pipeprof/harness/errors.h"
+#include "pipeprof/pipelines/allocator.h"
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/iterator.h"
 #include "pipeprof/pipelines/model.h"
@@ -54,7 +55,12 @@ class PyPipeline {
  public:
   PyPipeline(pipelines::Dataset dataset, nlohmann::json document,
              std::shared_ptr<const pipelines::StorageContext> storage = nullptr)
-      : dataset_(std::move(dataset)), document_(std::move(document)), storage_(std::move(storage)) {}
+      : dataset_(std::move(dataset)), document_(std::move(document)), storage_(std::move(storage)) {
+    // As pipeprof's programs do (allocator.h), once the process runs a pipeline of its own (not
+    // on import: a watched DataLoader's process keeps its allocator as it is).
+    static const bool kept = pipelines::keep_buffers_in_arenas();
+    (void)kept;
+  }
   ~PyPipeline() { stop(); }
   PyPipeline(PyPipeline&&) = default;
 

@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -181,6 +184,55 @@ MappedFile::~MappedFile() {
   } else {
     ::operator delete(const_cast<std::byte*>(data_), std::align_val_t{kBufferAlignment});
   }
+}
+
+std::optional<SplitFile> read_split(const std::string& path, uint64_t size, uint64_t at,
+                                    std::span<std::byte> into) {
+  if (at > size || into.size() > size - at) return std::nullopt;
+  auto what = [&] { return "reading " + path; };
+  WaitScope waiting(what);
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } const file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail_errno(path, "cannot open");
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) fail_errno(path, "cannot stat");
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size) return std::nullopt;
+  SplitFile out;
+  out.head.resize(static_cast<size_t>(at));
+  out.tail.resize(static_cast<size_t>(size - at - into.size()));
+  std::array<iovec, 3> iov{iovec{out.head.data(), out.head.size()},
+                           iovec{into.data(), into.size()},
+                           iovec{out.tail.data(), out.tail.size()}};
+  // One call for the three pieces; a short read resumes where it stopped.
+  size_t first = 0;
+  uint64_t done = 0;
+  while (done < size) {
+    while (iov[first].iov_len == 0)
+      ++first;
+    const ssize_t n = ::preadv(file.fd, iov.data() + first, static_cast<int>(iov.size() - first),
+                               static_cast<off_t>(done));
+    if (n > 0) note_progress();
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_errno(path, "cannot read");
+    if (n == 0) {
+      throw FormatError(fmt::format(
+          "{}: the file ended at byte {} while it was read ({} bytes when opened)", path, done,
+          size));
+    }
+    done += static_cast<uint64_t>(n);
+    for (auto left = static_cast<size_t>(n); left > 0;) {
+      const size_t step = std::min(left, iov[first].iov_len);
+      iov[first].iov_base = static_cast<std::byte*>(iov[first].iov_base) + step;
+      iov[first].iov_len -= step;
+      left -= step;
+      if (iov[first].iov_len == 0 && first + 1 < iov.size()) ++first;
+    }
+  }
+  return out;
 }
 
 std::string read_file(const std::string& path) {

@@ -5,8 +5,10 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "pipeprof/pipelines/formats.h"
 
@@ -41,6 +43,17 @@ class MappedFile {
   size_t size_ = 0;
   bool mapped_ = false;
 };
+
+// A local file read in three pieces, its bytes [at, at + into.size()) straight into `into` (a
+// batch's row, for a reader that expects a file's values there because the last file of this size
+// had them there; the reader then checks the guess), the bytes before into `head`, the rest into
+// `tail`. nullopt when the file is not `size` bytes long (nothing is read then). Throws
+// FormatError naming the file when it cannot be opened or read.
+struct SplitFile {
+  std::vector<std::byte> head, tail;
+};
+std::optional<SplitFile> read_split(const std::string& path, uint64_t size, uint64_t at,
+                                    std::span<std::byte> into);
 
 // Reads a whole file (for formats read through a library); throws FormatError.
 std::string read_file(const std::string& path);

@@ -10,11 +10,13 @@
 #include <ctime>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include "formats/crc32c.h"
 #include "formats/format_error.h"
 #include "formats/mapped_file.h"
 #include "formats/npy.h"
+#include "io/filesystem.h"
 
 namespace pipeprof::pipelines::formats {
 namespace {
@@ -36,14 +38,20 @@ std::string zip_message(zip_error_t* error) {
   return s;
 }
 
-// libzip's view of the mapped file: a seekable source over its bytes that also notes where its
+// libzip's view of the file in memory: a seekable source over its bytes that also notes where its
 // last read began. A stored member read raw (ZIP_FL_COMPRESSED) starts with a read at its first
 // data byte, so that offset locates the member in the mapping: its values are then checked and
 // viewed there, not copied out. (A zip archive states where a member's local header is, not where
-// its data is; libzip reads the local header, the source learns the rest.)
+// its data is; libzip reads the local header, the source learns the rest.) The bytes are one span
+// (a mapped or read file) or consecutive pieces of one (a file read in parts, read_split).
 class MappedSource {
  public:
-  explicit MappedSource(const MappedFile& file) : file_(file) { zip_error_init(&error_); }
+  explicit MappedSource(std::vector<std::span<const std::byte>> pieces)
+      : pieces_(std::move(pieces)) {
+    for (const auto& p : pieces_)
+      size_ += p.size();
+    zip_error_init(&error_);
+  }
   ~MappedSource() { zip_error_fini(&error_); }
   MappedSource(const MappedSource&) = delete;
   MappedSource& operator=(const MappedSource&) = delete;
@@ -55,8 +63,24 @@ class MappedSource {
   }
 
  private:
+  // Copies [from, from + n) of the pieces to `out`.
+  void copy(uint64_t from, std::byte* out, uint64_t n) const {
+    for (const auto& p : pieces_) {
+      if (n == 0) return;
+      if (from >= p.size()) {
+        from -= p.size();
+        continue;
+      }
+      const uint64_t k = std::min<uint64_t>(n, p.size() - from);
+      std::memcpy(out, p.data() + from, k);
+      out += k;
+      n -= k;
+      from = 0;
+    }
+  }
+
   zip_int64_t command(void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
-    const uint64_t size = file_.size();
+    const uint64_t size = size_;
     switch (cmd) {
       case ZIP_SOURCE_OPEN:
         pos_ = 0;
@@ -64,7 +88,7 @@ class MappedSource {
       case ZIP_SOURCE_READ: {
         const uint64_t n = std::min<uint64_t>(len, size - std::min(pos_, size));
         last_read_at_ = static_cast<int64_t>(pos_);
-        if (n > 0) std::memcpy(data, file_.bytes().data() + pos_, n);
+        if (n > 0) copy(pos_, static_cast<std::byte*>(data), n);
         pos_ += n;
         return static_cast<zip_int64_t>(n);
       }
@@ -103,7 +127,8 @@ class MappedSource {
     return -1;
   }
 
-  const MappedFile& file_;
+  const std::vector<std::span<const std::byte>> pieces_;
+  uint64_t size_ = 0;
   uint64_t pos_ = 0;
   int64_t last_read_at_ = -1;
   zip_error_t error_;
@@ -116,29 +141,33 @@ struct Archive {
   zip_t* get() const { return zip.get(); }
 };
 
-// The archive over the mapped file (libzip reads it from memory).
-Archive open_archive(const MappedFile& file) {
-  // libzip takes an empty file for an empty archive; numpy never writes one.
-  if (file.size() == 0) throw FormatError(fmt::format("{}: offset 0: an empty file, not a zip archive", file.path()));
-  Archive a{std::make_unique<MappedSource>(file), nullptr};
+// The archive over the file in memory, in one piece or several (libzip reads it from memory).
+Archive open_archive(const std::string& path, std::vector<std::span<const std::byte>> pieces) {
+  Archive a{std::make_unique<MappedSource>(std::move(pieces)), nullptr};
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* src = zip_source_function_create(&MappedSource::callback, a.source.get(), &error);
   if (src == nullptr) {
     const std::string msg = zip_message(&error);
     zip_error_fini(&error);
-    throw FormatError(fmt::format("{}: {}", file.path(), msg));
+    throw FormatError(fmt::format("{}: {}", path, msg));
   }
   zip_t* za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &error);
   if (za == nullptr) {
     const std::string msg = zip_message(&error);
     zip_source_free(src);
     zip_error_fini(&error);
-    throw FormatError(fmt::format("{}: not a readable zip archive: {}", file.path(), msg));
+    throw FormatError(fmt::format("{}: not a readable zip archive: {}", path, msg));
   }
   zip_error_fini(&error);
   a.zip = ZipPtr(za);
   return a;
+}
+
+Archive open_archive(const MappedFile& file) {
+  // libzip takes an empty file for an empty archive; numpy never writes one.
+  if (file.size() == 0) throw FormatError(fmt::format("{}: offset 0: an empty file, not a zip archive", file.path()));
+  return open_archive(file.path(), {file.bytes()});
 }
 
 std::string key_of(const std::string& name) {
@@ -281,13 +310,28 @@ std::vector<std::string> npz_keys(const std::string& path, const Storage& storag
   return keys;
 }
 
-NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys,
-                      const Storage& storage, WholeFile how) {
-  const auto file = MappedFile::open(path, storage, how);
+namespace {
+
+// The member holding array `key` ("key.npy", or "key" as numpy also finds it), and its name.
+std::pair<zip_uint64_t, std::string> locate_key(zip_t* za, const std::string& key,
+                                                const std::string& path) {
+  const std::string name = key + ".npy";
+  zip_int64_t index = zip_name_locate(za, name.c_str(), 0);
+  if (index < 0) {
+    index = zip_name_locate(za, key.c_str(), 0);
+    if (index < 0) throw FormatError(fmt::format("{}: no array '{}' in the archive", path, key));
+  }
+  const char* stored = zip_get_name(za, static_cast<zip_uint64_t>(index), 0);
+  return {static_cast<zip_uint64_t>(index), stored != nullptr ? stored : name};
+}
+
+NamedTensors read_archive(const std::shared_ptr<const MappedFile>& file,
+                          const std::vector<std::string>& keys) {
+  const std::string& path = file->path();
   const Archive za = open_archive(*file);
   NamedTensors out;
-  const zip_int64_t n = zip_get_num_entries(za.get(), 0);
   if (keys.empty()) {
+    const zip_int64_t n = zip_get_num_entries(za.get(), 0);
     for (zip_int64_t i = 0; i < n; ++i) {
       const auto index = static_cast<zip_uint64_t>(i);
       const char* name = zip_get_name(za.get(), index, 0);
@@ -297,15 +341,108 @@ NamedTensors read_npz(const std::string& path, const std::vector<std::string>& k
     return out;
   }
   for (const std::string& key : keys) {
-    const std::string name = key + ".npy";
-    zip_int64_t index = zip_name_locate(za.get(), name.c_str(), 0);
-    if (index < 0) {
-      index = zip_name_locate(za.get(), key.c_str(), 0);
-      if (index < 0) throw FormatError(fmt::format("{}: no array '{}' in the archive", path, key));
+    const auto [index, name] = locate_key(za.get(), key, path);
+    out.emplace_back(key, read_member(za, index, file, name));
+  }
+  return out;
+}
+
+// Where the one array of the last archive this thread read lay in it: the next archive of the
+// same size is expected to hold its values at the same place (a dataset's files share a layout).
+struct PlacedLayout {
+  uint64_t file_size = 0;  // 0: none
+  uint64_t values_at = 0;
+  uint64_t values_bytes = 0;
+  DType dtype = DType::kUInt8;
+  Shape shape;
+};
+thread_local PlacedLayout t_layout;
+
+// The archive's one array read with its values straight into `destination`'s memory, when the
+// file is laid out as t_layout says: checked after the read (the archive, the member's place, its
+// .npy header and its CRC-32). nullopt when the guess was wrong or anything is amiss: the caller
+// then reads the file as usual, which reports what is wrong with it.
+std::optional<NamedTensors> read_placed(const std::string& path, const std::vector<std::string>& keys,
+                                        const ValuesDestination& destination) {
+  const PlacedLayout g = t_layout;
+  if (g.file_size == 0) return std::nullopt;
+  auto home = destination(g.dtype, g.shape);
+  if (!home) return std::nullopt;
+  const std::span<std::byte> values(home->bytes, static_cast<size_t>(g.values_bytes));
+  const auto split = read_split(path, g.file_size, g.values_at, values);
+  if (!split) return std::nullopt;
+  try {
+    const std::span<const std::byte> head = split->head;
+    const Archive a = open_archive(path, {head, values, split->tail});
+    zip_t* za = a.get();
+    zip_uint64_t index = 0;
+    std::string name, key;
+    if (keys.empty()) {
+      if (zip_get_num_entries(za, 0) != 1) return std::nullopt;
+      const char* stored = zip_get_name(za, 0, 0);
+      if (stored == nullptr) return std::nullopt;
+      name = stored;
+      key = key_of(name);
+    } else {
+      std::tie(index, name) = locate_key(za, keys.front(), path);
+      key = keys.front();
     }
-    const char* stored = zip_get_name(za.get(), static_cast<zip_uint64_t>(index), 0);
-    out.emplace_back(key, read_member(za, static_cast<zip_uint64_t>(index), file,
-                                      stored != nullptr ? stored : name));
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(za, index, 0, &st) != 0 || st.comp_method != ZIP_CM_STORE ||
+        (st.valid & ZIP_STAT_CRC) == 0 || (st.valid & ZIP_STAT_SIZE) == 0 || st.size == 0) {
+      return std::nullopt;
+    }
+    ZipFilePtr raw(zip_fopen_index(za, index, ZIP_FL_COMPRESSED));
+    if (!raw) return std::nullopt;
+    std::byte first{};
+    read_exactly(raw.get(), &first, 1, path, 0);
+    const int64_t at = a.source->last_read_at();
+    if (at < 0 || static_cast<uint64_t>(at) >= head.size() || head[static_cast<size_t>(at)] != first)
+      return std::nullopt;
+    const auto member = head.subspan(static_cast<size_t>(at));
+    const NpyHeader h = parse_npy_header(member, path, static_cast<size_t>(st.size));
+    if (!npy_values_as_stored(h) || h.data_offset != member.size() ||
+        h.data_bytes != values.size() || st.size != member.size() + values.size() ||
+        h.dtype != g.dtype || h.shape != g.shape) {
+      return std::nullopt;
+    }
+    if (crc32_ieee(values, crc32_ieee(member)) != st.crc) return std::nullopt;
+    NamedTensors out;
+    out.emplace_back(std::move(key), std::move(home->tensor));
+    return out;
+  } catch (const FormatError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys,
+                      const Storage& storage, WholeFile how) {
+  return read_archive(MappedFile::open(path, storage, how), keys);
+}
+
+NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys,
+                      const Storage& storage, WholeFile how, const ValuesDestination& destination) {
+  if (keys.size() > 1 || how == WholeFile::kDirect || !io::is_local(path))
+    return read_npz(path, keys, storage, how);
+  if (auto placed = read_placed(path, keys, destination)) return std::move(*placed);
+  const auto file = MappedFile::open(path, storage, how);
+  NamedTensors out = read_archive(file, keys);
+  // Where its one array's values lay (a view of the file's bytes): the next file's guess.
+  t_layout = PlacedLayout{};
+  if (out.size() == 1) {
+    const Tensor& t = out.front().second;
+    const auto bytes = file->bytes();
+    if (t.nbytes() > 0 && t.data() >= bytes.data() &&
+        t.data() + t.nbytes() <= bytes.data() + bytes.size()) {
+      t_layout = PlacedLayout{.file_size = bytes.size(),
+                              .values_at = static_cast<uint64_t>(t.data() - bytes.data()),
+                              .values_bytes = t.nbytes(),
+                              .dtype = t.dtype(),
+                              .shape = t.shape()};
+    }
   }
   return out;
 }

@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -19,6 +21,22 @@
 #include "formats/file_out.h"
 
 namespace pipeprof::pipelines::formats {
+
+// Where a reader may put an array's values instead of memory of its own (a batch's row): for an
+// array of `dtype` and `shape`, a tensor of them over memory only the caller writes, and that
+// memory; nullopt to decline.
+struct ValuesHome {
+  Tensor tensor;
+  std::byte* bytes = nullptr;
+};
+using ValuesDestination = std::function<std::optional<ValuesHome>(DType, const Shape&)>;
+
+// read_npz, the archive's one array (or the one key asked for) read with its values straight into
+// `destination`'s memory when the file is laid out as the last archive this thread read (a local
+// file of the same size, its values at the same place: checked after the read, the member's CRC-32
+// included); as read_npz otherwise, and the array's tensor is then not in `destination`.
+NamedTensors read_npz(const std::string& path, const std::vector<std::string>& keys,
+                      const Storage& storage, WholeFile how, const ValuesDestination& destination);
 
 // A stored (uncompressed) .npz archive written member by member, each member's bytes streamed as
 // they are made, as numpy's savez lays it out: for data generation, where holding a file's arrays

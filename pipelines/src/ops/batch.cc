@@ -3,7 +3,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ops/batch_rows.h"
 #include "ops/common.h"
+#include "ops/interleave.h"
 #include "ops/range.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/registry.h"
@@ -13,28 +15,38 @@ namespace ops {
 namespace {
 
 // Copies each element into its row of the output as it arrives (no intermediate list); a short
-// last batch is a zero-copy view of the rows filled.
+// last batch is a zero-copy view of the rows filled. Over a deterministic parallel interleave, the
+// interleave's workers place the elements in their rows themselves where they can (batch_rows.h),
+// and a row found filled is not copied again.
 class BatchIterator final : public Iterator {
  public:
   BatchIterator(const IteratorContext& ctx, const BatchNode& node)
-      : Iterator(ctx, &node),
-        node_(node),
-        input_(node.inputs()[0].node().make_iterator(input_context())) {}
+      : Iterator(ctx, &node), node_(node), input_(make_input()) {}
 
  protected:
   std::optional<Element> next_impl() override {
     if (ended_) return std::nullopt;
     Element out;
     int64_t n = 0;
-    while (n < node_.batch_size) {
-      auto e = input_->next();
-      if (!e) {
-        ended_ = true;
-        break;
+    try {
+      while (n < node_.batch_size) {
+        auto e = input_->next();
+        if (!e) {
+          ended_ = true;
+          break;
+        }
+        with_stage(stage_name(), [&] { add_row(out, *e, n); });
+        ++n;
       }
-      with_stage(stage_name(), [&] { add_row(out, *e, n); });
-      ++n;
+    } catch (...) {
+      // The rows consumed are lost with the batch, so later elements no longer arrive in the
+      // order their rows were given out: rows are no longer placed (and this batch's are not
+      // written again).
+      if (placed_) placed_->stop();
+      placed_.reset();
+      throw;
     }
+    if (placed_) placed_->release(batches_++);  // the batch's buffer is the batch's own now
     if (n == 0 || (ended_ && node_.drop_remainder && n < node_.batch_size)) return std::nullopt;
     if (n < node_.batch_size) {
       for (Tensor& t : out)
@@ -48,13 +60,19 @@ class BatchIterator final : public Iterator {
     if (row == 0) {
       out.reserve(e.size());
       rows_.clear();
-      for (const Tensor& t : e) {
-        Shape shape{node_.batch_size};
-        shape.insert(shape.end(), t.shape().begin(), t.shape().end());
-        // Not zeroed: every row is written before the batch is seen (a short last batch is a
-        // view of its rows).
-        out.push_back(Tensor::uninitialized(t.dtype(), std::move(shape)));
-        rows_.push_back(Row{out.back().mutable_data(), t.nbytes()});
+      if (auto placed = placed_ ? placed_->batch(batches_, e) : std::nullopt) {
+        out = std::move(placed->tensors);
+        for (size_t c = 0; c < e.size(); ++c)
+          rows_.push_back(Row{placed->bases[c], e[c].nbytes()});
+      } else {
+        for (const Tensor& t : e) {
+          Shape shape{node_.batch_size};
+          shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+          // Not zeroed: every row is written before the batch is seen (a short last batch is a
+          // view of its rows).
+          out.push_back(Tensor::uninitialized(t.dtype(), std::move(shape)));
+          rows_.push_back(Row{out.back().mutable_data(), t.nbytes()});
+        }
       }
     }
     if (e.size() != out.size()) {
@@ -73,9 +91,21 @@ class BatchIterator final : public Iterator {
             std::string(dtype_name(out[c].dtype())) +
             shape_string(Shape(out[c].shape().begin() + 1, out[c].shape().end())));
       }
-      std::memcpy(rows_[c].base + static_cast<size_t>(row) * rows_[c].bytes, t.data(),
-                  rows_[c].bytes);
+      std::byte* const to = rows_[c].base + static_cast<size_t>(row) * rows_[c].bytes;
+      if (t.data() != to) std::memcpy(to, t.data(), rows_[c].bytes);  // else placed there
     }
+  }
+
+  // The input's iterator; over a deterministic parallel interleave, one that places rows.
+  std::unique_ptr<Iterator> make_input() {
+    const DatasetNode& input = node_.inputs()[0].node();
+    if (const auto* interleave = dynamic_cast<const InterleaveNode*>(&input);
+        interleave != nullptr && interleave->options.parallelism != 0 &&
+        interleave->options.deterministic) {
+      placed_ = std::make_shared<BatchRows>(node_.batch_size);
+      return make_parallel_interleave_iterator(input_context(), *interleave, placed_);
+    }
+    return input.make_iterator(input_context());
   }
 
   struct Row {
@@ -83,8 +113,10 @@ class BatchIterator final : public Iterator {
     size_t bytes;
   };
   const BatchNode& node_;
+  std::shared_ptr<BatchRows> placed_;  // before input_: the interleave's workers use it
   std::unique_ptr<Iterator> input_;
   std::vector<Row> rows_;
+  int64_t batches_ = 0;  // the batch being made (the index placed_ knows it by)
   bool ended_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include "formats/mapped_file.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
+#include "ops/batch_rows.h"
 #include "io/filesystem.h"
 #include "ops/common.h"
 #include "ops/stage_reader.h"
@@ -80,6 +81,11 @@ class FileSourceNode final : public DatasetNode {
     return out;
   }
   std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const override;
+  // An element per file, unless its arrays are split into rows.
+  std::optional<int64_t> cardinality() const override {
+    if (rows) return std::nullopt;
+    return static_cast<int64_t>(files.size());
+  }
 
   // The arrays of one file (throws formats::FormatError).
   Element read(const std::string& file, const formats::Storage& storage) const {
@@ -87,6 +93,16 @@ class FileSourceNode final : public DatasetNode {
       case FileFormat::kNpy:
         return Element{formats::read_npy(file, storage, how)};
       case FileFormat::kNpz:
+        if (RowScope::active()) {
+          // Under a batch that gave this element a row: the values are read straight into it.
+          const formats::ValuesDestination into =
+              [](DType dtype, const Shape& shape) -> std::optional<formats::ValuesHome> {
+            auto row = RowScope::row(dtype, shape);
+            if (!row) return std::nullopt;
+            return formats::ValuesHome{std::move(row->views.front()), row->bytes.front()};
+          };
+          return values(formats::read_npz(file, names, storage, how, into));
+        }
         return values(formats::read_npz(file, names, storage, how));
       case FileFormat::kHdf5:
         return values(formats::read_hdf5(file, names, storage, how));

@@ -56,8 +56,12 @@ struct OpenInput {
 OpenInput open_input(const InterleaveNode& node, const Element& x, const IteratorContext& ctx,
                      const std::string& stage);
 
+class BatchRows;
+// `rows`: the batch that consumes this interleave directly, to place elements in their rows
+// (batch_rows.h; deterministic only); nullptr for any other consumer.
 std::unique_ptr<Iterator> make_parallel_interleave_iterator(const IteratorContext& ctx,
-                                                            const InterleaveNode& node);
+                                                            const InterleaveNode& node,
+                                                            std::shared_ptr<BatchRows> rows = nullptr);
 
 // The simulation rule (interleave_sim.cc): the same cycle algorithm on the timeline model.
 sim::NodePtr simulate_interleave(const sim::SimStage& stage);

@@ -9,12 +9,17 @@
 // change it cannot use: the consumer only when what it waits for arrives (its slot has an element
 // or is drained, or, non-deterministic, any slot has one), a worker only when a pull can start and
 // no worker that is awake will take it.
+//
+// Under a batch (deterministic, every input yielding exactly one element, as a whole-file reader
+// states): input k's element is element k of the output, so the worker that pulls it puts it in its
+// row of the batch (batch_rows.h) on the core that has just read it.
 #include <fmt/format.h>
 
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "ops/batch_rows.h"
 #include "ops/common.h"
 #include "ops/handoff.h"
 #include "ops/interleave.h"
@@ -26,9 +31,11 @@ namespace {
 
 class ParallelInterleaveIterator final : public Iterator {
  public:
-  ParallelInterleaveIterator(const IteratorContext& ctx, const InterleaveNode& node)
+  ParallelInterleaveIterator(const IteratorContext& ctx, const InterleaveNode& node,
+                             std::shared_ptr<BatchRows> rows)
       : Iterator(ctx, &node),
         node_(node),
+        rows_(node.options.deterministic ? std::move(rows) : nullptr),
         input_(node.inputs()[0].node().make_iterator(input_context())),
         handoff_(cancellation()),
         slots_(static_cast<size_t>(node.cycle_length)),
@@ -108,9 +115,21 @@ class ParallelInterleaveIterator final : public Iterator {
     OpenInput input;
     HandoffQueue queue;    // closed when the input reached its end
     bool started = false;  // an element came: its pulls are no longer the first (an open)
+    int64_t ordinal = -1;  // >= 0: its one element is that element of the output (placed)
   };
 
   int64_t parallelism() const { return knob_ ? knob_->value() : node_.options.parallelism; }
+
+  // A placed input's pull (outside the lock): its one element goes to its row; a second element,
+  // or none, breaks the order the rows were given out in.
+  void place(int64_t ordinal, bool first, std::optional<Element>& e) const {
+    if (first != e.has_value()) {
+      throw PipelineError(stage_name(),
+                          fmt::format("an input pipeline stated one element and yielded {}",
+                                      first ? "none" : "more"));
+    }
+    if (e) rows_->place(ordinal, *e);
+  }
 
   void advance() {
     block_ = 0;
@@ -157,6 +176,12 @@ class ParallelInterleaveIterator final : public Iterator {
       input_done_ = true;
       return;
     }
+    // The output position of its one element, while every input so far has had exactly one.
+    if (rows_ && placing_ && opened.dataset->cardinality() == 1) {
+      slots_[i].ordinal = next_ordinal_++;
+    } else {
+      placing_ = false;
+    }
     slots_[i].input = std::move(opened);
     ++open_;
     wake_worker().notify(lock);
@@ -199,11 +224,19 @@ class ParallelInterleaveIterator final : public Iterator {
       const HandoffQueue::Ticket ticket = slot->queue.begin();
       ++active_;
       Iterator* it = slot->input.iterator.get();
+      const int64_t ordinal = slot->ordinal;
+      const bool first = !slot->started;
       const Handoff::Wake next_pull = wake_worker();  // another slot may be waiting as well
       lock.unlock();
       next_pull.notify();
       const int64_t start = trace::now_ns();
-      Result r = capture(stage_name(), [&] { return it->next(); });
+      Result r = capture(stage_name(), [&] {
+        // The input's reader may read the element's values straight into its row.
+        const RowScope row(ordinal >= 0 && first ? rows_.get() : nullptr, ordinal);
+        auto e = it->next();
+        if (ordinal >= 0) place(ordinal, first, e);
+        return e;
+      });
       coalescing.pulled(start, trace::now_ns());
       lock.lock();
       --active_;
@@ -227,6 +260,7 @@ class ParallelInterleaveIterator final : public Iterator {
   }
 
   const InterleaveNode& node_;
+  const std::shared_ptr<BatchRows> rows_;  // nullptr: not placing
   std::unique_ptr<Iterator> input_;
   Knob* knob_ = nullptr;
   Handoff handoff_;
@@ -240,14 +274,17 @@ class ParallelInterleaveIterator final : public Iterator {
   int64_t buffered_ = 0;
   bool started_ = false;
   bool input_done_ = false;
+  bool placing_ = true;       // every input opened so far had one element: ordinals hold
+  int64_t next_ordinal_ = 0;  // the next opened input's
   std::vector<WorkerThread> workers_;
 };
 
 }  // namespace
 
 std::unique_ptr<Iterator> make_parallel_interleave_iterator(const IteratorContext& ctx,
-                                                            const InterleaveNode& node) {
-  return std::make_unique<ParallelInterleaveIterator>(ctx, node);
+                                                            const InterleaveNode& node,
+                                                            std::shared_ptr<BatchRows> rows) {
+  return std::make_unique<ParallelInterleaveIterator>(ctx, node, std::move(rows));
 }
 
 }  // namespace pipeprof::pipelines::ops

@@ -217,6 +217,10 @@ class DatasetNode {
   // (registry.h), which leaves out values equal to their defaults.
   nlohmann::json to_json() const;
   virtual std::unique_ptr<Iterator> make_iterator(const IteratorContext& ctx) const = 0;
+  // How many elements every iterator of this node yields, where the node knows before it runs (a
+  // reader of whole files: one per file); std::nullopt where it does not. An iterator of a node
+  // that states a number yields exactly that many or fails.
+  virtual std::optional<int64_t> cardinality() const { return std::nullopt; }
 
   const std::vector<Dataset>& inputs() const { return inputs_; }
   // A source starts a chain (range, ..., zip); any other stage transforms inputs()[0].
