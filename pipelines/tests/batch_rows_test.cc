@@ -102,8 +102,9 @@ std::vector<std::string> npz_files(const TempDir& dir, int n, int64_t rows = 64,
 // a prefetch between interleave and batch, so that nothing is placed (the same elements).
 std::string batch_spec(const std::vector<std::string>& files, bool placing, int batch,
                        bool deterministic = true) {
-  nlohmann::json read = nlohmann::json::object({{"op", "npz"}, {"file", "$element"}});
-  read["keys"] = nlohmann::json::array({"x"});
+  const bool npy = files.front().ends_with(".npy");
+  nlohmann::json read = nlohmann::json::object({{"op", npy ? "npy" : "npz"}, {"file", "$element"}});
+  if (!npy) read["keys"] = nlohmann::json::array({"x"});
   nlohmann::json list = nlohmann::json::object({{"op", "list_files"}, {"shuffle", false}});
   list["files"] = files;
   nlohmann::json interleave = nlohmann::json::object(
@@ -152,6 +153,15 @@ TEST(BatchRows, BatchesOverAPlacingInterleaveEqualThoseWithout) {
     EXPECT_EQ(again.collect(), unplaced);
     EXPECT_EQ(again.collect(), unplaced);
   }
+  // npy files: the same.
+  const TempDir npy_dir;
+  std::vector<std::string> npy;
+  for (int i = 0; i < 11; ++i) {
+    npy.push_back((npy_dir / ("f" + std::to_string(100 + i) + ".npy")).string());
+    formats::write_npy(npy.back(), filled(64, 1024, i));
+  }
+  EXPECT_EQ(spec_dataset(batch_spec(npy, true, 4)).collect(),
+            spec_dataset(batch_spec(npy, false, 4)).collect());
   // Elements too small to place (their batches may even be small enough to live inside their
   // tensors): the batch copies them, as without placement.
   const TempDir small_dir;

@@ -1,5 +1,5 @@
 // numpy .npz archives (pipelines/src/formats/npz.h): stored members read in place from the file's
-// mapping, the streaming writer, and the corruption battery (truncation, flipped bytes, huge sizes,
+// mapping, archives (and .npy files) read straight into a caller's memory, the streaming writer, and the corruption battery (truncation, flipped bytes, huge sizes,
 // wrong dtypes): every case a FormatError naming the file.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -83,14 +83,17 @@ TEST(Npz, SmallArchivesAreReadIntoMemoryNotMapped) {
   EXPECT_TRUE(MappedFile::open(big)->mapped());
 }
 
-// A destination that hands out fresh memory and remembers the last it gave.
+// A destination that hands out fresh memory and remembers what it gave (and keeps it, so that no
+// later allocation lands at an address it gave).
 struct TestDestination {
   std::vector<std::byte*> given;
+  std::vector<Tensor> kept;
   ValuesDestination fn() {
     return [this](DType dtype, const Shape& shape) -> std::optional<ValuesHome> {
       Tensor t = Tensor::uninitialized(dtype, shape);
       std::byte* bytes = t.mutable_data();
       given.push_back(bytes);
+      kept.push_back(t);
       return ValuesHome{std::move(t), bytes};
     };
   }
@@ -168,6 +171,56 @@ TEST(Npz, AnArchiveLaidOutAsTheLastIsReadStraightIntoTheDestination) {
   EXPECT_EQ(got[0].second, arange(DType::kUInt8, {100, 100}));
   for (std::byte* p : dest.given)
     EXPECT_NE(got[0].second.data(), p);
+}
+
+TEST(Npy, AFileLaidOutAsTheLastIsReadStraightIntoTheDestination) {
+  const TempDir tmp;
+  const auto path = [&](const std::string& name) { return (tmp / name).string(); };
+  const Tensor a = arange(DType::kInt32, {64, 256});
+  Tensor b = a;
+  b.mutable_data()[4000] = std::byte{0x5A};
+  write_npy(path("a.npy"), a);
+  write_npy(path("b.npy"), b);
+  // The same size: another dtype of the same width, and another shape.
+  write_npy(path("c.npy"), arange(DType::kFloat32, {64, 256}));
+  write_npy(path("d.npy"), a.reshape({256, 64}));
+  // Fortran order: the values are converted, so never where the guess expects them.
+  write_npy(path("f.npy"), a, NpyWriteOptions{.fortran_order = true});
+
+  TestDestination dest;
+  const auto into = dest.fn();
+  EXPECT_EQ(read_npy(path("a.npy"), nullptr, WholeFile::kAuto, into), a);
+  dest.given.clear();
+  Tensor got = read_npy(path("b.npy"), nullptr, WholeFile::kAuto, into);
+  EXPECT_EQ(got, b);
+  ASSERT_EQ(dest.given.size(), 1U);
+  EXPECT_EQ(got.data(), dest.given[0]) << "read straight into the destination";
+  for (const std::string name : {"c.npy", "d.npy", "f.npy"}) {
+    (void)read_npy(path("a.npy"), nullptr, WholeFile::kAuto, into);
+    dest.given.clear();
+    got = read_npy(path(name), nullptr, WholeFile::kAuto, into);
+    EXPECT_EQ(got, read_npy(path(name))) << name;
+    for (std::byte* p : dest.given)
+      EXPECT_NE(got.data(), p) << name;
+  }
+  // A damaged header of the guessed size is reported as read_npy reports it.
+  auto bytes = file_bytes(path("a.npy"));
+  bytes[20] = std::byte{'!'};
+  write_bytes(path("e.npy"), bytes);
+  (void)read_npy(path("a.npy"), nullptr, WholeFile::kAuto, into);
+  std::string plain, placed;
+  try {
+    (void)read_npy(path("e.npy"));
+  } catch (const FormatError& e) {
+    plain = e.what();
+  }
+  try {
+    (void)read_npy(path("e.npy"), nullptr, WholeFile::kAuto, into);
+  } catch (const FormatError& e) {
+    placed = e.what();
+  }
+  EXPECT_THAT(plain, ::testing::HasSubstr("e.npy"));
+  EXPECT_EQ(placed, plain);
 }
 
 TEST(NpzStreamWriter, WritesWhatReadNpzAndLibzipRead) {

@@ -10,6 +10,8 @@
 #include <optional>
 
 #include "formats/format_error.h"
+#include "formats/mapped_file.h"
+#include "io/filesystem.h"
 #include "pipeprof/pipelines/functions.h"
 
 namespace pipeprof::pipelines::formats {
@@ -419,6 +421,56 @@ Tensor decode_npy(std::span<const std::byte> bytes, const std::string& where,
 Tensor read_npy(const std::string& path, const Storage& storage, WholeFile how) {
   const auto file = MappedFile::open(path, storage, how);
   return decode_npy(file->bytes(), path, file);
+}
+
+ValuesGuess ValuesGuess::of(const Tensor& t, std::span<const std::byte> file) {
+  if (t.nbytes() == 0 || t.data() < file.data() || t.data() + t.nbytes() > file.data() + file.size())
+    return {};
+  return ValuesGuess{.file_size = file.size(),
+                     .values_at = static_cast<uint64_t>(t.data() - file.data()),
+                     .values_bytes = t.nbytes(),
+                     .dtype = t.dtype(),
+                     .shape = t.shape()};
+}
+
+namespace {
+
+// The layout of the last .npy file this thread read with a destination.
+thread_local ValuesGuess t_npy_layout;
+
+// The file's values read straight into `destination`'s memory when it is laid out as
+// t_npy_layout says (checked after the read); nullopt otherwise, or when anything is amiss (the
+// caller then reads the file as usual, which reports what is wrong with it).
+std::optional<Tensor> read_npy_placed(const std::string& path, const ValuesDestination& destination) {
+  const ValuesGuess g = t_npy_layout;
+  if (g.file_size == 0) return std::nullopt;
+  auto home = destination(g.dtype, g.shape);
+  if (!home) return std::nullopt;
+  const std::span<std::byte> values(home->bytes, static_cast<size_t>(g.values_bytes));
+  const auto split = read_split(path, g.file_size, g.values_at, values);
+  if (!split) return std::nullopt;
+  try {
+    const NpyHeader h = parse_npy_header(split->head, path, static_cast<size_t>(g.file_size));
+    if (!npy_values_as_stored(h) || h.data_offset != split->head.size() ||
+        h.data_bytes != values.size() || h.dtype != g.dtype || h.shape != g.shape) {
+      return std::nullopt;
+    }
+  } catch (const FormatError&) {
+    return std::nullopt;
+  }
+  return std::move(home->tensor);
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path, const Storage& storage, WholeFile how,
+                const ValuesDestination& destination) {
+  if (how == WholeFile::kDirect || !io::is_local(path)) return read_npy(path, storage, how);
+  if (auto placed = read_npy_placed(path, destination)) return std::move(*placed);
+  const auto file = MappedFile::open(path, storage, how);
+  Tensor t = decode_npy(file->bytes(), path, file);
+  t_npy_layout = ValuesGuess::of(t, file->bytes());
+  return t;
 }
 
 std::vector<std::byte> encode_npy_header(DType dtype, const Shape& shape,

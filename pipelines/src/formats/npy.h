@@ -11,7 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +23,37 @@
 #include "pipeprof/pipelines/tensor.h"
 
 namespace pipeprof::pipelines::formats {
+
+// Where a reader may put an array's values instead of memory of its own (a batch's row): for an
+// array of `dtype` and `shape`, a tensor of them over memory only the caller writes, and that
+// memory; nullopt to decline.
+struct ValuesHome {
+  Tensor tensor;
+  std::byte* bytes = nullptr;
+};
+using ValuesDestination = std::function<std::optional<ValuesHome>(DType, const Shape&)>;
+
+// Where the one array of a file lay in it: a reader with a ValuesDestination expects the next
+// file of the same size to hold its values at the same place (a dataset's files share a layout),
+// reads them there, and checks the guess afterwards.
+struct ValuesGuess {
+  uint64_t file_size = 0;  // 0: none
+  uint64_t values_at = 0;
+  uint64_t values_bytes = 0;
+  DType dtype = DType::kUInt8;
+  Shape shape;
+
+  // The guess from an array read from `file`: where `t`'s values lie in the file's bytes; none
+  // when they are not there (converted, inflated, or empty).
+  static ValuesGuess of(const Tensor& t, std::span<const std::byte> file);
+};
+
+// read_npy, its values straight into `destination`'s memory when the file is laid out as the
+// last .npy file this thread read this way (a local file of the same size: checked after the
+// read, the header's dtype, shape and length); as read_npy otherwise, and the tensor is then not
+// in `destination`.
+Tensor read_npy(const std::string& path, const Storage& storage, WholeFile how,
+                const ValuesDestination& destination);
 
 struct NpyHeader {
   int major = 1;

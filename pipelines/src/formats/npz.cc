@@ -347,16 +347,8 @@ NamedTensors read_archive(const std::shared_ptr<const MappedFile>& file,
   return out;
 }
 
-// Where the one array of the last archive this thread read lay in it: the next archive of the
-// same size is expected to hold its values at the same place (a dataset's files share a layout).
-struct PlacedLayout {
-  uint64_t file_size = 0;  // 0: none
-  uint64_t values_at = 0;
-  uint64_t values_bytes = 0;
-  DType dtype = DType::kUInt8;
-  Shape shape;
-};
-thread_local PlacedLayout t_layout;
+// The layout of the last archive this thread read with a destination (ValuesGuess).
+thread_local ValuesGuess t_layout;
 
 // The archive's one array read with its values straight into `destination`'s memory, when the
 // file is laid out as t_layout says: checked after the read (the archive, the member's place, its
@@ -364,7 +356,7 @@ thread_local PlacedLayout t_layout;
 // then reads the file as usual, which reports what is wrong with it.
 std::optional<NamedTensors> read_placed(const std::string& path, const std::vector<std::string>& keys,
                                         const ValuesDestination& destination) {
-  const PlacedLayout g = t_layout;
+  const ValuesGuess g = t_layout;
   if (g.file_size == 0) return std::nullopt;
   auto home = destination(g.dtype, g.shape);
   if (!home) return std::nullopt;
@@ -431,19 +423,7 @@ NamedTensors read_npz(const std::string& path, const std::vector<std::string>& k
   const auto file = MappedFile::open(path, storage, how);
   NamedTensors out = read_archive(file, keys);
   // Where its one array's values lay (a view of the file's bytes): the next file's guess.
-  t_layout = PlacedLayout{};
-  if (out.size() == 1) {
-    const Tensor& t = out.front().second;
-    const auto bytes = file->bytes();
-    if (t.nbytes() > 0 && t.data() >= bytes.data() &&
-        t.data() + t.nbytes() <= bytes.data() + bytes.size()) {
-      t_layout = PlacedLayout{.file_size = bytes.size(),
-                              .values_at = static_cast<uint64_t>(t.data() - bytes.data()),
-                              .values_bytes = t.nbytes(),
-                              .dtype = t.dtype(),
-                              .shape = t.shape()};
-    }
-  }
+  t_layout = out.size() == 1 ? ValuesGuess::of(out.front().second, file->bytes()) : ValuesGuess{};
   return out;
 }
 

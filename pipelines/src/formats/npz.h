@@ -11,25 +11,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "formats/file_out.h"
+#include "formats/npy.h"
 
 namespace pipeprof::pipelines::formats {
-
-// Where a reader may put an array's values instead of memory of its own (a batch's row): for an
-// array of `dtype` and `shape`, a tensor of them over memory only the caller writes, and that
-// memory; nullopt to decline.
-struct ValuesHome {
-  Tensor tensor;
-  std::byte* bytes = nullptr;
-};
-using ValuesDestination = std::function<std::optional<ValuesHome>(DType, const Shape&)>;
 
 // read_npz, the archive's one array (or the one key asked for) read with its values straight into
 // `destination`'s memory when the file is laid out as the last archive this thread read (a local

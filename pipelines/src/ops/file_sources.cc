@@ -44,6 +44,15 @@ std::string_view format_op(FileFormat format) {
   return "?";
 }
 
+// The row of the element being read on this thread (RowScope), as a reader's destination.
+formats::ValuesDestination into_row() {
+  return [](DType dtype, const Shape& shape) -> std::optional<formats::ValuesHome> {
+    auto row = RowScope::row(dtype, shape);
+    if (!row) return std::nullopt;
+    return formats::ValuesHome{std::move(row->views.front()), row->bytes.front()};
+  };
+}
+
 // The key of the field naming the arrays to read ("keys" for npz, "datasets" for hdf5; none for
 // the others, whose file holds one array).
 const char* names_key(FileFormat format) {
@@ -90,19 +99,13 @@ class FileSourceNode final : public DatasetNode {
   // The arrays of one file (throws formats::FormatError).
   Element read(const std::string& file, const formats::Storage& storage) const {
     switch (format) {
+      // Under a batch that gave this element a row (batch_rows.h), the values are read straight
+      // into it when the file is laid out as the last.
       case FileFormat::kNpy:
+        if (RowScope::active()) return Element{formats::read_npy(file, storage, how, into_row())};
         return Element{formats::read_npy(file, storage, how)};
       case FileFormat::kNpz:
-        if (RowScope::active()) {
-          // Under a batch that gave this element a row: the values are read straight into it.
-          const formats::ValuesDestination into =
-              [](DType dtype, const Shape& shape) -> std::optional<formats::ValuesHome> {
-            auto row = RowScope::row(dtype, shape);
-            if (!row) return std::nullopt;
-            return formats::ValuesHome{std::move(row->views.front()), row->bytes.front()};
-          };
-          return values(formats::read_npz(file, names, storage, how, into));
-        }
+        if (RowScope::active()) return values(formats::read_npz(file, names, storage, how, into_row()));
         return values(formats::read_npz(file, names, storage, how));
       case FileFormat::kHdf5:
         return values(formats::read_hdf5(file, names, storage, how));
