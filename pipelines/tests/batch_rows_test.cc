@@ -5,10 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/mapped_file.h"
@@ -101,14 +103,14 @@ std::vector<std::string> npz_files(const TempDir& dir, int n, int64_t rows = 64,
 // list_files -> interleave (4 files open, 2 workers) of npz readers -> batch; `placing` false puts
 // a prefetch between interleave and batch, so that nothing is placed (the same elements).
 std::string batch_spec(const std::vector<std::string>& files, bool placing, int batch,
-                       bool deterministic = true) {
+                       bool deterministic = true, int cycle_length = 4, int parallelism = 2) {
   const bool npy = files.front().ends_with(".npy");
   nlohmann::json read = nlohmann::json::object({{"op", npy ? "npy" : "npz"}, {"file", "$element"}});
   if (!npy) read["keys"] = nlohmann::json::array({"x"});
   nlohmann::json list = nlohmann::json::object({{"op", "list_files"}, {"shuffle", false}});
   list["files"] = files;
   nlohmann::json interleave = nlohmann::json::object(
-      {{"op", "interleave"}, {"cycle_length", 4}, {"parallelism", 2},
+      {{"op", "interleave"}, {"cycle_length", cycle_length}, {"parallelism", parallelism},
        {"deterministic", deterministic}});
   interleave["pipeline"]["stages"] = nlohmann::json::array({read});
   nlohmann::json spec;
@@ -175,6 +177,23 @@ TEST(BatchRows, BatchesOverAPlacingInterleaveEqualThoseWithout) {
   const auto any = spec_dataset(batch_spec(files, true, 23, false)).collect();
   ASSERT_EQ(any.size(), 1U);
   EXPECT_EQ(any[0].at(0).shape(), (Shape{23, 64, 1024}));
+}
+
+// The consumer is woken once its batch is ready or nothing more can be pulled: every shape of
+// cycle, workers and batch comes to its end (one file open, more rows than files open, more
+// workers than files open).
+TEST(BatchRows, EveryCycleAndBatchSizeComesToItsEnd) {
+  const TempDir tmp;
+  const auto files = npz_files(tmp, 13);
+  for (const auto& [cycle, workers] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {3, 2}, {2, 4}, {16, 2}}) {
+    for (int batch : {1, 2, 5, 13, 20}) {
+      testing::run_with_deadline(std::chrono::seconds(30), [&] {
+        EXPECT_EQ(spec_dataset(batch_spec(files, true, batch, true, cycle, workers)).collect(),
+                  spec_dataset(batch_spec(files, false, batch, true, cycle, workers)).collect())
+            << "cycle " << cycle << ", workers " << workers << ", batch " << batch;
+      });
+    }
+  }
 }
 
 TEST(BatchRows, ErrorsOverAPlacingInterleaveAreThoseWithout) {

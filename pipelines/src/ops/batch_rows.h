@@ -36,6 +36,7 @@ class BatchRows {
   static constexpr size_t kMinPlacedBytes = size_t{16} << 10;
 
   explicit BatchRows(int64_t batch_size) : batch_size_(batch_size) {}
+  int64_t batch_size() const { return batch_size_; }
 
   // One row of one batch: a view per component, and where its bytes are (writable: nobody else
   // writes them).

@@ -12,7 +12,9 @@
 //
 // Under a batch (deterministic, every input yielding exactly one element, as a whole-file reader
 // states): input k's element is element k of the output, so the worker that pulls it puts it in its
-// row of the batch (batch_rows.h) on the core that has just read it.
+// row of the batch (batch_rows.h) on the core that has just read it. The batch then needs nothing
+// of an element but to take it, so a blocked consumer is woken once the rest of its batch is
+// ready (or nothing more can be pulled), not for every element: one wake-up a batch.
 #include <fmt/format.h>
 
 #include <mutex>
@@ -76,6 +78,7 @@ class ParallelInterleaveIterator final : public Iterator {
       }
       if (slot.queue.ready()) {
         Result r = slot.queue.take();
+        ++returned_;
         --buffered_;
         set_buffered(buffered_);
         if (++block_ == node_.options.block_length) advance();
@@ -255,8 +258,23 @@ class ParallelInterleaveIterator final : public Iterator {
                           next != nullptr && next->started)) {
         continue;
       }
-      if (consumer_can_progress()) handoff_.signal(handoff_.consumer()).notify(lock);
+      if (consumer_can_progress() && batch_ready_or_stuck())
+        handoff_.signal(handoff_.consumer()).notify(lock);
     }
+  }
+
+  // With the lock held, placing under a batch: whether the elements the consumer's batch still
+  // needs are ready in cycle order (one a slot), or no pull can start (the consumer must open
+  // inputs, or see the end). Always true when not placing.
+  bool batch_ready_or_stuck() {
+    if (!rows_ || !placing_) return true;
+    const auto left = static_cast<size_t>(rows_->batch_size() - returned_ % rows_->batch_size());
+    const size_t want = std::min(left, slots_.size());
+    size_t run = 0;
+    for (size_t k = 0; k < slots_.size() && slots_[(cycle_ + k) % slots_.size()].queue.ready(); ++k) {
+      if (++run >= want) return true;
+    }
+    return pick_slot() == nullptr;
   }
 
   const InterleaveNode& node_;
@@ -276,6 +294,7 @@ class ParallelInterleaveIterator final : public Iterator {
   bool input_done_ = false;
   bool placing_ = true;       // every input opened so far had one element: ordinals hold
   int64_t next_ordinal_ = 0;  // the next opened input's
+  int64_t returned_ = 0;      // elements handed to the consumer
   std::vector<WorkerThread> workers_;
 };
 
