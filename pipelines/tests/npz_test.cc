@@ -176,13 +176,13 @@ TEST(Npz, AnArchiveLaidOutAsTheLastIsReadStraightIntoTheDestination) {
 TEST(Npy, AFileLaidOutAsTheLastIsReadStraightIntoTheDestination) {
   const TempDir tmp;
   const auto path = [&](const std::string& name) { return (tmp / name).string(); };
-  const Tensor a = arange(DType::kInt32, {64, 256});
+  const Tensor a = arange(DType::kFloat32, {64, 256});
   Tensor b = a;
   b.mutable_data()[4000] = std::byte{0x5A};
   write_npy(path("a.npy"), a);
   write_npy(path("b.npy"), b);
   // The same size: another dtype of the same width, and another shape.
-  write_npy(path("c.npy"), arange(DType::kFloat32, {64, 256}));
+  write_npy(path("c.npy"), Tensor(DType::kInt32, {64, 256}));
   write_npy(path("d.npy"), a.reshape({256, 64}));
   // Fortran order: the values are converted, so never where the guess expects them.
   write_npy(path("f.npy"), a, NpyWriteOptions{.fortran_order = true});
