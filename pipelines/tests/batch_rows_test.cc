@@ -2,6 +2,7 @@
 // interleave of whole-file readers placing each element in its row, and batches over such an
 // interleave equal to the batches of the same pipeline without placement (a prefetch between),
 // errors included.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -94,7 +95,7 @@ std::vector<std::string> npz_files(const TempDir& dir, int n, int64_t rows = 64,
                                    int64_t cols = 1024) {
   std::vector<std::string> files;
   for (int i = 0; i < n; ++i) {
-    files.push_back((dir / ("f" + std::to_string(100 + i) + ".npz")).string());
+    files.push_back((dir / fmt::format("f{}.npz", 100 + i)).string());
     formats::write_npz(files.back(), {{"x", filled(rows, cols, i)}}, false);
   }
   return files;
@@ -159,7 +160,7 @@ TEST(BatchRows, BatchesOverAPlacingInterleaveEqualThoseWithout) {
   const TempDir npy_dir;
   std::vector<std::string> npy;
   for (int i = 0; i < 11; ++i) {
-    npy.push_back((npy_dir / ("f" + std::to_string(100 + i) + ".npy")).string());
+    npy.push_back((npy_dir / fmt::format("f{}.npy", 100 + i)).string());
     formats::write_npy(npy.back(), filled(64, 1024, i));
   }
   EXPECT_EQ(spec_dataset(batch_spec(npy, true, 4)).collect(),
