@@ -28,6 +28,38 @@ namespace {
   throw FormatError(fmt::format("{}: {}: {}", path, what, std::strerror(errno)));
 }
 
+// A read's outcome at byte `done` of a file of `size` bytes: the bytes it read (0: interrupted,
+// to be tried again). Throws FormatError naming the file on an error, or when the file ends early.
+size_t bytes_read(ssize_t n, const std::string& path, uint64_t done, uint64_t size) {
+  if (n > 0) {
+    note_progress();
+    return static_cast<size_t>(n);
+  }
+  if (n < 0 && errno == EINTR) return 0;
+  if (n < 0) fail_errno(path, "cannot read");
+  throw FormatError(fmt::format("{}: the file ended at byte {} while it was read ({} bytes when opened)",
+                                path, done, size));
+}
+
+// A file opened for reading, and its status; closed when it goes.
+struct OpenFile {
+  explicit OpenFile(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd < 0) fail_errno(path, "cannot open");
+    if (::fstat(fd, &st) != 0) {
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      fail_errno(path, "cannot stat");
+    }
+  }
+  ~OpenFile() { ::close(fd); }
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+
+  int fd;
+  struct stat st {};
+};
+
 }  // namespace
 
 namespace {
@@ -109,17 +141,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
   }
   auto what = [&] { return "reading " + path; };
   WaitScope waiting(what);  // its open, a read or (O_DIRECT) every read
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } const file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail_errno(path, "cannot open");
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) fail_errno(path, "cannot stat");
-  if (!S_ISREG(st.st_mode)) throw FormatError(fmt::format("{}: not a regular file", path));
-  const auto size = static_cast<size_t>(st.st_size);
+  const OpenFile file(path);
+  if (!S_ISREG(file.st.st_mode)) throw FormatError(fmt::format("{}: not a regular file", path));
+  const auto size = static_cast<size_t>(file.st.st_size);
   if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(path, nullptr, 0, false));
   if (how == WholeFile::kDirect) {
     return read_direct(path, size, [&](const std::byte* data) {
@@ -134,16 +158,8 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
     AlignedBytes buffer = allocate_aligned(size);
     size_t done = 0;
     while (done < size) {
-      const ssize_t n = ::pread(file.fd, buffer.get() + done, size - done, static_cast<off_t>(done));
-      if (n > 0) note_progress();
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail_errno(path, "cannot read");
-      if (n == 0) {
-        throw FormatError(fmt::format(
-            "{}: the file ended at byte {} while it was read ({} bytes when opened)", path, done,
-            size));
-      }
-      done += static_cast<size_t>(n);
+      done += bytes_read(::pread(file.fd, buffer.get() + done, size - done, static_cast<off_t>(done)),
+                         path, done, size);
     }
     std::unique_ptr<const MappedFile> out(new MappedFile(path, buffer.get(), size, false));
     (void)buffer.release();  // the MappedFile owns it now
@@ -191,16 +207,8 @@ std::optional<SplitFile> read_split(const std::string& path, uint64_t size, uint
   if (at > size || into.size() > size - at) return std::nullopt;
   auto what = [&] { return "reading " + path; };
   WaitScope waiting(what);
-  struct Fd {
-    int fd;
-    ~Fd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } const file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) fail_errno(path, "cannot open");
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) fail_errno(path, "cannot stat");
-  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != size) return std::nullopt;
+  const OpenFile file(path);
+  if (!S_ISREG(file.st.st_mode) || static_cast<uint64_t>(file.st.st_size) != size) return std::nullopt;
   SplitFile out;
   out.head.resize(static_cast<size_t>(at));
   out.tail.resize(static_cast<size_t>(size - at - into.size()));
@@ -213,18 +221,11 @@ std::optional<SplitFile> read_split(const std::string& path, uint64_t size, uint
   while (done < size) {
     while (iov[first].iov_len == 0)
       ++first;
-    const ssize_t n = ::preadv(file.fd, iov.data() + first, static_cast<int>(iov.size() - first),
-                               static_cast<off_t>(done));
-    if (n > 0) note_progress();
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail_errno(path, "cannot read");
-    if (n == 0) {
-      throw FormatError(fmt::format(
-          "{}: the file ended at byte {} while it was read ({} bytes when opened)", path, done,
-          size));
-    }
-    done += static_cast<uint64_t>(n);
-    for (auto left = static_cast<size_t>(n); left > 0;) {
+    const size_t n = bytes_read(::preadv(file.fd, iov.data() + first,
+                                         static_cast<int>(iov.size() - first), static_cast<off_t>(done)),
+                                path, done, size);
+    done += n;
+    for (size_t left = n; left > 0;) {
       const size_t step = std::min(left, iov[first].iov_len);
       iov[first].iov_base = static_cast<std::byte*>(iov[first].iov_base) + step;
       iov[first].iov_len -= step;

@@ -433,6 +433,17 @@ ValuesGuess ValuesGuess::of(const Tensor& t, std::span<const std::byte> file) {
                      .shape = t.shape()};
 }
 
+std::optional<GuessedRead> read_as_guessed(const std::string& path, const ValuesGuess& guess,
+                                           const ValuesDestination& destination) {
+  if (guess.file_size == 0) return std::nullopt;
+  auto home = destination(guess.dtype, guess.shape);
+  if (!home) return std::nullopt;
+  const std::span<std::byte> values(home->bytes, static_cast<size_t>(guess.values_bytes));
+  auto file = read_split(path, guess.file_size, guess.values_at, values);
+  if (!file) return std::nullopt;
+  return GuessedRead{std::move(*home), values, std::move(*file)};
+}
+
 namespace {
 
 // The layout of the last .npy file this thread read with a destination.
@@ -443,22 +454,18 @@ thread_local ValuesGuess t_npy_layout;
 // caller then reads the file as usual, which reports what is wrong with it).
 std::optional<Tensor> read_npy_placed(const std::string& path, const ValuesDestination& destination) {
   const ValuesGuess g = t_npy_layout;
-  if (g.file_size == 0) return std::nullopt;
-  auto home = destination(g.dtype, g.shape);
-  if (!home) return std::nullopt;
-  const std::span<std::byte> values(home->bytes, static_cast<size_t>(g.values_bytes));
-  const auto split = read_split(path, g.file_size, g.values_at, values);
-  if (!split) return std::nullopt;
+  auto read = read_as_guessed(path, g, destination);
+  if (!read) return std::nullopt;
   try {
-    const NpyHeader h = parse_npy_header(split->head, path, static_cast<size_t>(g.file_size));
-    if (!npy_values_as_stored(h) || h.data_offset != split->head.size() ||
-        h.data_bytes != values.size() || h.dtype != g.dtype || h.shape != g.shape) {
+    const NpyHeader h = parse_npy_header(read->file.head, path, static_cast<size_t>(g.file_size));
+    if (!npy_values_as_stored(h) || h.data_offset != read->file.head.size() ||
+        h.data_bytes != read->values.size() || h.dtype != g.dtype || h.shape != g.shape) {
       return std::nullopt;
     }
   } catch (const FormatError&) {
     return std::nullopt;
   }
-  return std::move(home->tensor);
+  return std::move(read->home.tensor);
 }
 
 }  // namespace

@@ -48,6 +48,18 @@ struct ValuesGuess {
   static ValuesGuess of(const Tensor& t, std::span<const std::byte> file);
 };
 
+// A file read as `guess` says, its values straight into memory `destination` gives: the tensor
+// over that memory, the values' bytes and the file's other bytes. nullopt when there is no guess,
+// the destination declines, or the file is not of the guessed size. Its reader then checks that
+// the values were where the guess put them. Throws FormatError as read_split.
+struct GuessedRead {
+  ValuesHome home;
+  std::span<std::byte> values;
+  SplitFile file;
+};
+std::optional<GuessedRead> read_as_guessed(const std::string& path, const ValuesGuess& guess,
+                                           const ValuesDestination& destination);
+
 // read_npy, its values straight into `destination`'s memory when the file is laid out as the
 // last .npy file this thread read this way (a local file of the same size: checked after the
 // read, the header's dtype, shape and length); as read_npy otherwise, and the tensor is then not

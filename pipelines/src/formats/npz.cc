@@ -357,15 +357,11 @@ thread_local ValuesGuess t_layout;
 std::optional<NamedTensors> read_placed(const std::string& path, const std::vector<std::string>& keys,
                                         const ValuesDestination& destination) {
   const ValuesGuess g = t_layout;
-  if (g.file_size == 0) return std::nullopt;
-  auto home = destination(g.dtype, g.shape);
-  if (!home) return std::nullopt;
-  const std::span<std::byte> values(home->bytes, static_cast<size_t>(g.values_bytes));
-  const auto split = read_split(path, g.file_size, g.values_at, values);
-  if (!split) return std::nullopt;
+  auto read = read_as_guessed(path, g, destination);
+  if (!read) return std::nullopt;
   try {
-    const std::span<const std::byte> head = split->head;
-    const Archive a = open_archive(path, {head, values, split->tail});
+    const std::span<const std::byte> head = read->file.head, values = read->values;
+    const Archive a = open_archive(path, {head, values, read->file.tail});
     zip_t* za = a.get();
     zip_uint64_t index = 0;
     std::string name, key;
@@ -401,7 +397,7 @@ std::optional<NamedTensors> read_placed(const std::string& path, const std::vect
     }
     if (crc32_ieee(values, crc32_ieee(member)) != st.crc) return std::nullopt;
     NamedTensors out;
-    out.emplace_back(std::move(key), std::move(home->tensor));
+    out.emplace_back(std::move(key), std::move(read->home.tensor));
     return out;
   } catch (const FormatError&) {
     return std::nullopt;
