@@ -23,14 +23,14 @@ constexpr double kSaturatedPct = 50.0;  // a bottleneck busier than this is wort
 
 struct TrainLoop {
   std::vector<const Lane*> lanes;
-  std::vector<Interval> steps;  // merged step spans
+  Intervals steps;  // merged step spans
   bool any = false;
   int64_t lo = 0, hi = 0;
 };
 
 TrainLoop find_train_loop(const Trace& t, StepBreakdown& b) {
   TrainLoop loop;
-  std::vector<Interval> steps;
+  Intervals steps;
   for (const Lane& lane : t.lanes) {
     // The runner's "train loop", or a workload's simulated accelerators ("accelerator 3").
     if (lane.kind != LaneKind::kThread ||
@@ -71,7 +71,7 @@ TrainLoop find_train_loop(const Trace& t, StepBreakdown& b) {
 // Busy time per stage: each instant of a lane belongs to the innermost span covering it.
 class StageAccounting {
  public:
-  StageAccounting(const Trace& t, int64_t lo, int64_t hi, const std::vector<Interval>& steps)
+  StageAccounting(const Trace& t, int64_t lo, int64_t hi, const Intervals& steps)
       : t_(t), lo_(lo), hi_(hi), steps_(steps) {}
 
   void add_lane(const Lane& lane) {
@@ -81,7 +81,7 @@ class StageAccounting {
     };
     std::vector<Open> stack;
     std::vector<bool> seen_here(stages_.size(), false);
-    std::unordered_map<int, std::vector<Interval>> raw;  // this lane's work spans per stage
+    std::unordered_map<int, Intervals> raw;  // this lane's work spans per stage
     int64_t cursor = lo_;
     auto attribute = [&](int stage, int64_t a, int64_t b) {
       const int64_t n = clipped_length(a, b, lo_, hi_);
@@ -160,7 +160,7 @@ class StageAccounting {
 
   const Trace& t_;
   int64_t lo_, hi_;
-  const std::vector<Interval>& steps_;
+  const Intervals& steps_;
   std::vector<StageUsage> stages_;
   std::unordered_map<std::string, int> index_;
   std::vector<std::vector<std::pair<int64_t, int>>> edges_;  // per stage: (time, +1 / -1)

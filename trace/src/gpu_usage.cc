@@ -33,7 +33,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
     int64_t total = 0;
   };
   std::unordered_map<StrId, KernelSum> kernels;
-  std::map<int32_t, std::vector<Interval>> device_intervals;
+  std::map<int32_t, Intervals> device_intervals;
   std::map<int32_t, DeviceUsage> devices;
   for (const Lane& lane : trace.lanes) {
     if (lane.kind != LaneKind::kGpuStream) continue;
@@ -46,7 +46,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
     DeviceUsage& d = devices[lane.device];
     d.device = lane.device;
     ++d.streams;
-    std::vector<Interval> busy;
+    Intervals busy;
     busy.reserve(lane.spans.size());
     for (const Span& span : lane.spans) {
       const std::string_view cat =
@@ -73,7 +73,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
           break;
       }
     }
-    const std::vector<Interval> merged = merge_intervals(busy);
+    const Intervals merged = merge_intervals(busy);
     s.busy_ns = total_length(merged);
     s.busy_pct = percent_of(s.busy_ns, g.window_ns);
     s.idle_pct = g.window_ns > 0 ? 100.0 - s.busy_pct : 0.0;

@@ -7,13 +7,16 @@
 #include <utility>
 #include <vector>
 
+#include "pipeprof/trace/huge_pages.h"
+
 namespace pipeprof::trace {
 
 using Interval = std::pair<int64_t, int64_t>;  // [first, second)
+using Intervals = HugePageVector<Interval>;     // a trace-sized set: huge pages
 
 // Sorts intervals gathered lane by lane, which come as a few sorted runs one after another (a
 // lane's spans are in order), by merging the runs pairwise; many runs: std::sort.
-inline void sort_runs(std::vector<Interval>& v) {
+inline void sort_runs(Intervals& v) {
   constexpr size_t kMostRuns = 64;
   std::vector<size_t> bounds{0};  // where each run begins, then the end
   for (size_t i = 1; i < v.size(); ++i) {
@@ -41,7 +44,7 @@ inline void sort_runs(std::vector<Interval>& v) {
 }
 
 // Sorts and merges overlapping or touching intervals; empty ones are dropped.
-inline std::vector<Interval> merge_intervals(std::vector<Interval> v) {
+inline Intervals merge_intervals(Intervals v) {
   sort_runs(v);
   size_t n = 0;  // merged in place: v[0, n)
   for (const Interval& i : v) {
@@ -56,7 +59,7 @@ inline std::vector<Interval> merge_intervals(std::vector<Interval> v) {
   return v;
 }
 
-inline int64_t total_length(const std::vector<Interval>& merged) {
+inline int64_t total_length(const Intervals& merged) {
   int64_t n = 0;
   for (const Interval& i : merged)
     n += i.second - i.first;
@@ -64,7 +67,7 @@ inline int64_t total_length(const std::vector<Interval>& merged) {
 }
 
 // Length of [a, b) inside a merged (sorted, disjoint) interval list.
-inline int64_t overlap_with(const std::vector<Interval>& merged, int64_t a, int64_t b) {
+inline int64_t overlap_with(const Intervals& merged, int64_t a, int64_t b) {
   if (b <= a) return 0;
   auto it = std::lower_bound(merged.begin(), merged.end(), a,
                              [](const Interval& i, int64_t t) { return i.second <= t; });

@@ -1,7 +1,6 @@
 #include "padded_buffer.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,12 +13,11 @@
 
 
 #include "pipeprof/trace/chrome_json.h"
+#include "pipeprof/trace/huge_pages.h"
 #include "text_source.h"
 
 namespace pipeprof::trace {
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 // The most a compressed trace may decompress to in memory: half this machine's memory.
 size_t decompressed_limit() {
@@ -53,19 +51,14 @@ std::string read_all(TextSource& source, const std::string& name) {
 }  // namespace
 
 void PaddedBuffer::Free::operator()(char* p) const noexcept {
-  std::free(p);
+  free_maybe_huge(p, bytes);
 }
 
 PaddedBuffer::PaddedBuffer(size_t size) : size_(size) {
-  const bool huge = size >= kHugePage;
-  const size_t align = huge ? kHugePage : alignof(std::max_align_t);
+  const size_t align = size >= kHugePageBytes ? kHugePageBytes : alignof(std::max_align_t);
   capacity_ = (size + kPadding + align - 1) / align * align;
-  char* p = static_cast<char*>(std::aligned_alloc(align, capacity_));
-  if (p == nullptr) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-  if (huge) (void)madvise(p, capacity_, MADV_HUGEPAGE);  // advice only: fine if refused
-#endif
-  data_.reset(p);
+  char* p = static_cast<char*>(allocate_maybe_huge(capacity_));
+  data_ = std::unique_ptr<char[], Free>(p, Free{capacity_});
   std::memset(p + size, 0, capacity_ - size);
 }
 

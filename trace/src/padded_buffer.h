@@ -1,7 +1,7 @@
-// A read-only text buffer with the zeroed padding simdjson needs after the end, allocated in
-// 2 MiB-aligned blocks advised for transparent huge pages: on virtual machines, first-touch page
-// faults of 4 KiB pages cost more than parsing the text (a 50 MB trace: ~140 ms of faults for a
-// plain copy, ~10 ms with huge pages).
+// A read-only text buffer with the zeroed padding simdjson needs after the end; from 2 MiB on, in
+// huge pages (huge_pages.h): on virtual machines, first-touch page faults of 4 KiB pages cost more
+// than parsing the text (a 50 MB trace: ~140 ms of faults for a plain copy, ~10 ms with huge
+// pages).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,7 @@ class PaddedBuffer {
  private:
   static PaddedBuffer read_file(const std::filesystem::path& path);  // the bytes as they are
   struct Free {
+    size_t bytes;  // as allocated (allocate_maybe_huge)
     void operator()(char* p) const noexcept;
   };
   explicit PaddedBuffer(size_t size);

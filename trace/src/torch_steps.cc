@@ -59,8 +59,8 @@ bool is_cpu_exec(std::string_view name, std::string_view cat) {
 }
 
 // The part of a merged interval list inside [lo, hi).
-std::vector<Interval> clip(const std::vector<Interval>& merged, int64_t lo, int64_t hi) {
-  std::vector<Interval> out;
+Intervals clip(const Intervals& merged, int64_t lo, int64_t hi) {
+  Intervals out;
   auto it = std::lower_bound(merged.begin(), merged.end(), lo,
                              [](const Interval& i, int64_t t) { return i.second <= t; });
   for (; it != merged.end() && it->first < hi; ++it)
@@ -173,9 +173,9 @@ std::string_view step_category_name(StepCategory c) {
 TorchAnalysis analyze_torch(const Trace& t) {
   TorchAnalysis a;
   // 1. The steps, and every category's spans as one merged interval list.
-  std::vector<std::vector<Interval>> cat(kStepCategories);
-  std::vector<Interval> optimizer, pageable, sync_copy;
-  std::vector<Interval> steps_cpu;
+  std::vector<Intervals> cat(kStepCategories);
+  Intervals optimizer, pageable, sync_copy;
+  Intervals steps_cpu;
   std::vector<std::string> step_names;
   std::string dataloader_iter, datapipe_iter;
   for (const Lane& lane : t.lanes) {
@@ -243,7 +243,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
     order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t x, size_t y) { return steps_cpu[x] < steps_cpu[y]; });
-  std::vector<Interval> steps;
+  Intervals steps;
   std::vector<std::string> names;
   for (size_t i : order) {
     steps.push_back(steps_cpu[i]);
@@ -287,10 +287,10 @@ TorchAnalysis analyze_torch(const Trace& t) {
     st.name = std::move(names[i]);
     st.start_ns = steps[i].first;
     st.end_ns = steps[i].second;
-    std::vector<Interval> covered;
+    Intervals covered;
     int64_t covered_ns = 0;
     for (size_t c = 0; c + 1 < kStepCategories; ++c) {
-      std::vector<Interval> part = clip(cat[c], st.start_ns, st.end_ns);
+      Intervals part = clip(cat[c], st.start_ns, st.end_ns);
       if (c == idx(StepCategory::kDataLoader)) st.dataloader_ns = total_length(part);
       if (part.empty()) continue;
       covered.insert(covered.end(), part.begin(), part.end());
@@ -308,7 +308,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
       a.breakdown_ns[c] += st.breakdown_ns[c];
     a.steps.push_back(std::move(st));
   }
-  const std::vector<Interval> step_union = merge_intervals(steps);
+  const Intervals step_union = merge_intervals(steps);
   int64_t sync_copy_ns = 0;
   for (const Interval& s : step_union) {
     a.pageable_memcpy_ns += total_length(clip(pageable, s.first, s.second));
@@ -354,7 +354,7 @@ std::vector<StepTime> train_loop_steps(const Trace& t) {
   std::vector<StepTime> out;
   for (const Lane& lane : t.lanes) {
     if (lane.kind != LaneKind::kThread || lane.name != "train loop") continue;
-    std::vector<Interval> waits;
+    Intervals waits;
     int64_t since = std::numeric_limits<int64_t>::min();
     for (const Span& s : lane.spans) {
       const std::string_view name = t.name(s);

@@ -10,12 +10,12 @@ namespace {
 // its own, as when a parent is written after its first child) in linear time: insertion while
 // the moves stay within a budget linear in the size, then (any input) std::stable_sort. The
 // insertions keep equal elements in their order, so the result is stable_sort's either way.
-template <typename T, typename Before>
-void sort_nearly_sorted(std::vector<T>& v, Before before) {
+template <typename Vector, typename Before>
+void sort_nearly_sorted(Vector& v, Before before) {
   size_t budget = 8 * v.size() + 64;
   for (size_t i = 1; i < v.size(); ++i) {
     if (!before(v[i], v[i - 1])) continue;
-    T x = std::move(v[i]);
+    typename Vector::value_type x = std::move(v[i]);
     size_t j = i;
     while (j > 0 && before(x, v[j - 1]) && budget > 0) {
       v[j] = std::move(v[j - 1]);

@@ -72,8 +72,8 @@ class TraceBuilder {
   struct RawLane {
     int64_t pid = 0;
     int64_t tid = 0;
-    std::vector<Span> spans;
-    std::vector<Instant> instants;
+    HugePageVector<Span> spans;
+    HugePageVector<Instant> instants;
     std::vector<Span> open;  // B events waiting for their E (dur unset)
     std::optional<std::string> name;
     std::optional<int64_t> sort_index;
@@ -116,7 +116,7 @@ class TraceBuilder {
   std::unordered_map<int64_t, ProcessMeta> process_meta_;
   std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash>
       counter_index_;  // (pid, name)
-  std::vector<FlowPoint> flow_points_;
+  HugePageVector<FlowPoint> flow_points_;
   std::unordered_map<std::string, int64_t> synthetic_ids_;
   std::unordered_map<int64_t, std::string> synthetic_names_;
   bool any_ts_ = false;

@@ -83,7 +83,7 @@ TEST(TraceModel, FinalizeSortsNearlySortedAndReversedSpansStably) {
       spans.push_back(span(t, 100 * k, 50, "parent"));
       spans.push_back(span(t, 100 * k, 50, i % 2 == 0 ? "twin_a" : "twin_b"));  // equal to parent
     }
-    std::vector<Span> expected = spans;
+    HugePageVector<Span> expected = spans;
     std::stable_sort(expected.begin(), expected.end(), [](const Span& a, const Span& b) {
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns > b.dur_ns;
     });
@@ -102,9 +102,9 @@ TEST(TraceModel, FinalizeSortsNearlySortedAndReversedSpansStably) {
 // same union as a sort of them would give.
 TEST(Intervals, RunsAndAnyOrderMergeToTheSameUnion) {
   std::mt19937_64 rng(7);
-  const auto reference = [](std::vector<Interval> v) {
+  const auto reference = [](Intervals v) {
     std::sort(v.begin(), v.end());
-    std::vector<Interval> out;
+    Intervals out;
     for (const Interval& i : v) {
       if (i.second <= i.first) continue;
       if (!out.empty() && i.first <= out.back().second) {
@@ -116,7 +116,7 @@ TEST(Intervals, RunsAndAnyOrderMergeToTheSameUnion) {
     return out;
   };
   for (const size_t runs : {1u, 2u, 3u, 5u, 64u, 65u, 300u}) {
-    std::vector<Interval> v;
+    Intervals v;
     for (size_t r = 0; r < runs; ++r) {
       int64_t t = static_cast<int64_t>(rng() % 1000);
       for (int k = 0; k < 50; ++k) {

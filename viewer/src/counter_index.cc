@@ -109,7 +109,7 @@ std::vector<CounterStep> CounterIndex::steps(const PixelWindow& window) const {
   return out;
 }
 
-FlowIndex::FlowIndex(const std::vector<trace::Flow>& flows) {
+FlowIndex::FlowIndex(std::span<const trace::Flow> flows) {
   order_.resize(flows.size());
   for (size_t i = 0; i < flows.size(); ++i)
     order_[i] = static_cast<uint32_t>(i);

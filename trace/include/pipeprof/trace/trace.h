@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pipeprof/trace/huge_pages.h"
+
 namespace pipeprof::trace {
 
 using StrId = uint32_t;
@@ -76,8 +78,8 @@ struct Lane {
   LaneKind kind = LaneKind::kThread;
   int32_t device = -1;            // GPU lanes: the device index
   int64_t stream = -1;            // GPU lanes: the stream id
-  std::vector<Span> spans;        // sorted by (start, longer first) after finalize()
-  std::vector<Instant> instants;  // sorted by time after finalize()
+  HugePageVector<Span> spans;        // sorted by (start, longer first) after finalize()
+  HugePageVector<Instant> instants;  // sorted by time after finalize()
   uint32_t max_depth = 0;         // deepest nesting level + 1 (0 when empty)
 };
 
@@ -112,7 +114,7 @@ class Trace {
   std::vector<Process> processes;
   std::vector<Lane> lanes;
   std::vector<Counter> counters;
-  std::vector<Flow> flows;
+  HugePageVector<Flow> flows;
   std::vector<std::string> args;  // JSON objects' text, referenced by Span::args / Instant::args
   // Free-form metadata: "format" ("pipeprof", "kineto", "chrome"), "experiment", "step", ...
   std::map<std::string, std::string> metadata;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "pipeprof/trace/trace.h"
@@ -48,7 +49,7 @@ class CounterIndex {
 class FlowIndex {
  public:
   FlowIndex() = default;
-  explicit FlowIndex(const std::vector<trace::Flow>& flows);
+  explicit FlowIndex(std::span<const trace::Flow> flows);
   // Indexes into the trace's flows of those that overlap [t0_ns, t1_ns], at most `limit`.
   std::vector<uint32_t> visible(int64_t t0_ns, int64_t t1_ns, size_t limit) const;
   size_t size() const { return order_.size(); }

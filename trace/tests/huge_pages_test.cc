@@ -1,0 +1,88 @@
+// Large arrays on transparent huge pages (huge_pages.h).
+#include "pipeprof/trace/huge_pages.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "pipeprof/trace/trace.h"
+
+namespace pipeprof::trace {
+namespace {
+
+// What /proc/self/smaps says of the mapping that holds `p`: its THPeligible line's value, or -1.
+int thp_eligible(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+      continue;
+    }
+    if (inside && line.starts_with("THPeligible:")) return std::stoi(line.substr(12));
+  }
+  return -1;
+}
+
+bool thp_for_madvise() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string s;
+  std::getline(f, s);
+  return s.find("[madvise]") != std::string::npos || s.find("[always]") != std::string::npos;
+}
+
+TEST(HugePages, SmallBlocksComeFromOperatorNewLargeOnesAreWholeAlignedHugePages) {
+  void* small = allocate_maybe_huge(1000);
+  ASSERT_NE(small, nullptr);
+  std::memset(small, 0xab, 1000);
+  free_maybe_huge(small, 1000);
+
+  const size_t bytes = kHugePageBytes + 12345;  // rounded up to two huge pages
+  void* large = allocate_maybe_huge(bytes);
+  ASSERT_NE(large, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large) % kHugePageBytes, 0U);
+  std::memset(large, 0xcd, 2 * kHugePageBytes);  // the whole of both pages is the block's
+  EXPECT_EQ(static_cast<unsigned char*>(large)[2 * kHugePageBytes - 1], 0xcd);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Advised for huge pages where the kernel takes the advice (the sanitizers' allocators map
+  // their own memory).
+  if (thp_for_madvise()) {
+    EXPECT_EQ(thp_eligible(large), 1);
+  }
+#endif
+  free_maybe_huge(large, bytes);
+}
+
+TEST(HugePages, AVectorKeepsItsElementsAsItGrowsPastAHugePage) {
+  HugePageVector<Span> spans;
+  const size_t n = 3 * kHugePageBytes / sizeof(Span) + 7;
+  for (size_t i = 0; i < n; ++i) {
+    Span s;
+    s.start_ns = static_cast<int64_t>(i);
+    s.dur_ns = static_cast<int64_t>(2 * i + 1);
+    spans.push_back(s);
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(spans.data()) % kHugePageBytes, 0U);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(spans[i].start_ns, static_cast<int64_t>(i));
+    ASSERT_EQ(spans[i].dur_ns, static_cast<int64_t>(2 * i + 1));
+  }
+  HugePageVector<Span> copy = spans;
+  EXPECT_EQ(copy.size(), n);
+  EXPECT_EQ(copy.back().start_ns, static_cast<int64_t>(n - 1));
+  spans.clear();
+  spans.shrink_to_fit();
+  EXPECT_EQ(spans.capacity(), 0U);
+}
+
+}  // namespace
+}  // namespace pipeprof::trace
