@@ -1,8 +1,13 @@
 // The GPU training step; see cuda_step.h. Every CUDA and cuBLAS call is checked and every resource
 // is owned by a small RAII wrapper, so a failure anywhere (calibration included) throws StepError
 // naming the call and releases what was made.
+//
+// cuBLAS is opened (dlopen) when a step first needs it instead of being linked: its libraries'
+// initialisers (libcublasLt's) cost every process that links them about 0.3 s and 200 MB at start,
+// whether it ever trains on the GPU or not (`pipeprof --help`, `analyze`, the Python module).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +18,8 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,14 +44,73 @@ void check(cudaError_t e, const char* call, const char* file, int line) {
   }
 }
 
+// The cuBLAS functions the step calls, from the library opened on first use (the `_v2` symbols
+// that cublas_v2.h's names stand for). Throws StepError naming the library or symbol when they are
+// missing; a later call tries again.
+struct CublasApi {
+  decltype(&::cublasCreate_v2) create = nullptr;
+  decltype(&::cublasDestroy_v2) destroy = nullptr;
+  decltype(&::cublasSetStream_v2) set_stream = nullptr;
+  decltype(&::cublasSgemm_v2) sgemm = nullptr;
+  decltype(&::cublasSaxpy_v2) saxpy = nullptr;
+  decltype(&::cublasGetStatusString) status_string = nullptr;
+  decltype(&::cublasGetStatusName) status_name = nullptr;
+};
+
+// Where the CUDA runtime this program uses lies: cuBLAS is looked for beside it first, then on the
+// loader's usual paths.
+std::string runtime_folder() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&cudaGetDeviceCount), &info) == 0 || info.dli_fname == nullptr)
+    return {};
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string{} : path.substr(0, slash + 1);
+}
+
+const CublasApi& cublas_api() {
+  static const CublasApi api = [] {
+    const std::string name = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
+    void* lib = nullptr;
+    if (const std::string folder = runtime_folder(); !folder.empty())
+      lib = ::dlopen((folder + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = ::dlerror();
+      throw StepError(fmt::format("cuda step: cuBLAS ({}) could not be loaded: {}", name,
+                                  why != nullptr ? why : "not found"));
+    }
+    // Kept open for the process's life: handles made from it may outlive any one step.
+    CublasApi a;
+    const auto resolve = [&](auto& f, const char* symbol) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(lib, symbol));
+      if (f == nullptr)
+        throw StepError(fmt::format("cuda step: {} has no {}", name, symbol));
+    };
+    resolve(a.create, "cublasCreate_v2");
+    resolve(a.destroy, "cublasDestroy_v2");
+    resolve(a.set_stream, "cublasSetStream_v2");
+    resolve(a.sgemm, "cublasSgemm_v2");
+    resolve(a.saxpy, "cublasSaxpy_v2");
+    resolve(a.status_string, "cublasGetStatusString");
+    resolve(a.status_name, "cublasGetStatusName");
+    return a;
+  }();
+  return api;
+}
+
 void check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS) {
-    fail(call, fmt::format("{} ({})", cublasGetStatusString(s), cublasGetStatusName(s)).c_str(),
-         file, line);
+    const CublasApi& api = cublas_api();
+    fail(call, fmt::format("{} ({})", api.status_string(s), api.status_name(s)).c_str(), file,
+         line);
   }
 }
 
 #define PIPEPROF_CHECK(call) check((call), #call, __FILE__, __LINE__)
+// A cuBLAS call through the opened library, named as cuBLAS names it.
+#define PIPEPROF_CUBLAS(api, function, name, ...) \
+  check((api).function(__VA_ARGS__), name, __FILE__, __LINE__)
 
 // Owners. Destructors never throw: a release that fails during unwinding is ignored.
 template <typename T>
@@ -120,13 +186,15 @@ class Event {
 
 class Cublas {
  public:
-  Cublas() { PIPEPROF_CHECK(cublasCreate(&h_)); }
-  ~Cublas() { (void)cublasDestroy(h_); }
+  Cublas() : api_(cublas_api()) { PIPEPROF_CUBLAS(api_, create, "cublasCreate", &h_); }
+  ~Cublas() { (void)api_.destroy(h_); }
   Cublas(const Cublas&) = delete;
   Cublas& operator=(const Cublas&) = delete;
   cublasHandle_t get() const { return h_; }
+  const CublasApi& api() const { return api_; }
 
  private:
+  const CublasApi& api_;
   cublasHandle_t h_ = nullptr;
 };
 
@@ -147,7 +215,7 @@ class CudaStep final : public Step {
     cudaDeviceProp prop{};
     PIPEPROF_CHECK(cudaGetDeviceProperties(&prop, 0));
     device_ = prop.name;
-    PIPEPROF_CHECK(cublasSetStream(blas_.get(), compute_.get()));
+    PIPEPROF_CUBLAS(blas_.api(), set_stream, "cublasSetStream", blas_.get(), compute_.get());
 
     const size_t nx = static_cast<size_t>(batch_) * inputs_;
     std::mt19937 rng(42);
@@ -287,15 +355,15 @@ class CudaStep final : public Step {
     const float alpha = 1.0F;
     const int lda = trans_a ? m : k;
     const int ldb = trans_b ? k : n;
-    PIPEPROF_CHECK(cublasSgemm(blas_.get(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
-                               lda, &beta, c, n));
+    PIPEPROF_CUBLAS(blas_.api(), sgemm, "cublasSgemm", blas_.get(),
+                    trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                    k, &alpha, b, ldb, a, lda, &beta, c, n);
   }
 
   void sgd(DeviceArray<float>& w, const DeviceArray<float>& dw, float rate) {
     const float step = -rate;
-    PIPEPROF_CHECK(cublasSaxpy(blas_.get(), static_cast<int>(w.size()), &step, dw.get(), 1,
-                               w.get(), 1));
+    PIPEPROF_CUBLAS(blas_.api(), saxpy, "cublasSaxpy", blas_.get(), static_cast<int>(w.size()),
+                    &step, dw.get(), 1, w.get(), 1);
   }
 
   // One step on `nbytes` staged bytes; returns once the loss is back on the host.
@@ -426,8 +494,20 @@ bool cuda_device_usable(std::string* why_not) {
     why = fmt::format("cudaGetDeviceCount failed: {} ({})", cudaGetErrorString(e),
                       cudaGetErrorName(e));
   }
+  if (why.empty()) (void)cuda_blas_usable(&why);
   if (why_not != nullptr) *why_not = why;
   return why.empty();
+}
+
+bool cuda_blas_usable(std::string* why_not) {
+  try {
+    (void)cublas_api();
+  } catch (const StepError& e) {
+    if (why_not != nullptr) *why_not = e.what();
+    return false;
+  }
+  if (why_not != nullptr) why_not->clear();
+  return true;
 }
 
 std::unique_ptr<Step> make_cuda_step(double target_ms) {

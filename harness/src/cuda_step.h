@@ -24,6 +24,11 @@ namespace pipeprof::harness {
 // with the reason.
 bool cuda_device_usable(std::string* why_not);
 
+// Opens cuBLAS, which a CUDA step does on its first use rather than at the program's start (its
+// initialisers cost every process about 0.3 s). False with the reason where it cannot be opened or
+// pipeprof was built without CUDA.
+bool cuda_blas_usable(std::string* why_not);
+
 // Builds and calibrates a cuda:<target_ms> step on device 0. Throws StepError (with the failing
 // CUDA or cuBLAS call and its error) when the device cannot be used.
 std::unique_ptr<Step> make_cuda_step(double target_ms);

@@ -8,6 +8,10 @@ bool cuda_device_usable(std::string* why_not) {
   return false;
 }
 
+bool cuda_blas_usable(std::string* why_not) {
+  return cuda_device_usable(why_not);
+}
+
 std::unique_ptr<Step> make_cuda_step(double target_ms) {
   (void)target_ms;
   throw StepError("cuda step: unavailable: pipeprof was built without CUDA");
