@@ -9,6 +9,7 @@
 //                             reading thread alone); S=0 the whole file at once
 //                             PIPEPROF_TRACE_FILE=<trace> reads that file instead (a large one:
 //                             make_kineto_trace.py writes them)
+//   BM_AnalyzeTrace           analyze() of the same trace once read (the rest of `pipeprof analyze`)
 //   BM_SimdjsonOnDemandRaw    simdjson On-Demand alone over the same text: every event's fields
 //                             visited, keys compared, values skipped (what any reader on it pays)
 //   BM_SimdjsonStage1         its first stage alone (the structural index)
@@ -24,6 +25,7 @@
 #include <sstream>
 #include <string>
 
+#include "pipeprof/trace/analysis.h"
 #include "pipeprof/trace/chrome_json.h"
 
 namespace pipeprof::trace {
@@ -187,6 +189,22 @@ BENCHMARK(BM_LoadTraceFile)
     ->Args({1, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The analysis of the loaded trace (what `pipeprof analyze` does after reading it), reported
+// against the file's bytes so that it adds up with BM_LoadTraceFile.
+void BM_AnalyzeTrace(benchmark::State& state) {
+  const char* given = std::getenv("PIPEPROF_TRACE_FILE");
+  const std::filesystem::path path = given != nullptr && *given != '\0' ? std::filesystem::path(given) : kineto_file();
+  const auto bytes = static_cast<int64_t>(std::filesystem::file_size(path));
+  const Trace t = load_chrome_json(path, ReadOptions{.keep_args = false});
+  for (auto _ : state) {
+    const Analysis a = analyze(t);
+    benchmark::DoNotOptimize(a.spans);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+  state.counters["spans"] = static_cast<double>(t.span_count());
+}
+BENCHMARK(BM_AnalyzeTrace)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SimdjsonOnDemandRaw(benchmark::State& state) {
   const simdjson::padded_string text(kineto_trace());

@@ -33,6 +33,47 @@ constexpr size_t idx(StepCategory c) {
   return static_cast<size_t>(c);
 }
 
+// A span's kind worked out once per name and category: a trace has a few thousand names and
+// millions of spans, and the rules compare and search the names' text (kernel names run to
+// hundreds of characters).
+class KindMemo {
+ public:
+  template <typename Classify>
+  uint8_t of(const Span& s, Classify classify) {
+    if (s.name < slots_.size()) {
+      const Slot& slot = slots_[s.name];
+      if (slot.known && slot.category == s.category) return slot.kind;
+    }
+    const uint8_t kind = classify();
+    if (s.name != kNoStr) {
+      if (s.name >= slots_.size()) slots_.resize(size_t{s.name} + 1);
+      slots_[s.name] = Slot{s.category, kind, true};
+    }
+    return kind;
+  }
+
+ private:
+  struct Slot {
+    StrId category = kNoStr;
+    uint8_t kind = 0;
+    bool known = false;
+  };
+  std::vector<Slot> slots_;
+};
+
+// What a GPU span counts as, and what a host span is, for the breakdown (KindMemo's kinds).
+enum GpuKind : uint8_t { kGpuNone, kGpuKernel, kGpuNccl, kGpuMemcpy, kGpuPageableHtoD, kGpuMemset };
+enum HostKind : uint8_t {
+  kHostOther,
+  kHostStep,
+  kHostDataLoader,
+  kHostDataPipe,
+  kHostRuntime,
+  kHostSyncRuntime,
+  kHostCpuExec,
+  kHostOptimizer
+};
+
 bool is_dataloader(std::string_view name) {
   return (name.starts_with(kDataLoader) && name.ends_with("__next__")) ||
          name.starts_with(kDataPipe);
@@ -178,53 +219,100 @@ TorchAnalysis analyze_torch(const Trace& t) {
   Intervals steps_cpu;
   std::vector<std::string> step_names;
   std::string dataloader_iter, datapipe_iter;
+  KindMemo gpu_kinds, host_kinds;
+  const auto gpu_kind = [&](const Span& s) {
+    return gpu_kinds.of(s, [&]() -> uint8_t {
+      const std::string_view name = t.name(s);
+      switch (gpu_activity_of(name, t.category(s))) {
+        case GpuActivity::kKernel:
+          return name.find("nccl") != std::string_view::npos ||
+                         name.find("NCCL") != std::string_view::npos
+                     ? kGpuNccl
+                     : kGpuKernel;
+        case GpuActivity::kMemcpy:
+          return name.find("HtoD") != std::string_view::npos &&
+                         name.find("Pageable") != std::string_view::npos
+                     ? kGpuPageableHtoD
+                     : kGpuMemcpy;
+        case GpuActivity::kMemset:
+          return kGpuMemset;
+        case GpuActivity::kNone:
+          break;
+      }
+      return kGpuNone;
+    });
+  };
+  const auto host_kind = [&](const Span& s) {
+    return host_kinds.of(s, [&]() -> uint8_t {
+      const std::string_view name = t.name(s);
+      const std::string_view c = t.category(s);
+      if (name.starts_with(kProfilerStep)) return kHostStep;
+      if (is_dataloader(name)) return name.starts_with(kDataPipe) ? kHostDataPipe : kHostDataLoader;
+      if (is_runtime(name, c)) {
+        return name == "cudaMemcpy" || name == "cudaStreamSynchronize" ||
+                       name == "cudaDeviceSynchronize"
+                   ? kHostSyncRuntime
+                   : kHostRuntime;
+      }
+      if (is_cpu_exec(name, c)) return name.starts_with(kOptimizerStep) ? kHostOptimizer : kHostCpuExec;
+      return kHostOther;
+    });
+  };
   for (const Lane& lane : t.lanes) {
     if (lane.kind == LaneKind::kGpuStream) {
       a.has_gpu = a.has_gpu || !lane.spans.empty();
       for (const Span& s : lane.spans) {
-        const std::string_view name = t.name(s);
         const Interval i{s.start_ns, s.end_ns()};
-        switch (gpu_activity_of(name, t.category(s))) {
-          case GpuActivity::kKernel: {
-            const bool nccl = name.find("nccl") != std::string_view::npos ||
-                              name.find("NCCL") != std::string_view::npos;
-            cat[idx(nccl ? StepCategory::kCommunication : StepCategory::kKernel)].push_back(i);
+        switch (gpu_kind(s)) {
+          case kGpuKernel:
+            cat[idx(StepCategory::kKernel)].push_back(i);
             break;
-          }
-          case GpuActivity::kMemcpy:
+          case kGpuNccl:
+            cat[idx(StepCategory::kCommunication)].push_back(i);
+            break;
+          case kGpuPageableHtoD:
+            pageable.push_back(i);
+            [[fallthrough]];
+          case kGpuMemcpy:
             cat[idx(StepCategory::kMemcpy)].push_back(i);
-            if (name.find("HtoD") != std::string_view::npos &&
-                name.find("Pageable") != std::string_view::npos)
-              pageable.push_back(i);
             break;
-          case GpuActivity::kMemset:
+          case kGpuMemset:
             cat[idx(StepCategory::kMemset)].push_back(i);
             break;
-          case GpuActivity::kNone:
+          default:
             break;
         }
       }
       continue;
     }
     for (const Span& s : lane.spans) {
-      const std::string_view name = t.name(s);
-      const std::string_view c = t.category(s);
       const Interval i{s.start_ns, s.end_ns()};
-      if (name.starts_with(kProfilerStep)) {
-        steps_cpu.push_back(i);
-        step_names.emplace_back(name);
-      } else if (is_dataloader(name)) {
-        cat[idx(StepCategory::kDataLoader)].push_back(i);
-        std::string& it = name.starts_with(kDataPipe) ? datapipe_iter : dataloader_iter;
-        if (it.empty()) it = iterator_of(name);
-      } else if (is_runtime(name, c)) {
-        cat[idx(StepCategory::kRuntime)].push_back(i);
-        if (name == "cudaMemcpy" || name == "cudaStreamSynchronize" ||
-            name == "cudaDeviceSynchronize")
+      switch (host_kind(s)) {
+        case kHostStep:
+          steps_cpu.push_back(i);
+          step_names.emplace_back(t.name(s));
+          break;
+        case kHostDataLoader:
+        case kHostDataPipe: {
+          cat[idx(StepCategory::kDataLoader)].push_back(i);
+          std::string& it = host_kind(s) == kHostDataPipe ? datapipe_iter : dataloader_iter;
+          if (it.empty()) it = iterator_of(t.name(s));
+          break;
+        }
+        case kHostSyncRuntime:
           sync_copy.push_back(i);
-      } else if (is_cpu_exec(name, c)) {
-        cat[idx(StepCategory::kCpuExec)].push_back(i);
-        if (name.starts_with(kOptimizerStep)) optimizer.push_back(i);
+          [[fallthrough]];
+        case kHostRuntime:
+          cat[idx(StepCategory::kRuntime)].push_back(i);
+          break;
+        case kHostOptimizer:
+          optimizer.push_back(i);
+          [[fallthrough]];
+        case kHostCpuExec:
+          cat[idx(StepCategory::kCpuExec)].push_back(i);
+          break;
+        default:
+          break;
       }
     }
   }
@@ -252,16 +340,18 @@ TorchAnalysis analyze_torch(const Trace& t) {
   // Launch time of each GPU span that a flow points at: (lane, span index) -> launch ns.
   std::vector<std::vector<int64_t>> launch(t.lanes.size());
   std::vector<int64_t> gpu_end(steps.size(), std::numeric_limits<int64_t>::min());
+  std::vector<size_t> hints(t.lanes.size(), 0);
   for (const Flow& f : t.flows) {
     if (f.to_lane >= t.lanes.size() || f.from_lane >= t.lanes.size()) continue;
     const Lane& to = t.lanes[f.to_lane];
     if (to.kind != LaneKind::kGpuStream || t.lanes[f.from_lane].kind != LaneKind::kThread) continue;
-    auto it = std::lower_bound(to.spans.begin(), to.spans.end(), f.to_ns,
-                               [](const Span& s, int64_t ts) { return s.start_ns < ts; });
-    if (it == to.spans.end() || it->start_ns != f.to_ns) continue;
+    const size_t at = lower_bound_from(to.spans, f.to_ns, hints[f.to_lane],
+                                       [](const Span& s, int64_t ts) { return s.start_ns < ts; });
+    if (at == to.spans.size() || to.spans[at].start_ns != f.to_ns) continue;
+    const auto it = to.spans.begin() + static_cast<ptrdiff_t>(at);
     auto& l = launch[f.to_lane];
     if (l.empty()) l.assign(to.spans.size(), std::numeric_limits<int64_t>::min());
-    l[static_cast<size_t>(it - to.spans.begin())] = f.from_ns;
+    l[at] = f.from_ns;
     // The step whose CPU range holds the launch.
     auto st = std::upper_bound(steps.begin(), steps.end(), f.from_ns,
                                [](int64_t ts, const Interval& s) { return ts < s.first; });
@@ -328,7 +418,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
     int64_t classified = 0;
     for (size_t si = 0; si < lane.spans.size(); ++si) {
       const Span& s = lane.spans[si];
-      if (gpu_activity_of(t.name(s), t.category(s)) == GpuActivity::kNone) continue;
+      if (gpu_kind(s) == kGpuNone) continue;
       if (prev_end != std::numeric_limits<int64_t>::min() && s.start_ns > prev_end) {
         const int64_t in_steps = overlap_with(step_union, prev_end, s.start_ns);
         const int64_t launched =

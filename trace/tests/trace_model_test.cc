@@ -184,5 +184,36 @@ TEST(TraceModel, DisplayOrderOfProcessesAndLanes) {
   EXPECT_EQ(t.thread_lane(20, 1), other);
 }
 
+// The search from a hint gives std::lower_bound's answer for keys in any order: ascending (the
+// gallop), repeated, descending (before the hint), past either end, over duplicates and empty input.
+TEST(Intervals, LowerBoundFromAHintIsStdLowerBound) {
+  std::mt19937 rng(7);
+  const auto before = [](const Interval& i, int64_t key) { return i.first < key; };
+  for (const size_t n : {0, 1, 2, 3, 17, 1000}) {
+    Intervals v;
+    int64_t at = 0;
+    for (size_t i = 0; i < n; ++i) {
+      at += static_cast<int64_t>(rng() % 4);  // duplicates too
+      v.emplace_back(at, at + 1);
+    }
+    std::vector<int64_t> keys;
+    for (int64_t k = -2; k <= at + 2; ++k)
+      keys.push_back(k);  // ascending
+    for (int64_t k = at + 2; k >= -2; k -= 3)
+      keys.push_back(k);  // descending
+    for (int i = 0; i < 500; ++i)
+      keys.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(at + 5)) - 2);  // any order
+    size_t hint = 0;
+    for (const int64_t key : keys) {
+      const auto expected =
+          static_cast<size_t>(std::lower_bound(v.begin(), v.end(), key, before) - v.begin());
+      ASSERT_EQ(lower_bound_from(v, key, hint, before), expected) << "n " << n << " key " << key;
+      ASSERT_EQ(hint, expected);
+    }
+    size_t far = n + 10;  // a hint past the end
+    EXPECT_EQ(lower_bound_from(v, at + 1, far, before), n);
+  }
+}
+
 }  // namespace
 }  // namespace pipeprof::trace
