@@ -287,7 +287,8 @@ TorchAnalysis analyze_torch(const Trace& t) {
     }
     for (const Span& s : lane.spans) {
       const Interval i{s.start_ns, s.end_ns()};
-      switch (host_kind(s)) {
+      const uint8_t kind = host_kind(s);
+      switch (kind) {
         case kHostStep:
           steps_cpu.push_back(i);
           step_names.emplace_back(t.name(s));
@@ -295,7 +296,7 @@ TorchAnalysis analyze_torch(const Trace& t) {
         case kHostDataLoader:
         case kHostDataPipe: {
           cat[idx(StepCategory::kDataLoader)].push_back(i);
-          std::string& it = host_kind(s) == kHostDataPipe ? datapipe_iter : dataloader_iter;
+          std::string& it = kind == kHostDataPipe ? datapipe_iter : dataloader_iter;
           if (it.empty()) it = iterator_of(t.name(s));
           break;
         }
