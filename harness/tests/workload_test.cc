@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -569,6 +571,99 @@ TEST(WorkloadRun, TheSyntheticLoaderWaitsForNothing) {
   EXPECT_GT(r.metrics.au_mean_percentage, 50);  // no loader: only the barrier and the sleeps
   for (const auto& a : r.run.accelerators)
     EXPECT_EQ(a.epochs.front().bytes_read, 0);
+}
+
+// A storage whose true AU is 100 - n (threshold 90: ten accelerators meet it), measured with
+// scripted noise: the k-th run at n gives 100 - n + noise[n][k] (0 once the script runs out).
+struct NoisyStorage {
+  std::map<int64_t, std::vector<double>> noise;
+  std::map<int64_t, int> runs;
+  std::optional<ProbeRun> operator()(int64_t n) {
+    const int k = runs[n]++;
+    const std::vector<double>& d = noise[n];
+    const double e = k < static_cast<int>(d.size()) ? d[static_cast<size_t>(k)] : 0.0;
+    return ProbeRun{.au_percentage = 100.0 - static_cast<double>(n) + e,
+                    .throughput = 10.0 * static_cast<double>(n)};
+  }
+};
+
+TEST(MaxAcceleratorSearch, AProbeCloseToTheThresholdIsDecidedByTheMedianOfThreeRuns) {
+  // At 10 the first run dips to 89.5 (one noisy epoch), the second meets it at 90.75 and the
+  // third at 90.25: the median meets it, so the search finds 10. Run once, the dip cuts it to 9.
+  const std::map<int64_t, std::vector<double>> noise{{10, {-0.5, 0.75, 0.25}}};
+  NoisyStorage once{.noise = noise};
+  EXPECT_EQ(search_max_accelerators(64, 90, 0, std::ref(once), {}).max_accelerators, 9);
+
+  NoisyStorage rechecked{.noise = noise};
+  std::vector<Probe> seen;
+  const SearchSteps s = search_max_accelerators(64, 90, kRecheckAuPoints, std::ref(rechecked),
+                                                [&](const Probe& p) { seen.push_back(p); });
+  EXPECT_EQ(s.max_accelerators, 10);
+  EXPECT_FALSE(s.interrupted);
+  ASSERT_EQ(seen.size(), s.probes.size());
+  // 1, 2 and 4 are far above; 8 (AU 92) lies within 2 points and is run again; 16 is far below;
+  // then the bisection: 12 (88, within 2 points), 10 and 11.
+  std::vector<int64_t> order;
+  for (const Probe& p : s.probes)
+    order.push_back(p.accelerators);
+  EXPECT_EQ(order, (std::vector<int64_t>{1, 2, 4, 8, 16, 12, 10, 11}));
+  for (const Probe& p : s.probes) {
+    SCOPED_TRACE(p.accelerators);
+    const double au = 100.0 - static_cast<double>(p.accelerators);
+    if (std::abs(au - 90) > kRecheckAuPoints) {
+      EXPECT_EQ(p.au_runs, (std::vector<double>{au}));  // far from 90: one run
+      EXPECT_EQ(rechecked.runs[p.accelerators], 1);
+    }
+  }
+  const Probe& ten = s.probes[6];
+  EXPECT_EQ(ten.au_runs, (std::vector<double>{89.5, 90.75, 90.25}));  // they disagreed: a third
+  EXPECT_DOUBLE_EQ(ten.au_percentage, 90.25);
+  EXPECT_DOUBLE_EQ(ten.throughput, 100);
+  EXPECT_TRUE(ten.meets);
+  const Probe& eight = s.probes[3];
+  EXPECT_EQ(eight.au_runs, (std::vector<double>{92, 92}));  // two that agree decide it
+  EXPECT_TRUE(eight.meets);
+  const Probe& eleven = s.probes[7];
+  EXPECT_EQ(eleven.au_runs, (std::vector<double>{89, 89}));
+  EXPECT_FALSE(eleven.meets);
+}
+
+TEST(MaxAcceleratorSearch, ALuckyRunCloseToTheThresholdDoesNotRaiseTheMaximum) {
+  // At 11 the first run jumps to 90.25; the next two stay below: the median does not meet it.
+  NoisyStorage storage{.noise = {{11, {1.25, -0.5, 0.5}}}};
+  const SearchSteps s = search_max_accelerators(64, 90, kRecheckAuPoints, std::ref(storage), {});
+  EXPECT_EQ(s.max_accelerators, 10);
+  EXPECT_EQ(storage.runs[11], 3);
+  const auto eleven = std::find_if(s.probes.begin(), s.probes.end(),
+                                   [](const Probe& p) { return p.accelerators == 11; });
+  ASSERT_NE(eleven, s.probes.end());
+  EXPECT_FALSE(eleven->meets);
+  EXPECT_DOUBLE_EQ(eleven->au_percentage, 89.5);
+}
+
+TEST(MaxAcceleratorSearch, CountsWithTooFewSamplesAndInterruptedRunsDoNotMeetIt) {
+  int calls = 0;
+  const SearchSteps few = search_max_accelerators(
+      64, 90, kRecheckAuPoints,
+      [&](int64_t n) -> std::optional<ProbeRun> {
+        ++calls;
+        if (n > 4) return std::nullopt;
+        return ProbeRun{.au_percentage = 99};
+      },
+      {});
+  EXPECT_EQ(few.max_accelerators, 4);
+  ASSERT_FALSE(few.probes.empty());
+  EXPECT_TRUE(few.probes.back().au_runs.empty());
+  EXPECT_EQ(calls, 6);  // 1, 2, 4, 8, then 6 and 5 between, each once
+
+  const SearchSteps stopped = search_max_accelerators(
+      64, 90, kRecheckAuPoints,
+      [](int64_t n) { return ProbeRun{.au_percentage = 90.5, .interrupted = n == 2}; }, {});
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.max_accelerators, 1);
+  ASSERT_EQ(stopped.probes.size(), 2u);
+  EXPECT_EQ(stopped.probes[1].au_runs.size(), 1u);  // an interrupted run is not run again
+  EXPECT_FALSE(stopped.probes[1].meets);
 }
 
 }  // namespace

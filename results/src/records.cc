@@ -136,7 +136,9 @@ AcceleratorSearch search_from_json(const nlohmann::json& j, const JsonAt& at) {
     return SearchProbe{.accelerators = integer(p, "accelerators", a),
                        .au_percentage = number(p, "au_percentage", a),
                        .samples_per_second = opt_number(p, "throughput_samples_per_second", a),
-                       .meets = flag(p, "meets", a, false)};
+                       .meets = flag(p, "meets", a, false),
+                       .au_runs = find(p, "au_runs") ? numbers(p, "au_runs", a)
+                                                     : std::vector<double>{}};
   });
   if (find(j, "storage_mib_per_s")) {  // pipeprof's own search measures the storage
     StorageBound b;
@@ -320,6 +322,7 @@ nlohmann::json to_json(const AcceleratorSearch& s) {
                                          {"au_percentage", p.au_percentage},
                                          {"meets", p.meets}};
                         put(x, "throughput_samples_per_second", p.samples_per_second);
+                        if (!p.au_runs.empty()) x["au_runs"] = p.au_runs;
                         return x;
                       })}};
   if (s.storage) {

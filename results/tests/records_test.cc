@@ -64,6 +64,8 @@ WorkloadRecord full_workload() {
   w.ranks = two_ranks();
   w.max_accelerators = AcceleratorSearch{.max_accelerators = 5, .limit = 8};
   w.max_accelerators->probes = {{.accelerators = 4, .au_percentage = 95, .samples_per_second = 80, .meets = true},
+                                {.accelerators = 6, .au_percentage = 89.6, .meets = false,
+                                 .au_runs = {89.1, 90.4, 89.6}},
                                 {.accelerators = 8, .au_percentage = 60, .meets = false}};
   w.max_accelerators->storage = StorageBound{.samples_mib_per_s = {2000, 2100, 1900}, .mib_per_s = 2000,
                                              .cold = true, .demand_mib_per_s = 380,

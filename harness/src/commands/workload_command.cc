@@ -4,6 +4,7 @@
 // training emulation with N simulated accelerators, and writes DLIO's summary.json and
 // per_epoch_stats.json beside pipeprof's results.json (and report.md) into the output folder.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,6 +42,7 @@ struct WorkloadOptions {
   int64_t accelerators = 1;
   bool find_max = false;
   int64_t max_accelerators = 256;
+  double recheck_au = workload::kRecheckAuPoints;
   bool stall_analysis = false;
   double scale = 0;  // 0: the workload's pipeprof.scale (1 without one)
   std::string out;
@@ -468,17 +470,23 @@ Outcome workload_command(const WorkloadOptions& o) {
     std::cerr << fmt::format("searching the most accelerators at AU >= {:.0f}% (up to {})\n",
                              w.au * 100, o.max_accelerators);
     const workload::MaxAcceleratorSearch s = workload::find_max_accelerators(
-        w, options, o.max_accelerators, [&](const workload::Probe& p) {
+        w, options, o.max_accelerators,
+        [&](const workload::Probe& p) {
           progress.done();
-          std::cerr << fmt::format("  {:>4} accelerator(s): AU {:6.2f}%  {:10.1f} samples/s  {}\n",
+          std::string runs;
+          if (p.au_runs.size() > 1)
+            runs = fmt::format("  (close to {:.0f}%: the median of {:.2f}%)", w.au * 100,
+                               fmt::join(p.au_runs, "%, "));
+          std::cerr << fmt::format("  {:>4} accelerator(s): AU {:6.2f}%  {:10.1f} samples/s  {}{}\n",
                                    p.accelerators, p.au_percentage, p.throughput,
-                                   p.interrupted ? "interrupted" : p.meets ? "ok" : "below");
-        });
+                                   p.interrupted ? "interrupted" : p.meets ? "ok" : "below", runs);
+        },
+        o.recheck_au);
     found.search = workload::search_record(s, o.drop_caches, o.max_accelerators);
     const results::StorageBound& bound = *found.search->storage;
     std::cout << fmt::format(
         "max accelerators at AU >= {:.0f}%: {}\nstorage: {:.1f} MiB/s read ({}; the mean of {} "
-        "measures, before the search and after every probe: {:.1f} to {:.1f}), an accelerator "
+        "measures, before the search and after every probe run: {:.1f} to {:.1f}), an accelerator "
         "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
         w.au * 100, s.max_accelerators, s.storage_mib_per_s,
         o.drop_caches ? "cold, from the device" : "warm, page cache", s.storage_samples.size(),
@@ -564,6 +572,12 @@ CommandRunner add_workload_command(CLI::App& app) {
   cmd->add_option("--max-accelerators", o->max_accelerators,
                   "The largest count --find-max-accelerators tries")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->capture_default_str();
+  cmd->add_option("--recheck-au", o->recheck_au,
+                  "A probe of --find-max-accelerators whose AU lies within this many points of "
+                  "metric.au is run again and decided by the median of three runs (0: every probe "
+                  "runs once)")
+      ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
   cmd->add_flag("--stall-analysis", o->stall_analysis,
                 "DS-Analyzer's split: synthetic (no I/O), warm (page cache) and cold passes, with "

@@ -298,46 +298,47 @@ std::vector<std::string> spread_files(const std::vector<std::string>& files, int
   return out;
 }
 
-MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
-                                           int64_t limit,
-                                           const std::function<void(const Probe&)>& on_probe) {
-  MaxAcceleratorSearch s;
-  const std::vector<std::string> files = training_files(w);
-  // Enough reads in flight to find what the storage gives (the loaders of many accelerators keep
-  // many in flight): 16 threads, or more with more cores.
-  const int threads = static_cast<int>(std::max<int64_t>(
-      {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())}));
-  // Each measure reads at most about 2 GiB, files taken evenly across the dataset, so that one
-  // between every two probes stays short on a large dataset.
-  const std::vector<std::string> measured = spread_files(files, int64_t{2} << 30);
-  auto measure_storage = [&] {
-    const double mib_per_s =
-        measure_storage_mib_per_s(measured, threads, options.drop_caches, options.stop);
-    if (options.stop == nullptr || !options.stop->load()) s.storage_samples.push_back(mib_per_s);
-  };
-  // Warm: a first pass puts the files in the page cache (they may not be there yet), the second
-  // is measured.
-  if (!options.drop_caches) (void)measure_storage_mib_per_s(measured, threads, false, options.stop);
-  measure_storage();
-  s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
-
+SearchSteps search_max_accelerators(int64_t limit, double threshold_percentage,
+                                    double recheck_points,
+                                    const std::function<std::optional<ProbeRun>(int64_t)>& run,
+                                    const std::function<void(const Probe&)>& on_probe) {
+  SearchSteps s;
   auto probe = [&](int64_t n) {
-    WorkloadOptions o = options;
-    o.accelerators = n;
-    o.trace = false;
-    o.checkpoints = false;
     Probe p;
     p.accelerators = n;
-    if (steps_per_epoch(w, n) < 2) {  // too few samples per accelerator to measure AU
-      p.meets = false;
-    } else {
-      const WorkloadResult r = run_workload(w, o);
-      p.au_percentage = r.metrics.au_mean_percentage;
-      p.throughput = r.metrics.throughput_mean;
-      p.interrupted = r.run.interrupted;
-      p.meets = r.metrics.meets_au && !r.run.interrupted;
-      if (!p.interrupted) measure_storage();
+    std::vector<ProbeRun> runs;
+    auto decided = [&] {
+      if (runs.size() == 1)
+        return std::abs(runs[0].au_percentage - threshold_percentage) > recheck_points;
+      const bool first = runs[0].au_percentage >= threshold_percentage;
+      const bool second = runs[1].au_percentage >= threshold_percentage;
+      return runs.size() == 3 || first == second;
+    };
+    do {
+      const std::optional<ProbeRun> r = run(n);
+      if (!r) break;
+      runs.push_back(*r);
+      if (r->interrupted) {
+        p.interrupted = true;
+        break;
+      }
+    } while (!decided());
+    for (const ProbeRun& r : runs)
+      p.au_runs.push_back(r.au_percentage);
+    if (!runs.empty()) {
+      // The median run (two runs: their mean, which lies on the side both of them are on).
+      std::vector<ProbeRun> by_au = runs;
+      std::sort(by_au.begin(), by_au.end(),
+                [](const ProbeRun& a, const ProbeRun& b) { return a.au_percentage < b.au_percentage; });
+      if (by_au.size() == 2) {
+        p.au_percentage = (by_au[0].au_percentage + by_au[1].au_percentage) / 2;
+        p.throughput = (by_au[0].throughput + by_au[1].throughput) / 2;
+      } else {
+        p.au_percentage = by_au[by_au.size() / 2].au_percentage;
+        p.throughput = by_au[by_au.size() / 2].throughput;
+      }
     }
+    p.meets = !runs.empty() && !p.interrupted && p.au_percentage >= threshold_percentage;
     s.probes.push_back(p);
     if (on_probe) on_probe(p);
     s.interrupted = s.interrupted || p.interrupted;
@@ -368,6 +369,51 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
     }
   }
   s.max_accelerators = lo;
+  return s;
+}
+
+MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
+                                           int64_t limit,
+                                           const std::function<void(const Probe&)>& on_probe,
+                                           double recheck_points) {
+  MaxAcceleratorSearch s;
+  const std::vector<std::string> files = training_files(w);
+  // Enough reads in flight to find what the storage gives (the loaders of many accelerators keep
+  // many in flight): 16 threads, or more with more cores.
+  const int threads = static_cast<int>(std::max<int64_t>(
+      {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())}));
+  // Each measure reads at most about 2 GiB, files taken evenly across the dataset, so that one
+  // between every two probes stays short on a large dataset.
+  const std::vector<std::string> measured = spread_files(files, int64_t{2} << 30);
+  auto measure_storage = [&] {
+    const double mib_per_s =
+        measure_storage_mib_per_s(measured, threads, options.drop_caches, options.stop);
+    if (options.stop == nullptr || !options.stop->load()) s.storage_samples.push_back(mib_per_s);
+  };
+  // Warm: a first pass puts the files in the page cache (they may not be there yet), the second
+  // is measured.
+  if (!options.drop_caches) (void)measure_storage_mib_per_s(measured, threads, false, options.stop);
+  measure_storage();
+  s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
+
+  const SearchSteps steps = search_max_accelerators(
+      limit, w.au * 100, recheck_points,
+      [&](int64_t n) -> std::optional<ProbeRun> {
+        if (steps_per_epoch(w, n) < 2) return std::nullopt;  // too few samples to measure AU
+        WorkloadOptions o = options;
+        o.accelerators = n;
+        o.trace = false;
+        o.checkpoints = false;
+        const WorkloadResult r = run_workload(w, o);
+        if (!r.run.interrupted) measure_storage();
+        return ProbeRun{.au_percentage = r.metrics.au_mean_percentage,
+                        .throughput = r.metrics.throughput_mean,
+                        .interrupted = r.run.interrupted};
+      },
+      on_probe);
+  s.probes = steps.probes;
+  s.interrupted = steps.interrupted;
+  s.max_accelerators = steps.max_accelerators;
   // Stopped during the last measure: the search's figures stand, but the caller stops too.
   if (options.stop != nullptr && options.stop->load()) s.interrupted = true;
   if (const auto& v = s.storage_samples; !v.empty())
@@ -529,7 +575,8 @@ results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool col
     out.probes.push_back({.accelerators = p.accelerators,
                           .au_percentage = p.au_percentage,
                           .samples_per_second = p.throughput,
-                          .meets = p.meets});
+                          .meets = p.meets,
+                          .au_runs = p.au_runs.size() > 1 ? p.au_runs : std::vector<double>{}});
   }
   out.storage = results::StorageBound{.samples_mib_per_s = s.storage_samples,
                                       .mib_per_s = s.storage_mib_per_s,

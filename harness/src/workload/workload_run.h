@@ -84,18 +84,45 @@ double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& 
 // What one simulated accelerator demands at AU 100%, in MiB/s.
 double demand_mib_per_s(const DlioWorkload& w, double sample_bytes);
 
-struct Probe {
-  int64_t accelerators = 0;
+// One run of the workload's epochs at some count of accelerators.
+struct ProbeRun {
   double au_percentage = 0;
   double throughput = 0;  // samples/s, all accelerators
+  bool interrupted = false;
+};
+
+struct Probe {
+  int64_t accelerators = 0;
+  double au_percentage = 0;  // the median of its runs
+  double throughput = 0;     // samples/s, all accelerators: the run whose AU is the median
+  std::vector<double> au_runs;  // every run's AU, in order (empty: not run, too few samples)
   bool meets = false;
   bool interrupted = false;
 };
 
+// A probe whose AU lies within this many points of metric.au (on either side) is run again: one
+// noisy epoch on a shared machine would otherwise move the bisection's bound for good.
+inline constexpr double kRecheckAuPoints = 2.0;
+
+// The search over counts, given how to measure one (`run`; nullopt: too few samples at that count
+// to measure AU, which does not meet it). A probe within `recheck_points` of `threshold_percentage`
+// is decided by the median of three runs: the second run is made, and the third only when the
+// first two disagree (two that agree decide the median's side whatever the third gives).
+// `on_probe` sees each probe once it is decided.
+struct SearchSteps {
+  std::vector<Probe> probes;
+  int64_t max_accelerators = 0;
+  bool interrupted = false;
+};
+SearchSteps search_max_accelerators(int64_t limit, double threshold_percentage,
+                                    double recheck_points,
+                                    const std::function<std::optional<ProbeRun>(int64_t)>& run,
+                                    const std::function<void(const Probe&)>& on_probe);
+
 struct MaxAcceleratorSearch {
   std::vector<Probe> probes;
   int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
-  // The storage's bandwidth is measured before the search and again after every probe (a shared
+  // The storage's bandwidth is measured before the search and again after every run of a probe (a shared
   // device's bandwidth moves from minute to minute): the bound uses the mean of those measures,
   // taken over the same minutes as the probes.
   std::vector<double> storage_samples;  // MiB/s, in the order measured
@@ -107,10 +134,12 @@ struct MaxAcceleratorSearch {
 
 // Doubles N from 1 while AU meets the threshold (then tries `limit` itself, when every doubling
 // met it), and bisects between the last N that met it and the first that did not. Each probe is
-// a full run of the workload's epochs.
+// a full run of the workload's epochs; one within `recheck_points` of metric.au is run again
+// (search_max_accelerators).
 MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
                                            int64_t limit,
-                                           const std::function<void(const Probe&)>& on_probe);
+                                           const std::function<void(const Probe&)>& on_probe,
+                                           double recheck_points = kRecheckAuPoints);
 
 // DS-Analyzer's differential method: the same epochs three times, with a synthetic loader (no I/O,
 // no preparation), with the dataset in the page cache (warm), and with it dropped before every

@@ -135,9 +135,11 @@ nlohmann::json to_json(const RemoteRecord& r);
 // between them.
 struct SearchProbe {
   int64_t accelerators = 0;
-  double au_percentage = 0;
+  double au_percentage = 0;  // the median of its runs
   std::optional<double> samples_per_second;
   bool meets = false;
+  // Every run's AU, when the probe lay close to metric.au and was run again (empty: one run).
+  std::vector<double> au_runs;
 };
 struct StorageBound {
   std::vector<double> samples_mib_per_s;  // in the order measured: before, then after each probe
