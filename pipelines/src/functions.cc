@@ -1,10 +1,13 @@
 #include "pipeprof/pipelines/functions.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <map>
 #include <random>
+#include <span>
 
 #include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/sleep.h"
@@ -88,14 +91,47 @@ uint64_t element_seed(const Element& e) {
   return 0;
 }
 
-Element random_element(const std::vector<Shape>& shapes, uint64_t seed) {
+// Faults the pages of `bytes` (contents not kept) in for writing: in one call
+// (MADV_POPULATE_WRITE) rather than one fault per page, or, on a kernel without it, by writing a
+// byte of each page.
+void fault_in(std::span<std::byte> bytes) {
+  static const auto kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (bytes.size() < 64 * kPage) return;  // small: the fill's own faults cost little
+#if defined(MADV_POPULATE_WRITE)
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kPage - 1);
+  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): a page-aligned address inside the tensor's memory
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  for (size_t i = 0; i < bytes.size(); i += kPage)
+    bytes[i] = std::byte{0};
+}
+
+// New float32 tensors of `shapes`, not filled yet. With `touched`, the pages of the large ones
+// are faulted in now: the first touch of memory the process has never used (the kernel zeroes
+// each page) happens here instead of in the fill.
+Element new_tensors(const std::vector<Shape>& shapes, bool touched) {
   Element out;
   out.reserve(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    Tensor t = Tensor::uninitialized(DType::kFloat32, shapes[i]);  // filled whole below
-    fill_random(t.mutable_values<float>(), seed * 0x9E3779B97F4A7C15ULL + i);
+  for (const Shape& shape : shapes) {
+    Tensor t = Tensor::uninitialized(DType::kFloat32, shape);  // filled whole later
+    if (touched) {
+      const std::span<float> v = t.mutable_values<float>();
+      fault_in(std::as_writable_bytes(v));
+    }
     out.push_back(std::move(t));
   }
+  return out;
+}
+
+void fill_element(Element& e, uint64_t seed) {
+  for (size_t i = 0; i < e.size(); ++i)
+    fill_random(e[i].mutable_values<float>(), seed * 0x9E3779B97F4A7C15ULL + i);
+}
+
+Element random_element(const std::vector<Shape>& shapes, uint64_t seed) {
+  Element out = new_tensors(shapes, false);
+  fill_element(out, seed);
   return out;
 }
 
@@ -285,15 +321,21 @@ const std::map<std::string, GeneratorMaker>& generators() {
          auto shapes = f.shapes();
          const int64_t delay_ns = ms_to_ns(f.number("delay_ms", 0.0, 0));
          const auto seed = static_cast<uint64_t>(f.integer("seed", 0, 0));
-         // Each element: the delay, then the fill (values not tracked).
+         // Each element: the delay (its fetch), then the fill (values not tracked). As a reader
+         // has the buffer it fetches into before the fetch, the element's tensors are made at
+         // the start of the delay, their pages faulted in while it runs (on memory the process
+         // has not used before, that first touch costs as much as the fill on a VM).
          SimTiming timing = filled(shapes, f.number("delay_ms", 0.0, 0));
          timing.count = count;
          return registered<GeneratorFn>("random_tensors", args, [=] {
            return std::function<std::optional<Element>()>(
                [=, i = int64_t{0}]() mutable -> std::optional<Element> {
                  if (i >= count) return std::nullopt;
-                 if (!precise_sleep_for(delay_ns)) return std::nullopt;  // cancelled
-                 return random_element(shapes, seed + static_cast<uint64_t>(i++));
+                 const int64_t fetched = trace::now_ns() + delay_ns;
+                 Element e = new_tensors(shapes, delay_ns > 0);
+                 if (!precise_sleep_until(fetched)) return std::nullopt;  // cancelled
+                 fill_element(e, seed + static_cast<uint64_t>(i++));
+                 return e;
                });
          }, timing);
        }},

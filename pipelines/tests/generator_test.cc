@@ -3,7 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <thread>
 #include <stdexcept>
 
 #include "pipeprof/pipelines/dataset.h"
@@ -117,6 +123,45 @@ TEST(Generator, CppFactoryCannotBeWrittenToASpec) {
   EXPECT_EQ(generator(make_generator("counter", {{"count", 2}})).to_json(),
             nlohmann::json::parse(
                 R"({"stages": [{"op": "generator", "fn": "counter", "args": {"count": 2}}]})"));
+}
+
+// This process's resident memory in bytes (/proc/self/statm's second field, in pages).
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+TEST(Generator, RandomTensorsFaultTheirPagesInWhileTheirDelayRuns) {
+  // 64 MiB and a few floats more (no buffer of an earlier test is the same size, so the memory is
+  // new to the process), fetched with a delay of a second: the pages are faulted in at the start
+  // of the delay, not by the fill after it.
+  constexpr int64_t kFloats = (int64_t{16} << 20) + 1234;
+  constexpr int64_t kBytes = kFloats * 4;
+  const GeneratorFn g = make_generator(
+      "random_tensors", {{"count", 1}, {"shape", {kFloats}}, {"delay_ms", 1000}});
+  auto next = g.fn();
+  const int64_t before = resident_bytes();
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<bool> made{false};
+  std::optional<Element> element;
+  std::thread fetch([&] {
+    element = next();
+    made = true;
+  });
+  std::optional<double> resident_after_s;
+  while (!made && !resident_after_s) {
+    if (resident_bytes() - before >= kBytes * 9 / 10) {
+      resident_after_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  fetch.join();
+  ASSERT_TRUE(element.has_value());
+  ASSERT_EQ((*element)[0].num_elements(), kFloats);
+  ASSERT_TRUE(resident_after_s.has_value()) << "the element's memory was not resident before it came";
+  EXPECT_LT(*resident_after_s, 0.9) << "its pages were faulted in by the fill, after the delay";
 }
 
 }  // namespace
