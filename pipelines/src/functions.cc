@@ -14,6 +14,7 @@
 #include "pipeprof/pipelines/time_distribution.h"
 #include "parse_example.h"
 #include "image_functions.h"
+#include "mp/cpu_turns.h"
 #include "pipeprof/trace/clock.h"
 #include "spec_fields.h"
 
@@ -125,6 +126,7 @@ Element new_tensors(const std::vector<Shape>& shapes, bool touched) {
 }
 
 void fill_element(Element& e, uint64_t seed) {
+  const mp::CpuTurn turn;
   for (size_t i = 0; i < e.size(); ++i)
     fill_random(e[i].mutable_values<float>(), seed * 0x9E3779B97F4A7C15ULL + i);
 }
@@ -169,6 +171,7 @@ const std::map<std::string, FunctionMaker>& functions() {
          f.only({"ms"});
          const double ms = f.number("ms", std::nullopt, 0);
          return registered<Function>("busy_ms", args, [ns = ms_to_ns(ms)](Element e) {
+           const mp::CpuTurn turn;
            busy_for(ns);
            return e;
          }, latency(ms));

@@ -17,6 +17,7 @@
 
 #include "io/http.h"
 #include "mp/channel.h"
+#include "mp/cpu_turns.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::pipelines::mp {
@@ -63,6 +64,8 @@ void ProcessGroup::run_child(int index, int socket_fd, const Body& body) {
 
 ProcessGroup::ProcessGroup(int count, const Body& body, int socket_buffer_bytes) {
   children_.reserve(static_cast<size_t>(count));
+  if (const int cpus = usable_cpus(); count > cpus)
+    turns_ = std::make_unique<SharedSemaphores>(1, static_cast<unsigned>(cpus));
   const pid_t parent = ::getpid();
   for (int i = 0; i < count; ++i) {
     int sv[2];
@@ -87,6 +90,7 @@ ProcessGroup::ProcessGroup(int count, const Body& body, int socket_buffer_bytes)
       if (::getppid() != parent) ::_exit(71);  // the parent died before prctl took effect
       // The forking thread's HTTP connections are the parent's: the child opens its own.
       io::forget_http_connections_after_fork();
+      use_cpu_turns(turns_.get());
       run_child(i, theirs.get(), body);
     }
     Child c;

@@ -16,10 +16,12 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "mp/shared_semaphores.h"
 #include "mp/unique_fd.h"
 
 namespace pipeprof::pipelines::mp {
@@ -34,7 +36,9 @@ class ProcessGroup {
 
   ProcessGroup() = default;
   // Forks `count` children. `socket_buffer_bytes` > 0 asks for socket buffers of that size.
-  // Throws std::system_error (after ending the children already started) when fork fails.
+  // When the children outnumber the CPUs this process may run on, they share one CPU turn per CPU
+  // (cpu_turns.h). Throws std::system_error (after ending the children already started) when
+  // fork fails.
   ProcessGroup(int count, const Body& body, int socket_buffer_bytes = 0);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
@@ -69,6 +73,7 @@ class ProcessGroup {
   };
   [[noreturn]] static void run_child(int index, int socket_fd, const Body& body);
 
+  std::unique_ptr<SharedSemaphores> turns_;  // made before the forks; the children's own copies
   std::vector<Child> children_;
 };
 

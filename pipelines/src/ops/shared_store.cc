@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "mp/channel.h"
+#include "mp/cpu_turns.h"
 #include "ops/multiprocess.h"
 #include "mp/object_store.h"
 #include "mp/process_group.h"
@@ -61,15 +62,18 @@ void store_element(int fd, std::byte* base, int index, const Element& e) {
         fmt::format("producer {}: the object store refused an element of {} bytes", index,
                     layout.payload_bytes));
   }
-  // Map the object's pages in one call rather than one fault per page (on a VM each fault is an
-  // exit to the hypervisor); best effort, the copy faults them in otherwise.
-  if (layout.payload_bytes >= kPopulateBytes) {
-    auto* first = reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(base + grant[1]) &
-                                               ~uintptr_t{4095});
-    ::madvise(first, static_cast<size_t>(base + grant[1] + layout.payload_bytes - first),
-              MADV_POPULATE_WRITE);
+  {
+    const mp::CpuTurn turn;  // the copy is CPU work; the wait for space above is not
+    // Map the object's pages in one call rather than one fault per page (on a VM each fault is an
+    // exit to the hypervisor); best effort, the copy faults them in otherwise.
+    if (layout.payload_bytes >= kPopulateBytes) {
+      auto* first = reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(base + grant[1]) &
+                                                 ~uintptr_t{4095});
+      ::madvise(first, static_cast<size_t>(base + grant[1] + layout.payload_bytes - first),
+                MADV_POPULATE_WRITE);
+    }
+    write_payload(e, layout, std::span<std::byte>(base + grant[1], layout.payload_bytes));
   }
-  write_payload(e, layout, std::span<std::byte>(base + grant[1], layout.payload_bytes));
   std::vector<std::byte> sealed;
   mp::append_pod<uint64_t>(sealed, grant[0]);
   mp::append_pod<uint64_t>(sealed, layout.payload_bytes);  // bytes copied
