@@ -1,8 +1,6 @@
 #include "pipeprof/pipelines/functions.h"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <map>
@@ -15,6 +13,7 @@
 #include "parse_example.h"
 #include "image_functions.h"
 #include "mp/cpu_turns.h"
+#include "pages.h"
 #include "pipeprof/trace/clock.h"
 #include "spec_fields.h"
 
@@ -92,22 +91,6 @@ uint64_t element_seed(const Element& e) {
   return 0;
 }
 
-// Faults the pages of `bytes` (contents not kept) in for writing: in one call
-// (MADV_POPULATE_WRITE) rather than one fault per page, or, on a kernel without it, by writing a
-// byte of each page.
-void fault_in(std::span<std::byte> bytes) {
-  static const auto kPage = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  if (bytes.size() < 64 * kPage) return;  // small: the fill's own faults cost little
-#if defined(MADV_POPULATE_WRITE)
-  const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kPage - 1);
-  const auto end = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size());
-  // NOLINTNEXTLINE(performance-no-int-to-ptr): a page-aligned address inside the tensor's memory
-  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return;
-#endif
-  for (size_t i = 0; i < bytes.size(); i += kPage)
-    bytes[i] = std::byte{0};
-}
-
 // New float32 tensors of `shapes`, not filled yet. With `touched`, the pages of the large ones
 // are faulted in now: the first touch of memory the process has never used (the kernel zeroes
 // each page) happens here instead of in the fill.
@@ -118,7 +101,7 @@ Element new_tensors(const std::vector<Shape>& shapes, bool touched) {
     Tensor t = Tensor::uninitialized(DType::kFloat32, shape);  // filled whole later
     if (touched) {
       const std::span<float> v = t.mutable_values<float>();
-      fault_in(std::as_writable_bytes(v));
+      fault_in_for_write(std::as_writable_bytes(v));
     }
     out.push_back(std::move(t));
   }

@@ -82,6 +82,7 @@ TEST(CpuTurns, ProducersThatOutnumberTheCoresDoTheirCpuWorkAtMostOnePerCore) {
     }
     return 0;
   });
+  EXPECT_TRUE(group.takes_turns());
   reap_all(group);
   EXPECT_GE(inside->most.load(), 1);
   EXPECT_LE(inside->most.load(), cpus) << "more producers did CPU work at once than there are cores";
@@ -98,6 +99,7 @@ TEST(CpuTurns, AGroupNoLargerThanTheCoresAndAProcessOutsideAGroupNeverWait) {
       in->enter();
       return in->all_inside(cpus, 30) ? 0 : 1;
     });
+    EXPECT_FALSE(group.takes_turns());
     reap_all(group);
   }
   // Here, outside any group: threads beyond the cores each hold a turn at once.

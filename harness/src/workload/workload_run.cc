@@ -303,13 +303,19 @@ SearchSteps search_max_accelerators(int64_t limit, double threshold_percentage,
                                     const std::function<std::optional<ProbeRun>(int64_t)>& run,
                                     const std::function<void(const Probe&)>& on_probe) {
   SearchSteps s;
+  int64_t highest = 0;  // the most accelerators run so far
   auto probe = [&](int64_t n) {
     Probe p;
     p.accelerators = n;
-    std::vector<ProbeRun> runs;
+    const bool new_high = n > highest;
+    std::vector<ProbeRun> runs;  // complete runs only: one that was stopped is left out
     auto decided = [&] {
-      if (runs.size() == 1)
-        return std::abs(runs[0].au_percentage - threshold_percentage) > recheck_points;
+      if (runs.size() == 1) {
+        const double au = runs[0].au_percentage;
+        const bool close = std::abs(au - threshold_percentage) <= recheck_points;
+        const bool first_at_new_high_failed = new_high && au < threshold_percentage;
+        return recheck_points <= 0 || !(close || first_at_new_high_failed);
+      }
       const bool first = runs[0].au_percentage >= threshold_percentage;
       const bool second = runs[1].au_percentage >= threshold_percentage;
       return runs.size() == 3 || first == second;
@@ -317,16 +323,17 @@ SearchSteps search_max_accelerators(int64_t limit, double threshold_percentage,
     do {
       const std::optional<ProbeRun> r = run(n);
       if (!r) break;
-      runs.push_back(*r);
       if (r->interrupted) {
         p.interrupted = true;
         break;
       }
+      runs.push_back(*r);
+      highest = std::max(highest, n);
     } while (!decided());
     for (const ProbeRun& r : runs)
       p.au_runs.push_back(r.au_percentage);
     if (!runs.empty()) {
-      // The median run (two runs: their mean, which lies on the side both of them are on).
+      // The median run; of two runs (which agree), their mean.
       std::vector<ProbeRun> by_au = runs;
       std::sort(by_au.begin(), by_au.end(),
                 [](const ProbeRun& a, const ProbeRun& b) { return a.au_percentage < b.au_percentage; });
@@ -338,7 +345,8 @@ SearchSteps search_max_accelerators(int64_t limit, double threshold_percentage,
         p.throughput = by_au[by_au.size() / 2].throughput;
       }
     }
-    p.meets = !runs.empty() && !p.interrupted && p.au_percentage >= threshold_percentage;
+    p.meets = !runs.empty() && !p.interrupted && p.au_percentage >= threshold_percentage &&
+              std::all_of(runs.begin(), runs.end(), [](const ProbeRun& r) { return r.measured; });
     s.probes.push_back(p);
     if (on_probe) on_probe(p);
     s.interrupted = s.interrupted || p.interrupted;
@@ -400,6 +408,8 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
       limit, w.au * 100, recheck_points,
       [&](int64_t n) -> std::optional<ProbeRun> {
         if (steps_per_epoch(w, n) < 2) return std::nullopt;  // too few samples to measure AU
+        // Stopped (Ctrl-C) since the last run: no run is started to be cut short at once.
+        if (options.stop != nullptr && options.stop->load()) return ProbeRun{.interrupted = true};
         WorkloadOptions o = options;
         o.accelerators = n;
         o.trace = false;
@@ -408,6 +418,7 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
         if (!r.run.interrupted) measure_storage();
         return ProbeRun{.au_percentage = r.metrics.au_mean_percentage,
                         .throughput = r.metrics.throughput_mean,
+                        .measured = !r.metrics.au_percentage.empty(),
                         .interrupted = r.run.interrupted};
       },
       on_probe);

@@ -88,27 +88,33 @@ double demand_mib_per_s(const DlioWorkload& w, double sample_bytes);
 struct ProbeRun {
   double au_percentage = 0;
   double throughput = 0;  // samples/s, all accelerators
-  bool interrupted = false;
+  bool measured = true;   // at least one epoch measured (DLIO's meets_au needs one)
+  bool interrupted = false;  // stopped by Ctrl-C: its figures are not used
 };
 
 struct Probe {
   int64_t accelerators = 0;
-  double au_percentage = 0;  // the median of its runs
-  double throughput = 0;     // samples/s, all accelerators: the run whose AU is the median
-  std::vector<double> au_runs;  // every run's AU, in order (empty: not run, too few samples)
+  double au_percentage = 0;  // the median of its complete runs (of two: their mean)
+  double throughput = 0;     // samples/s, all accelerators: of the same run (of two: the mean)
+  std::vector<double> au_runs;  // every complete run's AU, in order (empty: none, or too few samples)
   bool meets = false;
   bool interrupted = false;
 };
 
 // A probe whose AU lies within this many points of metric.au (on either side) is run again: one
-// noisy epoch on a shared machine would otherwise move the bisection's bound for good.
+// noisy epoch on a shared machine would otherwise move the bisection's bound for good. So is one
+// at more accelerators than any run before it that does not meet metric.au: its first run is the
+// process's first with that many loaders, whose buffers are memory never touched before (on a
+// VM, first touches cost several points of AU). 0: every probe runs once.
 inline constexpr double kRecheckAuPoints = 2.0;
 
 // The search over counts, given how to measure one (`run`; nullopt: too few samples at that count
 // to measure AU, which does not meet it). A probe within `recheck_points` of `threshold_percentage`
-// is decided by the median of three runs: the second run is made, and the third only when the
-// first two disagree (two that agree decide the median's side whatever the third gives).
-// `on_probe` sees each probe once it is decided.
+// (or, with `recheck_points` > 0, the first run at a new highest count that does not meet it) is
+// decided by the median of three runs: the second run is made, and the third only when the
+// first two disagree (two that agree decide the median's side whatever the third gives). A run
+// that comes back interrupted ends the probe (not met) and the search, and its figures are left
+// out. `on_probe` sees each probe once it is decided.
 struct SearchSteps {
   std::vector<Probe> probes;
   int64_t max_accelerators = 0;

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "mp/shared_semaphores.h"
 
@@ -17,7 +18,8 @@ thread_local int t_depth = 0;
 int usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0)  // more CPUs than a cpu_set_t holds
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(1, CPU_COUNT(&set));
 }
 

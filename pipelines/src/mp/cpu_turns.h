@@ -10,7 +10,8 @@
 // built-in fills (random_tensors, fill_random), busy_ms and the copy into the object store; it
 // never covers a wait for I/O or for another process. Outside a producer, or in a group no larger
 // than the cores, a CpuTurn does nothing. A thread that holds a turn and enters another CpuTurn
-// keeps the one it has.
+// keeps the one it has. A producer killed while it holds a turn takes that turn with it; the
+// pipeline fails on a dead producer within a second anyway, and the group ends the others.
 #pragma once
 
 namespace pipeprof::pipelines::mp {

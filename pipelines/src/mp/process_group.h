@@ -45,6 +45,8 @@ class ProcessGroup {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
   int size() const { return static_cast<int>(children_.size()); }
+  // Whether the children share CPU turns (they outnumber the CPUs).
+  bool takes_turns() const { return turns_ != nullptr; }
   pid_t pid(int i) const { return children_[i].pid; }
   int socket(int i) const { return children_[i].socket.get(); }
   // Readable once the child has exited; -1 after it has been reaped.

@@ -1,7 +1,6 @@
 #include "ops/shared_store.h"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -12,6 +11,7 @@
 
 #include "mp/channel.h"
 #include "mp/cpu_turns.h"
+#include "pages.h"
 #include "ops/multiprocess.h"
 #include "mp/object_store.h"
 #include "mp/process_group.h"
@@ -29,7 +29,6 @@ namespace {
 
 constexpr int kPollSliceMs = 50;
 constexpr uint64_t kMaxLayoutBytes = 1 << 20;
-constexpr uint64_t kPopulateBytes = 1 << 20;
 
 // A sealed object waiting for the consumer.
 struct Ready {
@@ -62,17 +61,16 @@ void store_element(int fd, std::byte* base, int index, const Element& e) {
         fmt::format("producer {}: the object store refused an element of {} bytes", index,
                     layout.payload_bytes));
   }
+  // The element's tensors may view a file mapping not read yet: read it in first, outside the
+  // CPU turn, which never covers a wait for the disk.
+  for (const Tensor& t : e)
+    fault_in_for_read(std::span<const std::byte>(t.data(), t.nbytes()));
   {
     const mp::CpuTurn turn;  // the copy is CPU work; the wait for space above is not
-    // Map the object's pages in one call rather than one fault per page (on a VM each fault is an
-    // exit to the hypervisor); best effort, the copy faults them in otherwise.
-    if (layout.payload_bytes >= kPopulateBytes) {
-      auto* first = reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(base + grant[1]) &
-                                                 ~uintptr_t{4095});
-      ::madvise(first, static_cast<size_t>(base + grant[1] + layout.payload_bytes - first),
-                MADV_POPULATE_WRITE);
-    }
-    write_payload(e, layout, std::span<std::byte>(base + grant[1], layout.payload_bytes));
+    // The object's pages mapped in one call rather than one fault per page.
+    const std::span<std::byte> object(base + grant[1], layout.payload_bytes);
+    fault_in_for_write(object);
+    write_payload(e, layout, object);
   }
   std::vector<std::byte> sealed;
   mp::append_pod<uint64_t>(sealed, grant[0]);

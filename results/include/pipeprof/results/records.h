@@ -142,7 +142,7 @@ struct SearchProbe {
   std::vector<double> au_runs;
 };
 struct StorageBound {
-  std::vector<double> samples_mib_per_s;  // in the order measured: before, then after each probe
+  std::vector<double> samples_mib_per_s;  // in the order measured: before, then after each run of a probe
   double mib_per_s = 0;                   // their mean
   bool cold = false;                      // the files dropped from the page cache first
   double demand_mib_per_s = 0;            // one accelerator's at AU 100%
