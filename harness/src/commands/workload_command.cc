@@ -475,9 +475,9 @@ Outcome workload_command(const WorkloadOptions& o) {
           progress.done();
           std::string runs;
           if (p.au_runs.size() > 1)
-            runs = fmt::format("  (close to {:.0f}%: the {} of {:.2f}%)", w.au * 100,
-                               p.au_runs.size() == 2 ? "mean" : "median",
-                               fmt::join(p.au_runs, "%, "));
+            runs = fmt::format("  (run {} times: {:.2f}%; the {})", p.au_runs.size(),
+                               fmt::join(p.au_runs, "%, "),
+                               p.au_runs.size() == 2 ? "mean" : "median");
           std::cerr << fmt::format("  {:>4} accelerator(s): AU {:6.2f}%  {:10.1f} samples/s  {}{}\n",
                                    p.accelerators, p.au_percentage, p.throughput,
                                    p.interrupted ? "interrupted" : p.meets ? "ok" : "below", runs);
