@@ -2,6 +2,7 @@
 // (the llama3 files at MLPerf Storage's process counts give its published sizes), DLIO's
 // refusals, when training checkpoints, and the writes and reads: sizes checked, a missing or
 // truncated file named with its expected size, a full disk named and nothing partial left.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
