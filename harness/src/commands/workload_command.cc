@@ -27,6 +27,7 @@
 #include "workload/remote_env.h"
 #include "pipeprof/trace/chrome_json.h"
 #include "workload/workload_pipeline.h"
+#include "workload/accelerator_search.h"
 #include "workload/workload_run.h"
 
 namespace pipeprof::harness {

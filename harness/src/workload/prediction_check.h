@@ -21,7 +21,7 @@
 #include "pipeprof/results/records.h"
 #include "workload/dlio_workload.h"
 #include "workload/predict.h"
-#include "workload/workload_run.h"
+#include "workload/accelerator_search.h"
 
 namespace pipeprof::harness::workload {
 

@@ -13,6 +13,7 @@
 #include "workload/growing_run.h"
 #include "workload/peers.h"
 #include "workload/prediction_check.h"
+#include "workload/accelerator_search.h"
 #include "workload/workload_run.h"
 
 namespace pipeprof::harness::workload {

@@ -1,6 +1,6 @@
 // Running a DLIO workload: the training emulation with N simulated accelerators and its metrics,
-// the search for the most accelerators the storage and loader sustain, DS-Analyzer's stall split,
-// and the workload as a pipeprof experiment result (results.json, report, compare).
+// DS-Analyzer's stall split, and the workload as a pipeprof experiment result (results.json,
+// report, compare). The search for the most accelerators is in accelerator_search.h.
 #pragma once
 
 #include <atomic>
@@ -84,69 +84,6 @@ double mean_sample_bytes(const DlioWorkload& w, const std::vector<std::string>& 
 // What one simulated accelerator demands at AU 100%, in MiB/s.
 double demand_mib_per_s(const DlioWorkload& w, double sample_bytes);
 
-// One run of the workload's epochs at some count of accelerators.
-struct ProbeRun {
-  double au_percentage = 0;
-  double throughput = 0;  // samples/s, all accelerators
-  bool measured = true;   // at least one epoch measured (DLIO's meets_au needs one)
-  bool interrupted = false;  // stopped by Ctrl-C: its figures are not used
-};
-
-struct Probe {
-  int64_t accelerators = 0;
-  double au_percentage = 0;  // the median of its complete runs (of two: their mean)
-  double throughput = 0;     // samples/s, all accelerators: of the same run (of two: the mean)
-  std::vector<double> au_runs;  // every complete run's AU, in order (empty: none, or too few samples)
-  bool meets = false;
-  bool interrupted = false;
-};
-
-// A probe whose AU lies within this many points of metric.au (on either side) is run again: one
-// noisy epoch on a shared machine would otherwise move the bisection's bound for good. So is one
-// at more accelerators than any run before it that does not meet metric.au: its first run is the
-// process's first with that many loaders, whose buffers are memory never touched before (on a
-// VM, first touches cost several points of AU). 0: every probe runs once.
-inline constexpr double kRecheckAuPoints = 2.0;
-
-// The search over counts, given how to measure one (`run`; nullopt: too few samples at that count
-// to measure AU, which does not meet it). A probe within `recheck_points` of `threshold_percentage`
-// (or, with `recheck_points` > 0, the first run at a new highest count that does not meet it) is
-// decided by the median of three runs: the second run is made, and the third only when the
-// first two disagree (two that agree decide the median's side whatever the third gives). A run
-// that comes back interrupted ends the probe (not met) and the search, and its figures are left
-// out. `on_probe` sees each probe once it is decided.
-struct SearchSteps {
-  std::vector<Probe> probes;
-  int64_t max_accelerators = 0;
-  bool interrupted = false;
-};
-SearchSteps search_max_accelerators(int64_t limit, double threshold_percentage,
-                                    double recheck_points,
-                                    const std::function<std::optional<ProbeRun>(int64_t)>& run,
-                                    const std::function<void(const Probe&)>& on_probe);
-
-struct MaxAcceleratorSearch {
-  std::vector<Probe> probes;
-  int64_t max_accelerators = 0;  // the most that met metric.au (0: not even one)
-  // The storage's bandwidth is measured before the search and again after every run of a probe (a shared
-  // device's bandwidth moves from minute to minute): the bound uses the mean of those measures,
-  // taken over the same minutes as the probes.
-  std::vector<double> storage_samples;  // MiB/s, in the order measured
-  double storage_mib_per_s = 0;         // their mean
-  double demand_mib_per_s = 0;  // per accelerator
-  double bound = 0;             // storage_mib_per_s / demand_mib_per_s
-  bool interrupted = false;
-};
-
-// Doubles N from 1 while AU meets the threshold (then tries `limit` itself, when every doubling
-// met it), and bisects between the last N that met it and the first that did not. Each probe is
-// a full run of the workload's epochs; one within `recheck_points` of metric.au is run again
-// (search_max_accelerators).
-MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const WorkloadOptions& options,
-                                           int64_t limit,
-                                           const std::function<void(const Probe&)>& on_probe,
-                                           double recheck_points = kRecheckAuPoints);
-
 // DS-Analyzer's differential method: the same epochs three times, with a synthetic loader (no I/O,
 // no preparation), with the dataset in the page cache (warm), and with it dropped before every
 // epoch (cold). Per epoch: fetch stall = cold - warm, preparation stall = warm - synthetic.
@@ -167,11 +104,6 @@ StallAnalysis stall_analysis(const DlioWorkload& w, const WorkloadOptions& optio
 // serve; its workload record holds DLIO's metrics and the rest (workload_record).
 ExperimentResult to_experiment(const DlioWorkload& w, const WorkloadResult& r);
 results::WorkloadRecord workload_record(const DlioWorkload& w, const WorkloadResult& r);
-
-// A max-accelerator search as results.json holds it (`workload.max_accelerators`): the probes,
-// the storage's measures, the demand and the bound. `cold`: the files were dropped before every
-// epoch and measure; `limit`: the most it tried.
-results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool cold, int64_t limit);
 
 // --dry-run: what a run of the workload on `ranks` ranks (accelerators x processes) would read,
 // write and generate: the files, the bytes per rank and in all, the dataset against this
