@@ -163,6 +163,33 @@ TEST(Predict, ClientCpuAndReaderThreadsBind) {
   EXPECT_EQ(threads.binding, "reader threads");
 }
 
+// A cold read costs the client's cores more than a warm one (the kernel's page-cache fills), and
+// more as the streams contend: a cold epoch's sample pays the loop's figure plus the cold passes'
+// CPU per MiB beyond the warm passes' at the same streams.
+TEST(Predict, ColdReadsCostTheClientsCpuBeyondWarmOnes) {
+  StorageProfile p = profile({{1, 100000, 500}, {64, 100000, 1300}});
+  p.warm = {{1, 100000, 400}, {64, 100000, 500}};
+  p.cpu_us_per_sample = 200;  // 2 cores: 10000 samples/s warm
+  const WorkloadDemand d = small_demand(2);  // a quarter of a MiB a sample
+  const Prediction warm = predict(p, d, {.warm = true});
+  EXPECT_EQ(warm.max_accelerators, static_cast<int64_t>(10000 / (0.9 * 160)));
+  EXPECT_EQ(warm.binding, "client CPU");
+  // Cold at 2 x 32 = 64 streams: 200 + (1300 - 500) / 4 = 400 us a sample, 5000 samples/s, enough
+  // for 34 accelerators at AU 90%; at 35 (70 streams, beyond the points: the last figures) the same.
+  const Prediction cold = predict(p, d, {.cold = true});
+  EXPECT_EQ(cold.max_accelerators, static_cast<int64_t>(5000 / (0.9 * 160)));
+  EXPECT_EQ(cold.binding, "client CPU");
+  ASSERT_FALSE(cold.headroom.empty());
+  bool said = false;
+  for (const auto& h : cold.headroom)
+    said = said || (h.resource == "client CPU" && h.detail.find("400.0 us per sample (its cold reads included)") != std::string::npos);
+  EXPECT_TRUE(said);
+  // Without the passes' CPU (a hand-written profile), the loop's figure alone.
+  for (auto& c : p.cold)
+    c.cpu_us_per_mib = 0;
+  EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, warm.max_accelerators);
+}
+
 TEST(Predict, WhatIfsScaleBandwidthLatencyAndTheLoaders) {
   const StorageProfile p = profile({{1, 10240}, {4096, 10240}});
   DlioWorkload w = load_workload(workloads("unet3d_h100.yaml"));
@@ -234,7 +261,7 @@ TEST(Predict, WarmEpochsReadThePageCacheWhenAClientsShareFits) {
 }
 
 TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
-  StorageProfile p = profile({{1, 100.5}, {2, 190}, {4, 300}});
+  StorageProfile p = profile({{1, 100.5, 700}, {2, 190}, {4, 300}});
   p.warm = {{1, 900}};
   p.first_byte_ms = 0.25;
   p.requests_per_s = 12000;
@@ -246,6 +273,9 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   ASSERT_EQ(back.cold.size(), 3U);
   EXPECT_EQ(back.cold[2].streams, 4);
   EXPECT_DOUBLE_EQ(back.cold[0].mib_per_s, 100.5);
+  EXPECT_DOUBLE_EQ(back.cold[0].cpu_us_per_mib, 700);
+  EXPECT_DOUBLE_EQ(back.cold[1].cpu_us_per_mib, 0);  // not measured: not written, read as 0
+  EXPECT_FALSE(to_json(p)["bandwidth"]["cold"][1].contains("cpu_us_per_mib"));
   EXPECT_DOUBLE_EQ(back.cpu_us_per_sample, 42);
   EXPECT_EQ(back.notes, p.notes);
   EXPECT_EQ(back.source, "p.json");
@@ -270,6 +300,8 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][1]["streams"] = 1; }).find("bandwidth.cold[1].streams: streams must rise"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][0]["mib_per_s"] = -3; }).find("bandwidth.cold[0].mib_per_s: expected a number > 0"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][0]["cpu_us_per_mib"] = -1; }).find("bandwidth.cold[0].cpu_us_per_mib: expected a number >= 0"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["client"]["cores"] = "many"; }).find("client.cores: expected an integer"),
             std::string::npos);

@@ -32,6 +32,11 @@ std::vector<BandwidthPoint> read_curve(const nlohmann::json& j, std::string_view
     if (p.streams < 1) a.at("streams").fail(fmt::format("expected a whole number >= 1, got {}", p.streams));
     if (!(p.mib_per_s > 0) || !std::isfinite(p.mib_per_s))
       a.at("mib_per_s").fail(fmt::format("expected a number > 0, got {}", p.mib_per_s));
+    if (jr::find(v, "cpu_us_per_mib")) {
+      p.cpu_us_per_mib = jr::number(v, "cpu_us_per_mib", a);
+      if (!(p.cpu_us_per_mib >= 0) || !std::isfinite(p.cpu_us_per_mib))
+        a.at("cpu_us_per_mib").fail(fmt::format("expected a number >= 0, got {}", p.cpu_us_per_mib));
+    }
     return p;
   });
   for (size_t i = 1; i < points.size(); ++i) {
@@ -54,8 +59,10 @@ double positive(const nlohmann::json& j, std::string_view key, const JsonAt& at,
 
 nlohmann::ordered_json curve_json(const std::vector<BandwidthPoint>& c) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const BandwidthPoint& p : c)
+  for (const BandwidthPoint& p : c) {
     out.push_back({{"streams", p.streams}, {"mib_per_s", p.mib_per_s}});
+    if (p.cpu_us_per_mib > 0) out.back()["cpu_us_per_mib"] = p.cpu_us_per_mib;
+  }
   return out;
 }
 
@@ -84,6 +91,25 @@ double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrap
   return c.back().mib_per_s;
 }
 
+// The process's CPU per MiB at k streams, read off the points that have it as B(k) is (below the
+// first and beyond the last, their figure); 0 when none has it.
+double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
+  std::vector<BandwidthPoint> m;
+  for (const BandwidthPoint& p : c)
+    if (p.cpu_us_per_mib > 0) m.push_back(p);
+  if (m.empty()) return 0;
+  if (k <= static_cast<double>(m.front().streams)) return m.front().cpu_us_per_mib;
+  for (size_t i = 1; i < m.size(); ++i) {
+    if (k <= static_cast<double>(m[i].streams)) {
+      const double x0 = std::log2(static_cast<double>(m[i - 1].streams));
+      const double x1 = std::log2(static_cast<double>(m[i].streams));
+      const double f = (std::log2(k) - x0) / (x1 - x0);
+      return m[i - 1].cpu_us_per_mib + f * (m[i].cpu_us_per_mib - m[i - 1].cpu_us_per_mib);
+    }
+  }
+  return m.back().cpu_us_per_mib;
+}
+
 double peak(const std::vector<BandwidthPoint>& c) {
   double m = 0;
   for (const BandwidthPoint& p : c)
@@ -99,6 +125,18 @@ struct Terms {
   std::string limit;
   bool extrapolated = false;
 };
+
+// What a sample costs the client's cores in an epoch of that class at k streams: a cold one also
+// pays what its reads cost beyond warm ones (the kernel's page-cache fills; more as the streams
+// contend), where the profile's passes measured both.
+double cpu_us_per_sample(const StorageProfile& p, const WorkloadDemand& d, bool warm, double k) {
+  if (warm || !(p.cpu_us_per_sample > 0)) return p.cpu_us_per_sample;
+  const double cold = cpu_per_mib_at(p.cold, k);
+  const double hot = cpu_per_mib_at(p.warm, k);
+  if (!(cold > 0) || !(hot > 0)) return p.cpu_us_per_sample;
+  const double mib = d.file_bytes / static_cast<double>(std::max<int64_t>(1, d.samples_per_file)) / kMiB;
+  return p.cpu_us_per_sample + std::max(0.0, cold - hot) * mib;
+}
 
 // One epoch class (cold or warm) at N accelerators.
 Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p, const WorkloadDemand& d,
@@ -121,7 +159,7 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
   const double amplification =
       d.files_per_accelerator && d.files > 0 && n > d.files ? static_cast<double>(n) : 1.0;
   const double spf = static_cast<double>(d.samples_per_file) / amplification;
-  const double cpu_s = p.cpu_us_per_sample * amplification / 1e6;
+  const double cpu_s = cpu_us_per_sample(p, d, warm, k) * amplification / 1e6;
   // The probe's passes ran the workload's loader, so a stream's measured time holds the parsing
   // of its samples; what is left of a reader's time per sample is DLIO's preprocess sleep.
   const double thread_s = spf * d.preprocess_s;
@@ -444,14 +482,16 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
     const Terms t = terms_at(p.warm, p, d, m, o, true);
     add("the page cache", t.storage_supply, fmt::format("{:.0f} MiB/s warm at {:.0f} streams", t.storage_mib, streams));
   }
-  const double cpu_s = p.cpu_us_per_sample / 1e6;
+  const double cpu_us = cpu_us_per_sample(p, d, r.warm_epochs, streams);
+  const double cpu_s = cpu_us / 1e6;
   if (d.preprocess_s > 0) {
     add("reader threads", streams / d.preprocess_s,
         fmt::format("{:.0f} threads x {:.1f} ms of preprocess per sample", streams, d.preprocess_s * 1e3));
   }
   if (cpu_s > 0) {
     add("client CPU", static_cast<double>(o.clients) * static_cast<double>(p.cores) / cpu_s,
-        fmt::format("{} client(s) x {} cores, {:.1f} us per sample", o.clients, p.cores, p.cpu_us_per_sample));
+        fmt::format("{} client(s) x {} cores, {:.1f} us per sample{}", o.clients, p.cores, cpu_us,
+                    cpu_us > p.cpu_us_per_sample ? " (its cold reads included)" : ""));
   }
   const double share = d.dataset_bytes / static_cast<double>(o.clients);
   r.headroom.push_back({"memory (page cache)", 0, share > 0 ? p.memory_bytes / share : 0,

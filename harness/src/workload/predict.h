@@ -37,6 +37,7 @@ inline constexpr int kStorageProfileVersion = 1;
 struct BandwidthPoint {
   int64_t streams = 0;
   double mib_per_s = 0;
+  double cpu_us_per_mib = 0;  // the process's CPU time per MiB in that pass (0: not measured)
 };
 
 struct StorageProfile {

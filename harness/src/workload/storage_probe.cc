@@ -238,7 +238,7 @@ double loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::stri
 }  // namespace
 
 double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
-                            int64_t streams, double seconds, const ProbeOptions& o) {
+                            int64_t streams, double seconds, const ProbeOptions& o, double* cpu_us_per_mib) {
   if (files.empty() || streams < 1) return 0;
   // As accelerators do: loaders of the workload's read_threads each (at most an interleave's 64),
   // each over its shard, as many as the streams take (at most one per file).
@@ -250,6 +250,7 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   // loader has its first batch (connections opened, read-ahead started), the bytes after it.
   std::atomic<int64_t> running{0};
   std::atomic<int64_t> all_running{0};
+  std::atomic<int64_t> cpu_from{0};
   std::atomic<int64_t> steady{0};
   std::mutex error_mutex;
   std::exception_ptr error;
@@ -275,7 +276,10 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
             now = trace::now_ns();
             if (first) {
               first = false;
-              if (++running == loaders) all_running = now;
+              if (++running == loaders) {
+                cpu_from = trace::process_cpu_ns();
+                all_running = now;
+              }
             } else if (all_running.load() != 0) {
               steady += b;
             }
@@ -290,15 +294,23 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
       });
     }
   }
+  const int64_t cpu_to = trace::process_cpu_ns();
   if (error) std::rethrow_exception(error);
   const int64_t t1 = last.load();
+  const int64_t t0_cpu = cpu_from.load();
   auto mib_per_s = [](int64_t b, int64_t ns) {
     return static_cast<double>(b) / 1048576.0 / (static_cast<double>(ns) / 1e9);
   };
   // The steady state where it lasted a quarter of the pass at least (else the files ran out
   // first, or the start took most of it): the whole pass otherwise.
   const int64_t from = all_running.load();
-  if (from > 0 && steady.load() > 0 && 4 * (t1 - from) >= t1 - t0) return mib_per_s(steady.load(), t1 - from);
+  const bool steady_span = from > 0 && steady.load() > 0 && 4 * (t1 - from) >= t1 - t0;
+  if (cpu_us_per_mib != nullptr) {
+    *cpu_us_per_mib = 0;
+    if (steady_span && t0_cpu > 0 && cpu_to > t0_cpu)
+      *cpu_us_per_mib = static_cast<double>(cpu_to - t0_cpu) / 1e3 / (static_cast<double>(steady.load()) / 1048576.0);
+  }
+  if (steady_span) return mib_per_s(steady.load(), t1 - from);
   return t1 > t0 ? mib_per_s(bytes.load(), t1 - t0) : 0;
 }
 
@@ -339,15 +351,16 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     int flat = 0;
     for (int64_t k = 1; k <= most && !stopped(o); k *= 2) {
       if (cold) drop_cold(files);
-      const double mib = probe_pass_mib_per_s(w, files, k, o.pass_seconds, o);
+      double cpu = 0;
+      const double mib = probe_pass_mib_per_s(w, files, k, o.pass_seconds, o, &cpu);
       if (stopped(o)) break;
-      say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s", cold ? "cold" : "warm", k, mib));
+      say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s ({:.0f} us of CPU per MiB)", cold ? "cold" : "warm", k, mib, cpu));
       if (!(mib > 0)) {
         p.notes.push_back(fmt::format("{} pass of {} stream(s) read nothing in {} s: left out", cold ? "a cold" : "a warm", k, o.pass_seconds));
         continue;
       }
       if (!out.empty()) flat = mib < out.back().mib_per_s * 1.05 ? flat + 1 : 0;
-      out.push_back({k, mib});
+      out.push_back({k, mib, cpu});
       if (flat >= 2) break;
     }
   };

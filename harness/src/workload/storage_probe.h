@@ -6,7 +6,8 @@
 //               workload reads it, for a time-boxed pass each (cold: the files
 //               dropped from the page cache before every pass; warm: read once first, when they
 //               fit in half the memory), until two doublings in a row gain less than 5% or
-//               `max_streams`
+//               `max_streams`; and the process's CPU time per MiB in each pass (a cold pass
+//               beside a warm one: what a cold read costs this client's cores)
 //   first byte  open + the first 4 KiB of up to 64 files, one stream, cold
 //   requests/s  4 KiB reads of the files' heads on 16 streams
 //   CPU         the workload's loader alone (one accelerator) over a few files in the page cache,
@@ -48,8 +49,10 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options)
 // read_threads threads each, every one over its shard of `files`; the workload's batch where a
 // shard fills one, no shuffle, no preprocess sleep), for at most `seconds` or until the files are
 // read: MiB/s of samples from the moment every loader has its first batch (the whole pass where
-// that leaves less than a quarter of it). Throws what a loader throws (a file that cannot be read or parsed).
+// that leaves less than a quarter of it). Throws what a loader throws (a file that cannot be read or
+// parsed). `cpu_us_per_mib`, when given, receives the process's CPU time per MiB over the same span.
 double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
-                            int64_t streams, double seconds, const ProbeOptions& options);
+                            int64_t streams, double seconds, const ProbeOptions& options,
+                            double* cpu_us_per_mib = nullptr);
 
 }  // namespace pipeprof::harness::workload
