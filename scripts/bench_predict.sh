@@ -16,6 +16,10 @@
 # accelerator's streams can cover the latency. The data is generated under DATA (default
 # data/bench_predict, kept). Prints one line per set-up and workload and a summary table with the
 # error of each prediction; writes OUT (default out/bench_predict) /predict.csv.
+# REPEATS (default 1): each set-up's prediction and search run that many times, one after the
+# other in turns; the table compares their medians (this machine's speed drifts over minutes, and
+# a search near its limit moves by a few accelerators from run to run), and the CSV keeps every
+# run's figure.
 set -euo pipefail
 
 BUILD_DIR=${1:-build}
@@ -26,6 +30,8 @@ SETUPS=${SETUPS:-"local_cold page_cache http_5ms_8mib http_20ms_8mib http_5ms_32
 WORKLOADS=${WORKLOADS:-"npz_256k resnet50_h100"}
 READ_THREADS_REMOTE=${READ_THREADS_REMOTE:-16}
 MAX=${MAX_ACCELERATORS:-128}
+REPEATS=${REPEATS:-1}
+[[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "bench_predict.sh: REPEATS must be a whole number >= 1, got '$REPEATS'" >&2; exit 2; }
 DATA=${DATA:-data/bench_predict}
 OUT=${OUT:-out/bench_predict}
 mkdir -p "$OUT" "$DATA"
@@ -35,8 +41,21 @@ stop_server() {
   SERVER=
 }
 trap stop_server EXIT
+# nginx over DATA's folder for the probe (`pipeprof serve`): sets SERVER and FOLDER (its URL).
+start_server() {
+  : >"$OUT/serve.out"
+  "$PIPEPROF" serve "$1" --latency-ms "$2" --rate-mib-s "$3" >"$OUT/serve.out" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 100); do grep -q "^serving" "$OUT/serve.out" && break; sleep 0.1; done
+  FOLDER=$(sed -n 's/^serving .* at \(http[^ ]*\) .*/\1/p' "$OUT/serve.out")
+  [ -n "$FOLDER" ] || { cat "$OUT/serve.out" >&2; echo "bench_predict.sh: pipeprof serve did not start" >&2; exit 1; }
+}
 
-echo "setup,workload,predicted,measured,error_percent,binding" >"$OUT/predict.csv"
+# The median of the runs that gave a figure (n/a when none did).
+median() { /usr/bin/python3 -c 'import statistics, sys
+v = [float(x) for x in sys.argv[1:] if x != "n/a"]
+print(f"{statistics.median(v):g}" if v else "n/a")' "$@"; }
+echo "setup,workload,predicted,measured,error_percent,binding,predicted_runs,measured_runs" >"$OUT/predict.csv"
 for name in $WORKLOADS; do
   base="$HERE/harness/workloads/$name.yaml"
   [ -f "$base" ] || { echo "bench_predict.sh: no workload $base" >&2; exit 2; }
@@ -50,12 +69,10 @@ for name in $WORKLOADS; do
     overrides=(++workload.dataset.data_folder="$data")
     predict_flags=()
     workload_flags=()
-    folder=
+    remote=
     case "$setup" in
       local_cold) predict_flags=(--cold); workload_flags=(--drop-caches) ;;
-      page_cache)
-        predict_flags=(--warm)
-        find "$data/train" -type f -exec cat {} + >/dev/null ;;
+      page_cache) predict_flags=(--warm) ;;
       http_*ms_*mib)
         latency=${setup#http_}; latency=${latency%%ms_*}
         rate=${setup##*ms_}; rate=${rate%mib}
@@ -63,35 +80,48 @@ for name in $WORKLOADS; do
                     ++workload.pipeprof.remote.mode=direct
                     ++workload.pipeprof.remote.latency_ms="$latency"
                     ++workload.pipeprof.remote.rate_mib_s="$rate")
-        "$PIPEPROF" serve "$data" --latency-ms "$latency" --rate-mib-s "$rate" >"$OUT/serve.out" 2>&1 &
-        SERVER=$!
-        for _ in $(seq 1 100); do grep -q "^serving" "$OUT/serve.out" && break; sleep 0.1; done
-        folder=$(sed -n 's/^serving .* at \(http[^ ]*\) .*/\1/p' "$OUT/serve.out")
-        [ -n "$folder" ] || { cat "$OUT/serve.out" >&2; exit 1; }
-        predict_flags=(--data-folder "$folder") ;;
+        remote=1 ;;
       *) echo "bench_predict.sh: unknown set-up $setup" >&2; exit 2 ;;
     esac
     # The prediction for the dataset the search runs on: the workload's pipeprof.scale.
     scale=$(/usr/bin/python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])) or {}; print((d.get("pipeprof") or {}).get("scale", 1))' "$w")
-    predicted=n/a binding=n/a measured=n/a
-    if "$PIPEPROF" predict "$w" "${overrides[@]}" --probe -q --out "$OUT/$name-$setup/probe" --scale "$scale" \
-         "${predict_flags[@]}" --max-accelerators "$MAX" --json >"$OUT/$name-$setup.predict.json" 2>"$OUT/$name-$setup.predict.err"; then
-      read -r predicted binding < <(/usr/bin/python3 -c 'import json,sys; p = json.load(open(sys.argv[1]))["predictions"][0]; print(p["max_accelerators"], p["binding"] or "-")' "$OUT/$name-$setup.predict.json")
-    else
-      echo "bench_predict.sh: $setup $name: predict failed:" >&2; cat "$OUT/$name-$setup.predict.err" >&2
-    fi
-    stop_server
-    [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
-    if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
-         "${workload_flags[@]}" -q --out "$OUT/$name-$setup/search" >"$OUT/$name-$setup.search.txt" 2>&1; then
-      measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$name-$setup.search.txt")
-    fi
-    [ -n "$measured" ] || { echo "bench_predict.sh: $setup $name: the search failed:" >&2; tail -5 "$OUT/$name-$setup.search.txt" >&2; measured=n/a; }
+    predicted_runs=() measured_runs=() bindings=()
+    for run in $(seq 1 "$REPEATS"); do
+      tag="$name-$setup"; [ "$REPEATS" -gt 1 ] && tag="$name-$setup.$run"
+      predicted=n/a measured=n/a binding=n/a
+      if [ -n "$remote" ]; then
+        start_server "$data" "$latency" "$rate"
+        predict_flags=(--data-folder "$FOLDER")
+      fi
+      [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
+      if "$PIPEPROF" predict "$w" "${overrides[@]}" --probe -q --out "$OUT/$tag/probe" --scale "$scale" \
+           "${predict_flags[@]}" --max-accelerators "$MAX" --json >"$OUT/$tag.predict.json" 2>"$OUT/$tag.predict.err"; then
+        read -r predicted binding < <(/usr/bin/python3 -c 'import json,sys; p = json.load(open(sys.argv[1]))["predictions"][0]; print(p["max_accelerators"], p["binding"] or "-")' "$OUT/$tag.predict.json") || true
+        [ -n "$predicted" ] || predicted=n/a
+      else
+        echo "bench_predict.sh: $setup $name: predict failed:" >&2; cat "$OUT/$tag.predict.err" >&2
+      fi
+      stop_server
+      [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
+      if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
+           "${workload_flags[@]}" -q --out "$OUT/$tag/search" >"$OUT/$tag.search.txt" 2>&1; then
+        measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$tag.search.txt")
+      fi
+      [ -n "$measured" ] || { echo "bench_predict.sh: $setup $name: the search failed:" >&2; tail -5 "$OUT/$tag.search.txt" >&2; measured=n/a; }
+      [ "$REPEATS" -gt 1 ] && echo "$setup  $name (run $run of $REPEATS): predicted $predicted, measured $measured"
+      predicted_runs+=("$predicted") measured_runs+=("$measured") bindings+=("$binding")
+    done
+    predicted=$(median "${predicted_runs[@]}") measured=$(median "${measured_runs[@]}")
+    # The binding resource of a run whose prediction is the median (else of the last run).
+    binding=${bindings[-1]}
+    for i in "${!predicted_runs[@]}"; do
+      [ "${predicted_runs[$i]}" = "$predicted" ] && { binding=${bindings[$i]}; break; }
+    done
     error=$(/usr/bin/python3 -c 'import sys
 try: p, m = float(sys.argv[1]), float(sys.argv[2]); print(f"{(p - m) / m * 100:+.1f}" if m else "n/a")
 except ValueError: print("n/a")' "$predicted" "$measured")
     echo "$setup  $name: predicted $predicted, measured $measured ($error%), binding: $binding"
-    echo "$setup,$name,$predicted,$measured,$error,$binding" >>"$OUT/predict.csv"
+    echo "$setup,$name,$predicted,$measured,$error,$binding,${predicted_runs[*]},${measured_runs[*]}" >>"$OUT/predict.csv"
   done
 done
 echo

@@ -201,8 +201,8 @@ TEST(InputFuzz, StorageProfiles) {
   p.loader = "pytorch";
   p.file_bytes = 262144;
   p.request_bytes = 262144;
-  p.cold = {{1, 120.5}, {4, 410}, {16, 900.25}};
-  p.warm = {{1, 2000}, {2, 3900}};
+  p.cold = {{1, 120.5, 610}, {4, 410, 705.5}, {16, 900.25}};
+  p.warm = {{1, 2000, 420}, {2, 3900}};
   p.first_byte_ms = 0.4;
   p.requests_per_s = 12000;
   p.cpu_us_per_sample = 310.5;

@@ -126,14 +126,23 @@ struct Terms {
   bool extrapolated = false;
 };
 
-// What a sample costs the client's cores in an epoch of that class at k streams: a cold one also
-// pays what its reads cost beyond warm ones (the kernel's page-cache fills; more as the streams
-// contend), where the profile's passes measured both.
+// The streams of a curve's last point with a CPU figure (0: none).
+double last_cpu_streams(const std::vector<BandwidthPoint>& c) {
+  for (auto it = c.rbegin(); it != c.rend(); ++it)
+    if (it->cpu_us_per_mib > 0) return static_cast<double>(it->streams);
+  return 0;
+}
+
+// What a sample costs a client's cores in an epoch of that class at k streams of that client: a
+// cold one also pays what its reads cost beyond warm ones (the kernel's page-cache fills; more as
+// the streams contend), where the profile's passes measured both, compared at the same streams
+// (at most the last both measured).
 double cpu_us_per_sample(const StorageProfile& p, const WorkloadDemand& d, bool warm, double k) {
-  if (warm || !(p.cpu_us_per_sample > 0)) return p.cpu_us_per_sample;
-  const double cold = cpu_per_mib_at(p.cold, k);
-  const double hot = cpu_per_mib_at(p.warm, k);
-  if (!(cold > 0) || !(hot > 0)) return p.cpu_us_per_sample;
+  if (warm) return p.cpu_us_per_sample;
+  const double at = std::min({k, last_cpu_streams(p.cold), last_cpu_streams(p.warm)});
+  if (!(at > 0)) return p.cpu_us_per_sample;
+  const double cold = cpu_per_mib_at(p.cold, at);
+  const double hot = cpu_per_mib_at(p.warm, at);
   const double mib = d.file_bytes / static_cast<double>(std::max<int64_t>(1, d.samples_per_file)) / kMiB;
   return p.cpu_us_per_sample + std::max(0.0, cold - hot) * mib;
 }
@@ -159,7 +168,8 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
   const double amplification =
       d.files_per_accelerator && d.files > 0 && n > d.files ? static_cast<double>(n) : 1.0;
   const double spf = static_cast<double>(d.samples_per_file) / amplification;
-  const double cpu_s = cpu_us_per_sample(p, d, warm, k) * amplification / 1e6;
+  const double cpu_s =
+      cpu_us_per_sample(p, d, warm, k / static_cast<double>(std::max<int64_t>(1, o.clients))) * amplification / 1e6;
   // The probe's passes ran the workload's loader, so a stream's measured time holds the parsing
   // of its samples; what is left of a reader's time per sample is DLIO's preprocess sleep.
   const double thread_s = spf * d.preprocess_s;
@@ -482,7 +492,9 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
     const Terms t = terms_at(p.warm, p, d, m, o, true);
     add("the page cache", t.storage_supply, fmt::format("{:.0f} MiB/s warm at {:.0f} streams", t.storage_mib, streams));
   }
-  const double cpu_us = cpu_us_per_sample(p, d, r.warm_epochs, streams);
+  // A cold epoch's figure where there is one (the first, or all), as the storage row's.
+  const double cpu_us =
+      cpu_us_per_sample(p, d, o.warm, streams / static_cast<double>(std::max<int64_t>(1, o.clients)));
   const double cpu_s = cpu_us / 1e6;
   if (d.preprocess_s > 0) {
     add("reader threads", streams / d.preprocess_s,
@@ -491,7 +503,7 @@ Prediction predict(const StorageProfile& p, const WorkloadDemand& d, const Predi
   if (cpu_s > 0) {
     add("client CPU", static_cast<double>(o.clients) * static_cast<double>(p.cores) / cpu_s,
         fmt::format("{} client(s) x {} cores, {:.1f} us per sample{}", o.clients, p.cores, cpu_us,
-                    cpu_us > p.cpu_us_per_sample ? " (its cold reads included)" : ""));
+                    cpu_us > p.cpu_us_per_sample ? " in a cold epoch (its reads' page-cache fills included)" : ""));
   }
   const double share = d.dataset_bytes / static_cast<double>(o.clients);
   r.headroom.push_back({"memory (page cache)", 0, share > 0 ? p.memory_bytes / share : 0,

@@ -53,7 +53,7 @@ struct StorageProfile {
   std::vector<BandwidthPoint> cold, warm;  // ascending streams; warm may be empty
   double first_byte_ms = 0;      // open + first small read of an object, one stream, cold
   double requests_per_s = 0;     // small (4 KiB) reads of objects, 16 streams
-  double cpu_us_per_sample = 0;  // the loader's process CPU time per sample (warm)
+  double cpu_us_per_sample = 0;  // what a sample costs the client's cores, warm (the loop's or the loader's)
   int64_t cores = 0;
   double memory_bytes = 0;
   std::vector<std::string> notes;  // what the probe could not measure, and why

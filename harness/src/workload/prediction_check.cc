@@ -26,7 +26,8 @@ SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
   // The probe measures as many streams as the search's accelerators can open, and no more.
   const int64_t threads = std::max<int64_t>(1, w.read_threads);
   ProbeOptions o{.max_streams = std::clamp<int64_t>(limit * threads, 1, 512),
-                 .warm = !cold && !remote,
+                 // Warm passes even for a cold search: a cold read's CPU is measured against them.
+                 .warm = !remote,
                  .stop = stop,
                  .on_progress = [&](const std::string& line) {
                    if (log) log(w.name + ": " + line);

@@ -252,6 +252,18 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   std::atomic<int64_t> all_running{0};
   std::atomic<int64_t> cpu_from{0};
   std::atomic<int64_t> steady{0};
+  // The CPU span's end: the first loader to stop (the deadline, its shard read) takes the
+  // process's CPU time and the steady bytes together, before read-ahead in flight and the loaders'
+  // teardown add CPU time that no delivered byte pays for.
+  std::atomic<bool> span_ended{false};
+  std::atomic<int64_t> cpu_to{0};
+  std::atomic<int64_t> steady_to{0};
+  auto end_span = [&] {
+    if (bool expected = false; span_ended.compare_exchange_strong(expected, true)) {
+      steady_to = steady.load();
+      cpu_to = trace::process_cpu_ns();
+    }
+  };
   std::mutex error_mutex;
   std::exception_ptr error;
   std::atomic<bool> failed{false};
@@ -286,6 +298,7 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
             for (int64_t seen = last.load(); now > seen && !last.compare_exchange_weak(seen, now);) {
             }
           }
+          end_span();
         } catch (...) {
           const std::lock_guard lock(error_mutex);
           if (!error) error = std::current_exception();
@@ -294,10 +307,8 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
       });
     }
   }
-  const int64_t cpu_to = trace::process_cpu_ns();
   if (error) std::rethrow_exception(error);
   const int64_t t1 = last.load();
-  const int64_t t0_cpu = cpu_from.load();
   auto mib_per_s = [](int64_t b, int64_t ns) {
     return static_cast<double>(b) / 1048576.0 / (static_cast<double>(ns) / 1e9);
   };
@@ -307,8 +318,9 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   const bool steady_span = from > 0 && steady.load() > 0 && 4 * (t1 - from) >= t1 - t0;
   if (cpu_us_per_mib != nullptr) {
     *cpu_us_per_mib = 0;
-    if (steady_span && t0_cpu > 0 && cpu_to > t0_cpu)
-      *cpu_us_per_mib = static_cast<double>(cpu_to - t0_cpu) / 1e3 / (static_cast<double>(steady.load()) / 1048576.0);
+    const int64_t cpu = cpu_to.load() - cpu_from.load();
+    if (steady_span && cpu_from.load() > 0 && cpu > 0 && steady_to.load() > 0)
+      *cpu_us_per_mib = static_cast<double>(cpu) / 1e3 / (static_cast<double>(steady_to.load()) / 1048576.0);
   }
   if (steady_span) return mib_per_s(steady.load(), t1 - from);
   return t1 > t0 ? mib_per_s(bytes.load(), t1 - t0) : 0;
@@ -347,7 +359,9 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
 
   // More streams than files cannot all read at once.
   const int64_t most = std::min<int64_t>(o.max_streams, static_cast<int64_t>(files.size()));
-  auto curve = [&](std::vector<BandwidthPoint>& out, bool cold) {
+  // `at_least`: streams the curve reaches even past its plateau (the warm curve goes as far as
+  // the cold one did, so that their CPU per MiB compare at the same streams).
+  auto curve = [&](std::vector<BandwidthPoint>& out, bool cold, int64_t at_least) {
     int flat = 0;
     for (int64_t k = 1; k <= most && !stopped(o); k *= 2) {
       if (cold) drop_cold(files);
@@ -361,10 +375,10 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
       }
       if (!out.empty()) flat = mib < out.back().mib_per_s * 1.05 ? flat + 1 : 0;
       out.push_back({k, mib, cpu});
-      if (flat >= 2) break;
+      if (flat >= 2 && k >= at_least) break;
     }
   };
-  curve(p.cold, true);
+  curve(p.cold, true, 0);
   if (remote) {
     p.notes.push_back("remote objects: no page cache on this client, so no warm curve");
   } else if (!o.warm) {
@@ -375,7 +389,7 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
                                   files_bytes / 1073741824.0));
   } else if (!stopped(o)) {
     read_warm(files, o);
-    curve(p.warm, false);
+    curve(p.warm, false, p.cold.empty() ? 0 : p.cold.back().streams);
   }
 
   // Time to first byte: open + 4 KiB, one stream, cold.

@@ -12,8 +12,9 @@
 //   requests/s  4 KiB reads of the files' heads on 16 streams
 //   CPU         the workload's loader alone (one accelerator) over a few files in the page cache,
 //               then (local files that fit in half the memory) its training loop with half again
-//               as many accelerators as that could feed, over the probe's files: what a sample
-//               costs the client's cores near its limit
+//               as many accelerators as that could feed, over the probe's files (three runs: the
+//               first, which pays its buffers' first touches, left out): what a sample costs the
+//               client's cores near its limit
 #pragma once
 
 #include <atomic>
