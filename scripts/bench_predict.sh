@@ -16,6 +16,8 @@
 # accelerator's streams can cover the latency. The data is generated under DATA (default
 # data/bench_predict, kept). Prints one line per set-up and workload and a summary table with the
 # error of each prediction; writes OUT (default out/bench_predict) /predict.csv.
+# SCALE: run and predict every workload at that fraction of its files instead of its
+# pipeprof.scale (the data then goes to DATA/<name>-<SCALE>).
 # REPEATS (default 1): each set-up's prediction and search run that many times, one after the
 # other in turns; the table compares their medians (this machine's speed drifts over minutes, and
 # a search near its limit moves by a few accelerators from run to run), and the CSV keeps every
@@ -60,9 +62,12 @@ for name in $WORKLOADS; do
   base="$HERE/harness/workloads/$name.yaml"
   [ -f "$base" ] || { echo "bench_predict.sh: no workload $base" >&2; exit 2; }
   data="$DATA/$name"
-  # At the workload's pipeprof.scale (`pipeprof datagen --workload` writes the full size).
+  scale_flags=()
+  if [ -n "${SCALE:-}" ]; then data="$DATA/$name-$SCALE"; scale_flags=(--scale "$SCALE"); fi
+  # At the workload's pipeprof.scale, or SCALE (`pipeprof datagen --workload` writes the full size).
   "$PIPEPROF" workload "$base" ++workload.dataset.data_folder="$data" ++workload.workflow.generate_data=True \
-    ++workload.workflow.train=False ++workload.workflow.checkpoint=False -q >/dev/null
+    ++workload.workflow.train=False ++workload.workflow.checkpoint=False "${scale_flags[@]}" -q >/dev/null
+  sync  # written back, so that a cold set-up can drop the files from the page cache
   for setup in $SETUPS; do
     w="$OUT/$name-$setup.yaml"
     cp "$base" "$w"
@@ -84,7 +89,7 @@ for name in $WORKLOADS; do
       *) echo "bench_predict.sh: unknown set-up $setup" >&2; exit 2 ;;
     esac
     # The prediction for the dataset the search runs on: the workload's pipeprof.scale.
-    scale=$(/usr/bin/python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])) or {}; print((d.get("pipeprof") or {}).get("scale", 1))' "$w")
+    scale=${SCALE:-$(/usr/bin/python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])) or {}; print((d.get("pipeprof") or {}).get("scale", 1))' "$w")}
     predicted_runs=() measured_runs=() bindings=()
     for run in $(seq 1 "$REPEATS"); do
       tag="$name-$setup"; [ "$REPEATS" -gt 1 ] && tag="$name-$setup.$run"
@@ -104,7 +109,7 @@ for name in $WORKLOADS; do
       stop_server
       [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
       if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
-           "${workload_flags[@]}" -q --out "$OUT/$tag/search" >"$OUT/$tag.search.txt" 2>&1; then
+           "${workload_flags[@]}" "${scale_flags[@]}" -q --out "$OUT/$tag/search" >"$OUT/$tag.search.txt" 2>&1; then
         measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$tag.search.txt")
       fi
       [ -n "$measured" ] || { echo "bench_predict.sh: $setup $name: the search failed:" >&2; tail -5 "$OUT/$tag.search.txt" >&2; measured=n/a; }
