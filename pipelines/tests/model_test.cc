@@ -243,18 +243,22 @@ TEST(Statistics, AreCompleteAtTheEndAndAfterDestruction) {
 
 TEST(Statistics, PrefetchConsumerBlockedWhileTheInputSleeps) {
   // 40 elements: timing is sampled by call tree (every 16th, then every one after a slow one).
-  auto it = range(40).map(make_function("sleep_ms", {{"ms", 5}})).prefetch(1).iterate();
-  EXPECT_EQ(drain_ints(*it).size(), 40U);
-  const auto prefetch = stage_snapshot(it->model(), "prefetch");
-  ASSERT_TRUE(prefetch.has_value());
-  EXPECT_EQ(prefetch->elements, 40);
-  EXPECT_GT(prefetch->blocked_ns, 100 * trace::kNsPerMs) << "40 x 5 ms of waiting on the map";
-  EXPECT_LT(prefetch->self_wall_ns, 100 * trace::kNsPerMs) << "waiting is not work";
-  const auto map = stage_snapshot(it->model(), "map");
-  ASSERT_TRUE(map.has_value());
-  EXPECT_EQ(map->elements, 40);
-  EXPECT_GT(map->self_wall_ns, 100 * trace::kNsPerMs) << "the sleeps are the map's own time";
-  EXPECT_GT(map->wall_ns_per_element, 3.0 * trace::kNsPerMs);
+  // The prefetch's own time is timing: a consumer descheduled by other tests between its waits
+  // counts that time as its own, so the scenario is retried before it fails.
+  pipeprof::testing::retry_timing(3, [&] {
+    auto it = range(40).map(make_function("sleep_ms", {{"ms", 5}})).prefetch(1).iterate();
+    EXPECT_EQ(drain_ints(*it).size(), 40U);
+    const auto prefetch = stage_snapshot(it->model(), "prefetch");
+    ASSERT_TRUE(prefetch.has_value());
+    EXPECT_EQ(prefetch->elements, 40);
+    EXPECT_GT(prefetch->blocked_ns, 100 * trace::kNsPerMs) << "40 x 5 ms of waiting on the map";
+    EXPECT_LT(prefetch->self_wall_ns, 100 * trace::kNsPerMs) << "waiting is not work";
+    const auto map = stage_snapshot(it->model(), "map");
+    ASSERT_TRUE(map.has_value());
+    EXPECT_EQ(map->elements, 40);
+    EXPECT_GT(map->self_wall_ns, 100 * trace::kNsPerMs) << "the sleeps are the map's own time";
+    EXPECT_GT(map->wall_ns_per_element, 3.0 * trace::kNsPerMs);
+  });
 }
 
 TEST(Statistics, CpuShareTellsBurningFromWaiting) {
