@@ -23,6 +23,7 @@
 #include "formats/tfrecord.h"
 #include "io/byte_stream.h"
 #include "io/filesystem.h"
+#include "pipeprof/pipelines/waits.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "storage_test_util.h"
 
@@ -334,6 +335,21 @@ TEST(MappedStream, SharedReadsAreViewsOfTheMappingThatOutliveTheStream) {
   // A view may be written to: its own copy of the page, never the file.
   parts[1].data.get()[0] = static_cast<std::byte>(~static_cast<unsigned char>(data[8]));
   EXPECT_EQ(read_all(tmp / "f"), data);
+}
+
+// Each window mapped in is a read, and the watchdog's sign of life: a reader going through a large
+// mapped file is never taken for a stalled one.
+TEST(MappedStream, EveryWindowReadCountsAsProgress) {
+  const TempDir tmp;
+  write_all(tmp / "f", random_bytes(10000, 12));
+  auto stream = io::open_stream((tmp / "f").string(), io::Compression::kNone, {.map = true}, 4096, {});
+  ASSERT_NE(dynamic_cast<io::MappedStream*>(stream.get()), nullptr);
+  const uint64_t before = progress_count();
+  std::array<std::byte, 7> small{};
+  ASSERT_EQ(stream->read(small), small.size());  // the first window
+  EXPECT_GE(progress_count(), before + 1);
+  EXPECT_EQ(stream->read_shared(9993).size, 9993U);  // the other two
+  EXPECT_GE(progress_count(), before + 3);
 }
 
 TEST(MappedStream, OnlyUncompressedPageCachedNonEmptyFilesAreMapped) {

@@ -51,7 +51,7 @@ std::string profile_line(const workload::StorageProfile& p) {
                               p.cold.front().mib_per_s, p.cold.back().mib_per_s, p.cold.front().streams,
                               p.cold.back().streams);
   if (!p.warm.empty()) s += fmt::format(", warm up to {:.0f} MiB/s", p.warm.back().mib_per_s);
-  s += fmt::format("; first byte {:.3f} ms; loader CPU {:.1f} us/sample; {} cores, {:.1f} GiB memory\n",
+  s += fmt::format("; first byte {:.3f} ms; client CPU {:.1f} us a sample (warm); {} cores, {:.1f} GiB memory\n",
                    p.first_byte_ms, p.cpu_us_per_sample, p.cores, p.memory_bytes / 1073741824.0);
   for (const std::string& note : p.notes)
     s += "  note: " + note + "\n";
@@ -89,7 +89,7 @@ Outcome predict_command(const PredictOptions& o) {
   if (!probing) {
     profile = workload::read_storage_profile(o.profile);
   } else {
-    if (!o.quiet) std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, loader CPU\n";
+    if (!o.quiet) std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, the client's CPU\n";
     profile = workload::probe_storage(
         probed, {.max_streams = o.probe_streams,
             .pass_seconds = o.probe_seconds,

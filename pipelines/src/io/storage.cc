@@ -156,6 +156,7 @@ void FileMapping::populate(uint64_t offset, size_t bytes) const {
                     err == EFAULT ? "the file is shorter than when it was opened, or a read failed"
                                   : errno_text(err)));
   }
+  note_progress();  // a window of the file read (the watchdog's sign of life, as a pread's)
 #else
   (void)offset;
   (void)bytes;
