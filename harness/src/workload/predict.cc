@@ -75,18 +75,21 @@ bool levelled_off(const std::vector<BandwidthPoint>& c) {
 // B(k): piecewise linear in log2(streams) between measured points; below the first point, in
 // proportion to the streams; beyond the last, the last (`extrapolated` set unless the curve
 // levelled off there).
+// A figure of the points (`field`) at k streams, piecewise linear in log2(streams) between the
+// two points around k; `k` lies within [a.streams, b.streams].
+double between(const BandwidthPoint& a, const BandwidthPoint& b, double k, double BandwidthPoint::*field) {
+  const double x0 = std::log2(static_cast<double>(a.streams));
+  const double x1 = std::log2(static_cast<double>(b.streams));
+  const double f = (std::log2(k) - x0) / (x1 - x0);
+  return a.*field + f * (b.*field - a.*field);
+}
+
 double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrapolated) {
   if (c.empty()) return 0;
   const BandwidthPoint& first = c.front();
   if (k <= static_cast<double>(first.streams)) return first.mib_per_s * k / static_cast<double>(first.streams);
-  for (size_t i = 1; i < c.size(); ++i) {
-    if (k <= static_cast<double>(c[i].streams)) {
-      const double x0 = std::log2(static_cast<double>(c[i - 1].streams));
-      const double x1 = std::log2(static_cast<double>(c[i].streams));
-      const double f = (std::log2(k) - x0) / (x1 - x0);
-      return c[i - 1].mib_per_s + f * (c[i].mib_per_s - c[i - 1].mib_per_s);
-    }
-  }
+  for (size_t i = 1; i < c.size(); ++i)
+    if (k <= static_cast<double>(c[i].streams)) return between(c[i - 1], c[i], k, &BandwidthPoint::mib_per_s);
   if (extrapolated != nullptr && !levelled_off(c)) *extrapolated = true;
   return c.back().mib_per_s;
 }
@@ -99,14 +102,8 @@ double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
     if (p.cpu_us_per_mib > 0) m.push_back(p);
   if (m.empty()) return 0;
   if (k <= static_cast<double>(m.front().streams)) return m.front().cpu_us_per_mib;
-  for (size_t i = 1; i < m.size(); ++i) {
-    if (k <= static_cast<double>(m[i].streams)) {
-      const double x0 = std::log2(static_cast<double>(m[i - 1].streams));
-      const double x1 = std::log2(static_cast<double>(m[i].streams));
-      const double f = (std::log2(k) - x0) / (x1 - x0);
-      return m[i - 1].cpu_us_per_mib + f * (m[i].cpu_us_per_mib - m[i - 1].cpu_us_per_mib);
-    }
-  }
+  for (size_t i = 1; i < m.size(); ++i)
+    if (k <= static_cast<double>(m[i].streams)) return between(m[i - 1], m[i], k, &BandwidthPoint::cpu_us_per_mib);
   return m.back().cpu_us_per_mib;
 }
 
