@@ -197,8 +197,9 @@ CommandRunner add_predict_command(CLI::App& app) {
   cmd->add_option("--what-if", o->what_ifs,
                   "A what-if beside the prediction, in --set's form; repeat it for a table of them")
       ->allow_extra_args(false);
-  auto* no_warm = cmd->add_flag("--no-warm", o->no_warm, "Do not measure the warm (page cache) curve (nor, without it, what a cold read costs the "
-                                "client's CPU beyond a warm one)");
+  auto* no_warm = cmd->add_flag("--no-warm", o->no_warm,
+                                "Do not measure the warm (page cache) curve (nor, without it, what a cold read "
+                                "costs the client's CPU beyond a warm one)");
   auto* cold = cmd->add_flag("--cold", o->cold,
                 "Every epoch cold (the MLPerf rule), even when a client's share fits in its memory");
   cmd->add_flag("--warm", o->warm,

@@ -72,9 +72,6 @@ bool levelled_off(const std::vector<BandwidthPoint>& c) {
   return c.size() >= 2 && c.back().mib_per_s < 1.05 * c[c.size() - 2].mib_per_s;
 }
 
-// B(k): piecewise linear in log2(streams) between measured points; below the first point, in
-// proportion to the streams; beyond the last, the last (`extrapolated` set unless the curve
-// levelled off there).
 // A figure of the points (`field`) at k streams, piecewise linear in log2(streams) between the
 // two points around k; `k` lies within [a.streams, b.streams].
 double between(const BandwidthPoint& a, const BandwidthPoint& b, double k, double BandwidthPoint::*field) {
@@ -84,6 +81,9 @@ double between(const BandwidthPoint& a, const BandwidthPoint& b, double k, doubl
   return a.*field + f * (b.*field - a.*field);
 }
 
+// B(k): piecewise linear in log2(streams) between measured points; below the first point, in
+// proportion to the streams; beyond the last, the last (`extrapolated` set unless the curve
+// levelled off there).
 double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrapolated) {
   if (c.empty()) return 0;
   const BandwidthPoint& first = c.front();
@@ -97,14 +97,14 @@ double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrap
 // The process's CPU per MiB at k streams, read off the points that have it as B(k) is (below the
 // first and beyond the last, their figure); 0 when none has it.
 double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
-  std::vector<BandwidthPoint> m;
-  for (const BandwidthPoint& p : c)
-    if (p.cpu_us_per_mib > 0) m.push_back(p);
-  if (m.empty()) return 0;
-  if (k <= static_cast<double>(m.front().streams)) return m.front().cpu_us_per_mib;
-  for (size_t i = 1; i < m.size(); ++i)
-    if (k <= static_cast<double>(m[i].streams)) return between(m[i - 1], m[i], k, &BandwidthPoint::cpu_us_per_mib);
-  return m.back().cpu_us_per_mib;
+  const BandwidthPoint* before = nullptr;
+  for (const BandwidthPoint& p : c) {
+    if (!(p.cpu_us_per_mib > 0)) continue;
+    if (k <= static_cast<double>(p.streams))
+      return before != nullptr ? between(*before, p, k, &BandwidthPoint::cpu_us_per_mib) : p.cpu_us_per_mib;
+    before = &p;
+  }
+  return before != nullptr ? before->cpu_us_per_mib : 0;
 }
 
 double peak(const std::vector<BandwidthPoint>& c) {

@@ -456,7 +456,8 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     p.cpu_us_per_sample = loop > 0 ? loop : loader;
     say(fmt::format("  CPU {:.1f} us per sample: {} ({} cores, {:.1f} GiB memory)", p.cpu_us_per_sample,
                     loop > 0 ? fmt::format("the training loop's, two runs after a warm-up (the loader alone: {:.1f} us)",
-                                                loader) : why,
+                                           loader)
+                             : why,
                     p.cores, p.memory_bytes / 1073741824.0));
   }
   if (stopped(o)) {
