@@ -5,7 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <memory>
@@ -275,6 +280,50 @@ TEST(Tensor, HugeBuffersAreReusedAndZeroedForZeroFilledTensors) {
   EXPECT_EQ(raw.nbytes(), size_t{12'000'000});
   std::memset(raw.mutable_data(), 1, raw.nbytes());
   EXPECT_EQ(raw.data()[raw.nbytes() - 1], std::byte{1});
+}
+
+// A kept huge buffer is the parent's alone: a forked child does not inherit it (it would write its
+// own tensors into pages it shares with the parent, a copy-on-write fault per 4 KiB page, and the
+// parent would pay the same), while a live tensor's buffer is inherited as any memory is.
+TEST(Tensor, AForkedChildInheritsLiveHugeBuffersButNotKeptOnes) {
+  const Shape shape{2, 1000, 1000};  // 8 MB of float32
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  auto mapped = [&](const std::byte* p) {
+    unsigned char in_core = 0;  // ENOMEM: no mapping there
+    return ::mincore(const_cast<std::byte*>(p), page, &in_core) == 0 || errno != ENOMEM;
+  };
+  Tensor live(DType::kFloat32, shape);
+  std::memset(live.mutable_data(), 0x5a, live.nbytes());
+  const std::byte* kept = nullptr;
+  {
+    Tensor freed(DType::kFloat32, shape);
+    std::memset(freed.mutable_data(), 1, freed.nbytes());
+    kept = freed.data();
+  }
+  ASSERT_TRUE(mapped(kept));
+  const pid_t child = ::fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    int code = 0;
+    if (mapped(kept)) code |= 1;
+    if (!mapped(live.data()) || live.data()[live.nbytes() - 1] != std::byte{0x5a}) code |= 2;
+    {
+      Tensor mine(DType::kFloat32, shape);  // a buffer of its own, zeroed
+      const auto* b = mine.data();
+      if (!std::all_of(b, b + mine.nbytes(), [](std::byte x) { return x == std::byte{0}; }))
+        code |= 4;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "the child inherited a kept buffer";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the child did not inherit a live tensor";
+  EXPECT_EQ(WEXITSTATUS(status) & 4, 0) << "the child's own tensor was not zeroed";
+  // The parent still has it, and takes it for its next tensor of that size.
+  Tensor again(DType::kFloat32, shape);
+  EXPECT_EQ(again.data(), kept);
 }
 
 }  // namespace
