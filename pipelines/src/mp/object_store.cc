@@ -81,9 +81,7 @@ std::shared_ptr<std::byte> ObjectStore::take(uint64_t id) {
     it->second.state = State::kTaken;
     data = base_ + it->second.offset;
   }
-  // The pending count went down: a producer may be waiting for it.
-  const uint64_t one = 1;
-  [[maybe_unused]] const auto w = ::write(release_fd_.get(), &one, sizeof one);
+  wake();  // the pending count went down: a producer may be waiting for it
   return std::shared_ptr<std::byte>(
       data, [self = shared_from_this(), id](std::byte*) { self->release(id); });
 }
@@ -96,8 +94,7 @@ void ObjectStore::release(uint64_t id) {
     allocator_.free(it->second.offset);
     objects_.erase(it);
   }
-  const uint64_t one = 1;
-  [[maybe_unused]] const auto w = ::write(release_fd_.get(), &one, sizeof one);
+  wake();
 }
 
 void ObjectStore::drop_owner(int owner) {
@@ -112,6 +109,10 @@ void ObjectStore::drop_owner(int owner) {
       }
     }
   }
+  wake();
+}
+
+void ObjectStore::wake() const {
   const uint64_t one = 1;
   [[maybe_unused]] const auto w = ::write(release_fd_.get(), &one, sizeof one);
 }

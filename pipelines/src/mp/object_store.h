@@ -64,6 +64,8 @@ class ObjectStore : public std::enable_shared_from_this<ObjectStore> {
   int release_fd() const { return release_fd_.get(); }
   // Reads release_fd() back to not-readable.
   void clear_release_signal() const;
+  // Makes release_fd() readable (as a release does): wakes a thread that polls it.
+  void wake() const;
 
   uint64_t used_bytes() const;
   size_t objects() const;

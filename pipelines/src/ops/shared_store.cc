@@ -101,6 +101,7 @@ class SharedStoreIterator final : public Iterator {
 
   ~SharedStoreIterator() override {
     stop_.store(true);
+    store_->wake();  // the service thread sees stop_ now, not at the end of its poll's slice
     if (service_.joinable()) service_.join();
     group_.reset();
   }
