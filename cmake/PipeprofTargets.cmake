@@ -105,13 +105,17 @@ function(pipeprof_add_library module)
   pipeprof_use_pch(pipeprof_${module})
 endfunction()
 
-# pipeprof_add_test(<name> SOURCES ... DEPS ... [LABELS ...]): a GoogleTest binary registered with CTest
-# (label `unit` unless given).
+# pipeprof_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [WHOLE_SUITES ... [SKIP_REGEX re]]):
+# a GoogleTest binary registered with CTest (label `unit` unless given), one CTest test per
+# GoogleTest test. A suite named in WHOLE_SUITES is one CTest test instead (named after the suite),
+# all its tests in one process: for suites whose fixture starts something slow once per process
+# (a server in SetUpTestSuite), which one process per test would start again for every test.
+# SKIP_REGEX: output that marks such a run skipped (the fixture's message when it cannot start).
 function(pipeprof_add_test name)
   if(NOT PIPEPROF_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SKIP_REGEX" "SOURCES;DEPS;LABELS;WHOLE_SUITES" ${ARGN})
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
@@ -126,7 +130,20 @@ function(pipeprof_add_test name)
   target_compile_options(${name} PRIVATE ${PIPEPROF_TEST_DEBUG_INFO})
   set_target_properties(${name} PROPERTIES UNITY_BUILD ${PIPEPROF_UNITY_TESTS} UNITY_BUILD_BATCH_SIZE 8)
   pipeprof_use_pch(${name} TEST)
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+  set(others)
+  foreach(suite IN LISTS ARG_WHOLE_SUITES)
+    add_test(NAME ${suite} COMMAND ${name} --gtest_filter=${suite}.*)
+    set_tests_properties(${suite} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    if(ARG_SKIP_REGEX)
+      set_tests_properties(${suite} PROPERTIES SKIP_REGULAR_EXPRESSION "${ARG_SKIP_REGEX}")
+    endif()
+    list(APPEND others "${suite}.*")
+  endforeach()
+  if(others)
+    list(JOIN others ":" others)
+    set(others TEST_FILTER "-${others}")
+  endif()
+  gtest_discover_tests(${name} ${others} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                        DISCOVERY_TIMEOUT 60)
   # pipeprof_<label>_tests builds every test binary with that label (scripts/sanitize.sh builds
   # pipeprof_unit_tests).
