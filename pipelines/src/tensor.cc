@@ -35,6 +35,7 @@ class HugeBuffers {
   // A kept buffer of exactly n bytes (zeroed when asked), or nullptr.
   void* take(size_t n, bool zero) {
     void* p = nullptr;
+    bool inherited = true;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (size_t i = 0; i < kept_.size(); ++i) {
@@ -43,9 +44,15 @@ class HugeBuffers {
         kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
         held_ -= n;
         // Under the lock: a fork (which holds it) sees the buffer either kept or inherited.
-        ::madvise(p, n, MADV_DOFORK);
+        inherited = ::madvise(p, n, MADV_DOFORK) == 0;
         break;
       }
+    }
+    if (p != nullptr && !inherited) {
+      // (The kernel could not split the mapping, near vm.max_map_count.) A live tensor must be
+      // inherited by a producer forked later: a fresh mapping instead.
+      ::munmap(p, n);
+      return nullptr;
     }
     if (p != nullptr && zero) std::memset(p, 0, n);
     return p;
