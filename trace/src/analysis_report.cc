@@ -85,7 +85,8 @@ nlohmann::json loader_json(const LoaderAnalysis& l) {
   for (const LoaderWorker& w : l.workers) {
     nlohmann::json wj = {{"worker", w.worker},     {"pids", w.pids},
                          {"fetches", w.fetches},   {"items", w.items},
-                         {"busy_ms", ns_to_ms(w.busy_ns)}, {"busy_pct", w.busy_pct},
+                         {"busy_ms", ns_to_ms(w.busy_ns)}, {"running_ms", ns_to_ms(w.running_ns)},
+                         {"busy_pct", w.busy_pct},
                          {"getitem_ms", ns_to_ms(w.getitem_ns)},
                          {"collate_ms", ns_to_ms(w.collate_ns)}, {"died", w.died}};
     if (w.died) wj["exitcode"] = w.exitcode;

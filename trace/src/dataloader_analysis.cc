@@ -214,6 +214,7 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
   int64_t first_waits_ns = 0;
   int64_t pin_ns = 0;
   std::map<int, LoaderWorker> workers;
+  std::map<int, std::vector<int64_t>> worker_starts;  // each worker's "worker started" instants
   int64_t start_ns_total = 0, starts_timed = 0, getitem_calls = 0, getitem_ns = 0;
   int64_t getitems_calls = 0;
   for (const Lane& lane : t.lanes) {
@@ -255,6 +256,7 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
       if (t.strings.str(i.name) == "worker started") {
         ++a.worker_starts;
         started = i.ts_ns;
+        worker_starts[id].push_back(i.ts_ns);
       }
     bool first_fetch = true;
     for (const Span& s : lane.spans) {
@@ -282,8 +284,22 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
       }
     }
   }
+  // A worker's busy % is of the time it ran inside the window: from each of its starts to its
+  // next start (a new process each epoch without persistent_workers) or the window's end. Its
+  // process starting is the first batch's wait, which the steady judgement leaves out too.
+  int64_t running_total = 0;
   for (auto& [id, w] : workers) {
-    w.busy_pct = percent_of(w.busy_ns, window);
+    std::vector<int64_t>& starts = worker_starts[id];
+    std::sort(starts.begin(), starts.end());
+    int64_t running = starts.empty() ? window : 0;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const int64_t from = std::clamp(starts[k], lo, hi);
+      const int64_t to = k + 1 < starts.size() ? std::clamp(starts[k + 1], lo, hi) : hi;
+      running += std::max<int64_t>(0, to - from);
+    }
+    w.running_ns = running;
+    w.busy_pct = percent_of(w.busy_ns, running);
+    running_total += running;
     a.workers.push_back(w);
   }
   read_dead_workers(t, a);
@@ -309,8 +325,9 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
     collate += w.collate_ns;
     in_getitem += w.getitem_ns;
   }
-  const int counted = std::max<int>(a.num_workers, static_cast<int>(a.workers.size()));
-  a.workers_busy_pct = counted > 0 ? percent_of(busy, window) / counted : 0.0;
+  // Workers of the settings that left no spans count as idle for the whole window.
+  const int missing = std::max(0, a.num_workers - static_cast<int>(a.workers.size()));
+  a.workers_busy_pct = percent_of(busy, running_total + missing * window);
   a.getitem_share_pct = percent_of(in_getitem, busy);
   a.collate_share_pct = percent_of(collate, busy);
   const int64_t items = getitem_calls + getitems_calls * std::max(1, a.batch_size);

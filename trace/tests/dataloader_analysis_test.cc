@@ -131,6 +131,25 @@ TEST(DataLoaderAnalysis, NotInputBoundWithIdleWorkersSaysFewerWouldDo) {
       << a.suggestions.back().text;
 }
 
+TEST(DataLoaderAnalysis, AWorkersBusyShareIsOfTheTimeItRan) {
+  // One worker whose process took the first 300 ms of a 1 s window to start, then fetched 95 % of
+  // the time: it is saturated, not 66 % busy, and more workers are what the loop needs.
+  LoaderTrace lt(1);
+  lt.loop(100, 6, 4);
+  lt.worker(0, 100, 300 * kMsNs, 1000 * kMsNs, 95);
+  const LoaderAnalysis a = lt.analyze();
+  ASSERT_EQ(a.workers.size(), 1u);
+  EXPECT_EQ(a.workers[0].running_ns, 700 * kMsNs);
+  EXPECT_NEAR(a.workers[0].busy_pct, 95.0, 0.5);
+  EXPECT_NEAR(a.workers_busy_pct, 95.0, 0.5);
+  EXPECT_TRUE(has_knob(a, "num_workers"));
+  // A second worker of the settings that left no spans counts as idle for the whole window.
+  LoaderTrace two(2);
+  two.loop(100, 6, 4);
+  two.worker(0, 100, 300 * kMsNs, 1000 * kMsNs, 95);
+  EXPECT_NEAR(two.analyze().workers_busy_pct, 95.0 * 700 / 1700, 0.5);
+}
+
 TEST(DataLoaderAnalysis, WorkersStartedEveryEpochAreRestarts) {
   LoaderTrace lt(2, /*persistent=*/false);
   lt.loop(100, 1, 9);
@@ -142,6 +161,8 @@ TEST(DataLoaderAnalysis, WorkersStartedEveryEpochAreRestarts) {
   EXPECT_EQ(a.restarts, 4);
   ASSERT_EQ(a.workers.size(), 2u);
   EXPECT_EQ(a.workers[1].pids, (std::vector<int64_t>{101, 111, 121}));
+  // Each process ran from its start to the next one's, the last to the window's end (1 s).
+  EXPECT_EQ(a.workers[1].running_ns, 1000 * kMsNs);
   EXPECT_NEAR(a.mean_start_ms, 5.0, 0.01);  // the first fetch ends half a period after the start
   EXPECT_TRUE(has_knob(a, "persistent_workers"));
 }

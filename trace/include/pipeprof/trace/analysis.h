@@ -184,8 +184,12 @@ struct TorchAnalysis {
 // "next(dataset)" and "collate_fn" spans, "wait for index" spans between fetches and a "worker
 // started" instant. Workers that died are in the metadata "dead_workers" (a JSON array of
 // {"worker", "pid", "exitcode"}). Rules:
-// - a worker's busy % = its fetch spans / the loop's window; its pids are every process it ran as
-//   (a new one per epoch without persistent_workers: restarts = starts - workers);
+// - a worker's busy % = its fetch spans / the time it ran inside the loop's window (from each of
+//   its "worker started" instants to the next one or the window's end; the whole window without
+//   one), so its process starting is not idle time; the workers' busy % = their fetch spans /
+//   their running time summed (a worker of the settings without spans: idle the whole window);
+//   its pids are every process it ran as (a new one per epoch without persistent_workers:
+//   restarts = starts - workers);
 // - ready % = the share of get_next waits under 1 ms: how often a batch was there when the loop
 //   asked; the wait percentiles and ready % leave out each epoch's first wait (its start-up, given
 //   as first_wait_ms), and steady input-bound % is the input-bound % without them;
@@ -196,6 +200,7 @@ struct LoaderWorker {
   int64_t fetches = 0;
   int64_t items = 0;  // __getitem__ calls, or samples of __getitems__ / next(dataset) calls
   int64_t busy_ns = 0;
+  int64_t running_ns = 0;  // the time it ran inside the window: busy_pct's denominator
   int64_t getitem_ns = 0;  // __getitem__, __getitems__ or next(dataset)
   int64_t collate_ns = 0;
   double busy_pct = 0;
@@ -221,7 +226,7 @@ struct LoaderAnalysis {
   int64_t epochs = 0;
   double first_wait_ms = 0;  // summed over the epochs
   double steady_input_bound_pct = 0;
-  double workers_busy_pct = 0;  // the mean over workers
+  double workers_busy_pct = 0;  // over all the workers' running time
   double pin_memory_busy_pct = 0;
   int64_t worker_starts = 0;
   int64_t restarts = 0;
