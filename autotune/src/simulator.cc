@@ -47,7 +47,8 @@ SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
                                                    ? options.autotune_parallelism
                                                    : pipelines::default_autotune_parallelism(),
                        .rates = {.memcpy_gb_per_s = options.memcpy_gb_per_s,
-                                 .fill_gb_per_s = options.fill_gb_per_s}};
+                                 .fill_gb_per_s = options.fill_gb_per_s,
+                                 .socket_gb_per_s = options.socket_gb_per_s}};
   try {
     NodePtr root = build_chain(pipeline, ctx);
     Time t = 0, waited = 0;
@@ -71,6 +72,7 @@ SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
   } catch (const pipelines::sim::NeedsMeasurement& e) {
     result.reason = e.what();
     result.needs_rates = true;
+    result.needed_rate = e.rate;
   } catch (const Unsupported& e) {
     result.reason = e.what();
   } catch (const nlohmann::json::exception& e) {

@@ -107,7 +107,8 @@ TEST_P(SameElementsAsTheRealPipeline, Counted) {
       static_cast<int64_t>(pipelines::parse_pipeline(spec, "<test>").collect().size());
   // Rates as if measured (process sources copy, random_tensors fill); any positive value counts.
   const SimResult r =
-      simulate(spec, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 10, .fill_gb_per_s = 1});
+      simulate(spec, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 10, .fill_gb_per_s = 1,
+                                .socket_gb_per_s = 10});
   ASSERT_TRUE(r.supported) << r.reason;
   EXPECT_EQ(r.elements, real) << GetParam();
 }
@@ -234,8 +235,8 @@ TEST(Simulator, CopiesAndFillsNeedTheMeasuredRates) {
   EXPECT_FALSE(r.supported);
   EXPECT_TRUE(r.needs_rates);
   EXPECT_NE(r.reason.find("multiprocess"), std::string::npos) << r.reason;
-  EXPECT_NE(r.reason.find("memcpy"), std::string::npos) << r.reason;
-  EXPECT_TRUE(simulate(p, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 1}).supported);
+  EXPECT_NE(r.reason.find("socket receive rate"), std::string::npos) << r.reason;
+  EXPECT_TRUE(simulate(p, {.step_ms = 1, .epochs = 1, .socket_gb_per_s = 1}).supported);
 
   const nlohmann::json g = nlohmann::json::parse(
       R"({"stages": [{"op": "generator", "fn": "random_tensors",
@@ -250,7 +251,8 @@ TEST(Simulator, CopiesAndFillsNeedTheMeasuredRates) {
 }
 
 // The Ray article's shape, small: each producer fetches (50 ms) and fills (1 MB at 1 GB/s: 1 ms)
-// 20 items; memcpy at 1 GB/s copies an item in 1 ms; the step takes 10 ms.
+// 20 items; memcpy (shared_store) and the socket's receive (multiprocess) at 1 GB/s move an item
+// in 1 ms; the step takes 10 ms.
 nlohmann::json process_source(const std::string& op, int producers, int queue_capacity) {
   nlohmann::json p = nlohmann::json::parse(R"({"stages": [{"op": "", "pipeline": {"stages": [
       {"op": "generator", "fn": "random_tensors",
@@ -262,7 +264,11 @@ nlohmann::json process_source(const std::string& op, int producers, int queue_ca
 }
 
 SimResult run_model(const nlohmann::json& p) {
-  return simulate(p, {.step_ms = 10, .epochs = 1, .memcpy_gb_per_s = 1, .fill_gb_per_s = 1});
+  return simulate(p, {.step_ms = 10,
+                      .epochs = 1,
+                      .memcpy_gb_per_s = 1,
+                      .fill_gb_per_s = 1,
+                      .socket_gb_per_s = 1});
 }
 
 double ms_per_element(const SimResult& r) {
@@ -322,7 +328,7 @@ TEST(Simulator, QueueCapacityMattersForABurstyFetch) {
         {"op": "artificial", "open_ms": 100, "read_ms": 0, "num_samples": 8},
         {"op": "repeat", "count": 3}]}}]})");
     p["stages"][0]["queue_capacity"] = queue_capacity;
-    return simulate(p, {.step_ms = 10, .epochs = 1, .memcpy_gb_per_s = 1e6});
+    return simulate(p, {.step_ms = 10, .epochs = 1, .socket_gb_per_s = 1e6});
   };
   const SimResult roomy = bursty(16);
   const SimResult tight = bursty(1);
@@ -337,7 +343,7 @@ TEST(Simulator, QueueCapacityMattersForABurstyFetch) {
       {"op": "artificial", "open_ms": 100, "read_ms": 0, "num_samples": 8},
       {"op": "repeat", "count": 3}]}}]})");
   const SimResult bound =
-      simulate(autotuned, {.step_ms = 10, .epochs = 1, .bound = true, .memcpy_gb_per_s = 1e6});
+      simulate(autotuned, {.step_ms = 10, .epochs = 1, .bound = true, .socket_gb_per_s = 1e6});
   ASSERT_TRUE(bound.supported) << bound.reason;
   EXPECT_NEAR(bound.total_ms, roomy.total_ms, 1e-6);
 }

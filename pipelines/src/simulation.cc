@@ -31,13 +31,14 @@ namespace {
 // `bytes` at `gb_per_s` (GB/s = 1e6 bytes per ms); NeedsMeasurement naming `who`, what it does
 // with the bytes and the rate, when the rate was not measured.
 Time at_rate(double bytes, double gb_per_s, std::string_view who, std::string_view verb,
-             std::string_view per, std::string_view rate) {
+             std::string_view per, std::string_view rate, std::string_view key) {
   if (bytes <= 0) return 0;
   if (gb_per_s <= 0) {
     throw NeedsMeasurement(
         fmt::format("{}: {} {:.0f} bytes per {} and the machine's {} was not "
                     "measured",
-                    who, verb, bytes, per, rate));
+                    who, verb, bytes, per, rate),
+        std::string(key));
   }
   return bytes / (gb_per_s * 1e6);
 }
@@ -45,11 +46,17 @@ Time at_rate(double bytes, double gb_per_s, std::string_view who, std::string_vi
 }  // namespace
 
 Time SimContext::copy_ms(double bytes, std::string_view who) const {
-  return at_rate(bytes, rates.memcpy_gb_per_s, who, "copies", "element", "memcpy bandwidth");
+  return at_rate(bytes, rates.memcpy_gb_per_s, who, "copies", "element", "memcpy bandwidth",
+                 "memcpy_gb_per_s");
 }
 
 Time SimContext::fill_ms(double bytes, std::string_view who) const {
-  return at_rate(bytes, rates.fill_gb_per_s, who, "fills", "call", "fill rate");
+  return at_rate(bytes, rates.fill_gb_per_s, who, "fills", "call", "fill rate", "fill_gb_per_s");
+}
+
+Time SimContext::receive_ms(double bytes, std::string_view who) const {
+  return at_rate(bytes, rates.socket_gb_per_s, who, "receives", "element through a socket",
+                 "socket receive rate", "socket_gb_per_s");
 }
 
 nlohmann::json substitute_element(const nlohmann::json& j, double value, std::string_view who) {

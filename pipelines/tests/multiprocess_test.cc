@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -229,6 +230,16 @@ TEST_P(Transports, CountsTheBytesItsTransportCopies) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Transports, ::testing::Values(kMultiprocess, kSharedStore),
                          [](const ::testing::TestParamInfo<Transport>& p) { return p.param.op; });
+
+TEST(Multiprocess, MeasuresTheSocketsReceiveRateAndLeavesNothing) {
+  const testing::LeakCheck leaks;
+  // Elements larger than the socket's buffers (16 MiB), and a byte.
+  const double rate = measure_socket_receive_gb_per_s(size_t{20} << 20, 2);
+  EXPECT_GT(rate, 0.0);
+  EXPECT_TRUE(std::isfinite(rate));
+  EXPECT_GT(measure_socket_receive_gb_per_s(1, 1), 0.0);
+  leaks.verify();
+}
 
 TEST(Multiprocess, RejectsBadOptions) {
   EXPECT_THROW(multiprocess(testing::counting_producer(1), {.producers = 0}),

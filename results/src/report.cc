@@ -83,12 +83,22 @@ std::string transport_line(const nlohmann::json& x) {
   auto it = x.find("transport");
   if (it == x.end() || !it->is_object()) return "";
   const auto bytes = opt_number(*it, "bytes_copied_per_element");
-  return fmt::format(
+  std::string line = fmt::format(
       "Transport: {} MB copied per element at {} GB/s memcpy bandwidth, a floor of {} ms per "
-      "element.\n\n",
+      "element.",
       bytes ? fmt::format("{:.1f}", *bytes / 1e6) : std::string("-"),
       num(opt_number(*it, "memcpy_gb_per_s"), 1),
       num(opt_number(*it, "copy_floor_ms_per_element"), 3));
+  // A socket transport's ideal receives each element at the socket's measured rate.
+  if (auto rates = x.find("measured_rates"); rates != x.end() && rates->is_object()) {
+    if (auto socket = opt_number(*rates, "socket_gb_per_s"); socket && *socket > 0) {
+      line += fmt::format(" The ideal receives each element through the socket at {:.1f} GB/s, "
+                          "the rate one process received a large element from another in the "
+                          "same run.",
+                          *socket);
+    }
+  }
+  return line + "\n\n";
 }
 
 // Part B (the Ray article) publishes the mean wait per batch, not a total time.

@@ -11,6 +11,7 @@
 // queue capacities costs milliseconds per trial; each point is measured once (the model has no
 // noise).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
@@ -78,8 +79,16 @@ Outcome tune_command(const TuneCommandOptions& o) {
     if (!first.supported) {
       throw InputError(o.target + ": the simulator has no model of this spec: " + first.reason);
     }
-    std::cerr << fmt::format("model: memcpy {:.1f} GB/s, fill {:.2f} GB/s, measured now\n",
-                             rates.memcpy_gb_per_s, rates.fill_gb_per_s);
+    std::vector<std::string> measured;
+    if (rates.memcpy_gb_per_s > 0)
+      measured.push_back(fmt::format("memcpy {:.1f} GB/s", rates.memcpy_gb_per_s));
+    if (rates.fill_gb_per_s > 0)
+      measured.push_back(fmt::format("fill {:.2f} GB/s", rates.fill_gb_per_s));
+    if (rates.socket_gb_per_s > 0)
+      measured.push_back(fmt::format("socket receive {:.1f} GB/s", rates.socket_gb_per_s));
+    std::cerr << (measured.empty() ? std::string("model: no machine rate needed\n")
+                                   : fmt::format("model: {}, measured now\n",
+                                                 fmt::join(measured, ", ")));
   }
 
   bool interrupted = false;
@@ -139,8 +148,11 @@ Outcome tune_command(const TuneCommandOptions& o) {
     log["experiment"] = x.id;
     log["trials_of"] = o.model ? "model" : "runs";
     if (o.model) {
-      log["measured_rates"] = {{"memcpy_gb_per_s", rates.memcpy_gb_per_s},
-                               {"fill_gb_per_s", rates.fill_gb_per_s}};
+      // The rates the model needed (those it did not are left out, as in results.json).
+      log["measured_rates"] = nlohmann::json::object();
+      if (rates.memcpy_gb_per_s > 0) log["measured_rates"]["memcpy_gb_per_s"] = rates.memcpy_gb_per_s;
+      if (rates.fill_gb_per_s > 0) log["measured_rates"]["fill_gb_per_s"] = rates.fill_gb_per_s;
+      if (rates.socket_gb_per_s > 0) log["measured_rates"]["socket_gb_per_s"] = rates.socket_gb_per_s;
     }
     log["interrupted"] = interrupted;
     write_json(o.log, log);

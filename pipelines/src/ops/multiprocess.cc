@@ -2,10 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "mp/buffer_pool.h"
 #include "mp/channel.h"
@@ -13,11 +19,13 @@
 #include "mp/producer.h"
 #include "mp/producer_poll.h"
 #include "mp/shared_semaphores.h"
+#include "mp/unique_fd.h"
 #include "ops/common.h"
 #include "pipeprof/pipelines/serialization.h"
 #include "ops/stage_reader.h"
 #include "pipeprof/pipelines/registry.h"
 #include "pipeprof/pipelines/waits.h"
+#include "pipeprof/trace/clock.h"
 
 namespace pipeprof::pipelines {
 namespace ops {
@@ -363,6 +371,45 @@ const OpRegistration& multiprocess_registration() {
 }
 
 }  // namespace ops
+
+double measure_socket_receive_gb_per_s(size_t bytes, int copies) {
+  bytes = std::max<size_t>(bytes, 1);
+  copies = std::max(copies, 1);
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 0;
+  mp::UniqueFd receiver(sv[0]), sender(sv[1]);
+  mp::set_socket_buffers(receiver.get(), ops::kSocketBufferBytes);
+  mp::set_socket_buffers(sender.get(), ops::kSocketBufferBytes);
+  std::vector<std::byte> sent(bytes, std::byte{1});
+  std::vector<std::byte> received(bytes);  // zeroed: its pages are touched before the timing
+  int64_t best = 0;
+  try {
+    // The sender is a thread: the kernel's work per byte is the same as from a producer process.
+    std::jthread send([&] {
+      try {
+        const iovec part{sent.data(), bytes};
+        for (int i = 0; i < copies; ++i)
+          mp::send_all(sender.get(), std::span<const iovec>(&part, 1));
+      } catch (const mp::ChannelError&) {
+        // The receiver gave up (its end was shut down).
+      }
+    });
+    try {
+      for (int i = 0; i < copies; ++i) {
+        const int64_t t0 = trace::now_ns();
+        mp::recv_exact_polled(receiver.get(), received.data(), bytes, [] { return true; });
+        const int64_t dt = trace::now_ns() - t0;
+        if (best == 0 || dt < best) best = dt;
+      }
+    } catch (...) {
+      ::shutdown(receiver.get(), SHUT_RDWR);  // ends a send still waiting, before the join
+      throw;
+    }
+  } catch (const mp::ChannelError&) {
+    return 0;
+  }
+  return best > 0 ? static_cast<double>(bytes) / static_cast<double>(best) : 0;
+}
 
 Dataset multiprocess(DatasetFn producer, MultiprocessOptions options) {
   if (!producer.fn) throw std::invalid_argument("multiprocess: empty producer function");

@@ -1,7 +1,10 @@
 // The simulation rule of the process sources (multiprocess, shared_store): `producers` timelines,
 // each running the nested pipeline with "$element" = its index (so a generator's fetch latency and
 // CPU fill are the nested stages' rules), a queue of `queue_capacity` slots, and the transport's
-// copy of each element at the memcpy bandwidth measured in the same run (copy = bytes / memcpy).
+// cost of each element at a rate measured in the same run: shared_store's copy into the store at
+// the memcpy bandwidth (copy = bytes / memcpy), multiprocess's receive out of the socket at the
+// rate one process receives a large element from another through the transport's socket
+// (receive = bytes / socket rate: the kernel's copies, which run at about half a memcpy's rate).
 //
 // Producer p, its element j (started at the first request, like the real producers, which are
 // forked when the iterator is created):
@@ -16,8 +19,8 @@
 //   multiprocess: the producer's pipeline pulls the next at a while its sender thread writes the
 //                 element into the socket; the consumer reads it out as it arrives (the two copies
 //                 overlap through the socket's buffer), so it has it at
-//                 max(t, a, the end of its read of p's previous element) + copy, which frees the
-//                 slot.
+//                 max(t, a, the end of its read of p's previous element) + receive, which frees
+//                 the slot.
 //
 // The consumer takes the element it can have first (the default, non-deterministic order) or the
 // producers' elements in turn (deterministic). The end comes when every producer has ended. Slots
@@ -175,6 +178,7 @@ class ProcessSourceIterator final : public SimIterator {
   SlotPool& pool(size_t i) { return pools_[s_.deterministic ? i : 0]; }
 
   Time copy_ms(const Elem& e) const { return s_.context.copy_ms(*e.bytes, s_.op); }
+  Time receive_ms(const Elem& e) const { return s_.context.receive_ms(*e.bytes, s_.op); }
 
   // When producer p's next held element is there for the consumer (socket: its bytes start to
   // arrive, once the consumer has read p's previous element).
@@ -247,7 +251,7 @@ class ProcessSourceIterator final : public SimIterator {
   Pull take(int who, Time t) {
     Producer& p = producers_[static_cast<size_t>(who)];
     Time at = std::max(t, ready(p));
-    if (s_.transport == Transport::kSocket) at += copy_ms(p.held.front().elem);  // the read
+    if (s_.transport == Transport::kSocket) at += receive_ms(p.held.front().elem);
     Elem e = std::move(p.held.front().elem);
     p.held.pop_front();
     if (s_.transport == Transport::kSocket) p.read_end = at;

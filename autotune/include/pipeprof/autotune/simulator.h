@@ -39,10 +39,12 @@ struct SimOptions {
   int64_t epochs = 1;                // a fresh iterator per epoch
   bool bound = false;                // knobs at their best instead of their starting values
   int64_t autotune_parallelism = 0;  // 0: pipelines::default_autotune_parallelism()
-  // The machine's rates, measured in the same run (0: not measured): the copies of a process
-  // source's transport, and the CPU fill of random_tensors / fill_random.
+  // The machine's rates, measured in the same run (0: not measured): the copies of shared_store's
+  // transport, the CPU fill of random_tensors / fill_random, and multiprocess's socket receive
+  // (pipelines::measure_socket_receive_gb_per_s).
   double memcpy_gb_per_s = 0;
   double fill_gb_per_s = 0;
+  double socket_gb_per_s = 0;
 };
 
 struct SimResult {
@@ -52,7 +54,10 @@ struct SimResult {
   int64_t elements = 0;     // elements the consumer received
   double wait_mean_ms = 0;  // the consumer's mean wait per element (the ends' waits left out)
   // Unsupported only for want of a measured rate (SimOptions): measure it and simulate again.
+  // needed_rate names the first missing one as SimOptions' member ("memcpy_gb_per_s",
+  // "fill_gb_per_s", "socket_gb_per_s"); others may be missing too.
   bool needs_rates = false;
+  std::string needed_rate;
 };
 
 // `pipeline` is a spec document or pipeline object ({"stages": [...]}), already validated by

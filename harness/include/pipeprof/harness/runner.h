@@ -30,11 +30,12 @@ double measure_memcpy_gb_per_s(size_t bytes = size_t{256} << 20, int copies = 4)
 double measure_fill_gb_per_s(size_t bytes = size_t{64} << 20, int fills = 3);
 
 // The simulator on `spec` with the machine's rates: those in `rates` (non-zero: measured before);
-// when the simulation needs a rate still missing, the missing ones are measured, written back to
-// `rates`, and the spec simulated again. `options`' own rates are replaced.
+// when the simulation needs a rate still missing, that rate (only those it asks for) is measured,
+// written back to `rates`, and the spec simulated again. `options`' own rates are replaced.
 struct MachineRates {
   double memcpy_gb_per_s = 0;
   double fill_gb_per_s = 0;
+  double socket_gb_per_s = 0;  // pipelines::measure_socket_receive_gb_per_s
 };
 autotune::SimResult simulate_measured(const nlohmann::json& spec, autotune::SimOptions options,
                                       MachineRates& rates);
@@ -104,6 +105,9 @@ struct ExperimentResult {
   // The fill rate of random_tensors / fill_random measured in the same run, GB/s (0 when the
   // simulation did not need it).
   double fill_gb_per_s = 0;
+  // The rate a multiprocess element is received through its socket, measured in the same run,
+  // GB/s (0 when the simulation did not need it): what the ideal charges for the receive.
+  double socket_gb_per_s = 0;
   // The consumer's mean wait per element in the ideal (the simulator's), beside median_wait.
   std::optional<double> ideal_wait_ms;
   // Part B (the Ray article): its metric is the mean wait per batch, published as seed_wait_ms.

@@ -254,12 +254,18 @@ inline NodePtr counting_stage(NodePtr input,
 struct MeasuredRates {
   double memcpy_gb_per_s = 0;  // one memcpy of a large buffer: a transport's copies
   double fill_gb_per_s = 0;    // the pseudo-random fill of fill_random and random_tensors
+  // One process receiving a large element through the multiprocess transport's socket from
+  // another (measure_socket_receive_gb_per_s): the kernel's copies out of its buffers.
+  double socket_gb_per_s = 0;
 };
 
 // Unsupported only because a measured rate is missing: the caller may measure it and simulate
-// again (autotune::SimResult::needs_rates).
+// again (autotune::SimResult::needs_rates). `rate` names it as MeasuredRates' member does
+// ("memcpy_gb_per_s", "fill_gb_per_s", "socket_gb_per_s").
 struct NeedsMeasurement : Unsupported {
-  using Unsupported::Unsupported;
+  NeedsMeasurement(const std::string& what, std::string missing)
+      : Unsupported(what), rate(std::move(missing)) {}
+  std::string rate;
 };
 
 // What the simulator is asked for: the ideal (knobs at their starting values) or the bound (knobs
@@ -273,6 +279,8 @@ struct SimContext {
   // when the rate was not measured.
   Time copy_ms(double bytes, std::string_view who) const;
   Time fill_ms(double bytes, std::string_view who) const;
+  // The time to receive `bytes` through a socket at the measured rate (NeedsMeasurement likewise).
+  Time receive_ms(double bytes, std::string_view who) const;
 };
 
 // A nested pipeline with "$element" / "$element[0]" replaced by `value` (interleave's inputs, a
