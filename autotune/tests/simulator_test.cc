@@ -105,10 +105,13 @@ TEST_P(SameElementsAsTheRealPipeline, Counted) {
   const nlohmann::json spec = nlohmann::json::parse(GetParam());
   const int64_t real =
       static_cast<int64_t>(pipelines::parse_pipeline(spec, "<test>").collect().size());
-  // Rates as if measured (process sources copy, random_tensors fill); any positive value counts.
-  const SimResult r =
-      simulate(spec, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 10, .fill_gb_per_s = 1,
-                                .socket_gb_per_s = 10});
+  // Rates as if measured (process sources copy or receive, random_tensors fill); any positive
+  // value counts.
+  const SimResult r = simulate(spec, {.step_ms = 1,
+                                      .epochs = 1,
+                                      .memcpy_gb_per_s = 10,
+                                      .fill_gb_per_s = 1,
+                                      .socket_gb_per_s = 10});
   ASSERT_TRUE(r.supported) << r.reason;
   EXPECT_EQ(r.elements, real) << GetParam();
 }
@@ -236,6 +239,7 @@ TEST(Simulator, CopiesAndFillsNeedTheMeasuredRates) {
   EXPECT_TRUE(r.needs_rates);
   EXPECT_NE(r.reason.find("multiprocess"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("socket receive rate"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.needed_rate, "socket_gb_per_s");
   EXPECT_TRUE(simulate(p, {.step_ms = 1, .epochs = 1, .socket_gb_per_s = 1}).supported);
 
   const nlohmann::json g = nlohmann::json::parse(
@@ -244,6 +248,7 @@ TEST(Simulator, CopiesAndFillsNeedTheMeasuredRates) {
   const SimResult nofill = simulate(g, {.step_ms = 1, .epochs = 1, .memcpy_gb_per_s = 1});
   EXPECT_TRUE(nofill.needs_rates);
   EXPECT_NE(nofill.reason.find("fill rate"), std::string::npos) << nofill.reason;
+  EXPECT_EQ(nofill.needed_rate, "fill_gb_per_s");
   // 4000 bytes at 0.001 GB/s (1000 bytes per ms): 4 ms of fill after each 5 ms fetch.
   const SimResult filled = simulate(g, {.step_ms = 1, .epochs = 1, .fill_gb_per_s = 0.001});
   ASSERT_TRUE(filled.supported) << filled.reason;

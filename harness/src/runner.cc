@@ -116,8 +116,9 @@ SimResult simulate_measured(const nlohmann::json& spec, SimOptions options, Mach
   };
   use();
   SimResult r = simulate(spec, options);
-  // Each missing rate the simulation asks for, measured once: a spec may need all three.
-  for (int round = 0; round < 3 && r.needs_rates; ++round) {
+  // Each missing rate the simulation asks for, measured once (every pass measures a rate that was
+  // 0, or ends the loop): a spec may need all of them.
+  while (r.needs_rates) {
     double* rate = r.needed_rate == "memcpy_gb_per_s" ? &rates.memcpy_gb_per_s
                    : r.needed_rate == "fill_gb_per_s" ? &rates.fill_gb_per_s
                    : r.needed_rate == "socket_gb_per_s" ? &rates.socket_gb_per_s

@@ -92,7 +92,9 @@ TEST(CatalogIdeal, PartBFollowsTheProcessSourcesModel) {
   EXPECT_NE(no_socket.reason.find("socket receive rate"), std::string::npos) << no_socket.reason;
   EXPECT_TRUE(sim("multiprocess", false, 2, 0, 1, 5).supported);
   EXPECT_TRUE(sim("shared_store", false, 2, 10, 1).supported);
-  EXPECT_TRUE(sim("shared_store", false, 2, 0, 1, 5).needs_rates);
+  const SimResult no_memcpy = sim("shared_store", false, 2, 0, 1, 5);
+  EXPECT_TRUE(no_memcpy.needs_rates);
+  EXPECT_EQ(no_memcpy.needed_rate, "memcpy_gb_per_s");
   // Eight producers of 10 items outrun a 100 ms step: after the first item, the consumer binds,
   // paying its receive out of the socket (multiprocess) or nothing (shared_store, whose producer
   // wrote the item into the store before the consumer could take it).

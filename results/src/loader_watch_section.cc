@@ -38,7 +38,8 @@ std::string loader_watch_section(const nlohmann::json&, const std::vector<Entry>
          "loop's wait for each batch against its step, and inside the DataLoader's worker "
          "processes each fetch. Input-bound % = wait / (wait + step); steady leaves out each "
          "epoch's first wait (the workers starting); ready % = waits under 1 ms; workers busy % = "
-         "their fetches over the loop's time, the mean over workers.\n\n"
+         "their fetches over the time their processes ran (from each start to the next, or the "
+         "epoch's end without persistent_workers).\n\n"
          "| run | workers | prefetch / pin / persistent | batch | epochs | batches | samples/s | "
          "input-bound % | steady % | wait p50 / p99 ms | ready % | workers busy % | worker starts |\n"
          "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n" +

@@ -93,8 +93,8 @@ std::string transport_line(const nlohmann::json& x) {
   if (auto rates = x.find("measured_rates"); rates != x.end() && rates->is_object()) {
     if (auto socket = opt_number(*rates, "socket_gb_per_s"); socket && *socket > 0) {
       line += fmt::format(" The ideal receives each element through the socket at {:.1f} GB/s, "
-                          "the rate one process received a large element from another in the "
-                          "same run.",
+                          "the rate a large element was received through a socket pair with the "
+                          "transport's buffers in the same run.",
                           *socket);
     }
   }

@@ -215,6 +215,7 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
   int64_t pin_ns = 0;
   std::map<int, LoaderWorker> workers;
   std::map<int, std::vector<int64_t>> worker_starts;  // each worker's "worker started" instants
+  std::vector<std::pair<int64_t, int64_t>> epoch_spans;  // the loop's epochs, [start, end)
   int64_t start_ns_total = 0, starts_timed = 0, getitem_calls = 0, getitem_ns = 0;
   int64_t getitems_calls = 0;
   for (const Lane& lane : t.lanes) {
@@ -227,6 +228,7 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
         const std::string_view name = t.name(s);
         if (name == "epoch") {
           ++a.epochs;
+          epoch_spans.emplace_back(s.start_ns, s.end_ns());
           first = true;
         } else if (name == "get_next") {
           if (first && a.epochs > 0)
@@ -285,8 +287,14 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
     }
   }
   // A worker's busy % is of the time it ran inside the window: from each of its starts to its
-  // next start (a new process each epoch without persistent_workers) or the window's end. Its
-  // process starting is the first batch's wait, which the steady judgement leaves out too.
+  // next start or the window's end; without persistent_workers a process lasts one epoch, so no
+  // further than the end of the epoch it started in. Its process starting is the first batch's
+  // wait, which the steady judgement leaves out too.
+  auto epoch_end = [&](int64_t at) {
+    for (const auto& [start, end] : epoch_spans)
+      if (start <= at && at < end) return end;
+    return hi;
+  };
   int64_t running_total = 0;
   for (auto& [id, w] : workers) {
     std::vector<int64_t>& starts = worker_starts[id];
@@ -294,7 +302,8 @@ LoaderAnalysis analyze_dataloader(const Trace& t, const StepBreakdown& steps, in
     int64_t running = starts.empty() ? window : 0;
     for (size_t k = 0; k < starts.size(); ++k) {
       const int64_t from = std::clamp(starts[k], lo, hi);
-      const int64_t to = k + 1 < starts.size() ? std::clamp(starts[k + 1], lo, hi) : hi;
+      int64_t to = k + 1 < starts.size() ? std::clamp(starts[k + 1], lo, hi) : hi;
+      if (!a.persistent_workers) to = std::min(to, epoch_end(starts[k]));
       running += std::max<int64_t>(0, to - from);
     }
     w.running_ns = running;

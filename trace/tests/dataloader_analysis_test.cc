@@ -163,6 +163,17 @@ TEST(DataLoaderAnalysis, WorkersStartedEveryEpochAreRestarts) {
   EXPECT_EQ(a.workers[1].pids, (std::vector<int64_t>{101, 111, 121}));
   // Each process ran from its start to the next one's, the last to the window's end (1 s).
   EXPECT_EQ(a.workers[1].running_ns, 1000 * kMsNs);
+  // With the epochs in the trace, a process lasts no longer than its epoch: the 50 ms between an
+  // epoch's end and the next workers' start are not a worker's idle time.
+  LoaderTrace epochs(2, /*persistent=*/false);
+  epochs.loop(100, 1, 9);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const int64_t start = epoch * 300 * kMsNs;
+    epochs.span(1, 1, "epoch", "step", start, epoch < 2 ? start + 250 * kMsNs : 1000 * kMsNs);
+    for (int w = 0; w < 2; ++w)
+      epochs.worker(w, 100 + 10 * epoch + w, start, start + 200 * kMsNs, 50);
+  }
+  EXPECT_EQ(epochs.analyze().workers[1].running_ns, (250 + 250 + 400) * kMsNs);
   EXPECT_NEAR(a.mean_start_ms, 5.0, 0.01);  // the first fetch ends half a period after the start
   EXPECT_TRUE(has_knob(a, "persistent_workers"));
 }

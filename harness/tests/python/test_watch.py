@@ -90,7 +90,7 @@ def test_workers_getitem_and_collate_are_on_the_timeline(tmp_path, capsys):
 
 def test_a_slow_getitem_is_input_bound_and_asks_for_workers(tmp_path):
     # 64 items of 10 ms: the steady part outweighs the worker's start (about 240 ms on a loaded
-    # 2-core machine), which the analysis would otherwise name first.
+    # 2-core machine); were the start most of the wait, the analysis would name it alone.
     loader = DataLoader(SleepyItems(n=64, getitem_s=0.01), batch_size=4, num_workers=1)
     with pipeprof.watch(loader, out=tmp_path, live=False) as w:
         run_epochs(w, 1, 0.001)

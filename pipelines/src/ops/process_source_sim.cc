@@ -3,7 +3,7 @@
 // CPU fill are the nested stages' rules), a queue of `queue_capacity` slots, and the transport's
 // cost of each element at a rate measured in the same run: shared_store's copy into the store at
 // the memcpy bandwidth (copy = bytes / memcpy), multiprocess's receive out of the socket at the
-// rate one process receives a large element from another through the transport's socket
+// rate a large element is received through a socket pair with the transport's buffers
 // (receive = bytes / socket rate: the kernel's copies, which run at about half a memcpy's rate).
 //
 // Producer p, its element j (started at the first request, like the real producers, which are

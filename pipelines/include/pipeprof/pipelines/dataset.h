@@ -199,10 +199,11 @@ Dataset zip(
 // through the kernel) or a shared-memory object store (shared_store, zero copy for the consumer).
 Dataset multiprocess(DatasetFn producer, MultiprocessOptions options = {});
 // The rate in GB/s at which one side of the multiprocess transport's socket (a socket pair with
-// its buffers) receives a large element that the other side sends as fast as it can: the best of
-// `copies` receives of `bytes` each, into a buffer touched beforehand. The kernel copies every byte
-// into its buffers and out again; the simulator charges a multiprocess element's receive at this
-// rate (sim::MeasuredRates::socket_gb_per_s). 0 when the socket could not be made.
+// its buffers) receives a large element that a thread on the other side sends as fast as it can:
+// the best of `copies` receives of `bytes` each, into a buffer touched beforehand. The kernel
+// copies every byte into its buffers and out again; the simulator charges a multiprocess
+// element's receive at this rate (sim::MeasuredRates::socket_gb_per_s). 0 when it could not be
+// measured (no socket, thread or memory, a failed or a 30 s receive); it throws nothing.
 double measure_socket_receive_gb_per_s(size_t bytes = size_t{48} << 20, int copies = 6);
 Dataset shared_store(DatasetFn producer, SharedStoreOptions options = {});
 

@@ -254,8 +254,8 @@ inline NodePtr counting_stage(NodePtr input,
 struct MeasuredRates {
   double memcpy_gb_per_s = 0;  // one memcpy of a large buffer: a transport's copies
   double fill_gb_per_s = 0;    // the pseudo-random fill of fill_random and random_tensors
-  // One process receiving a large element through the multiprocess transport's socket from
-  // another (measure_socket_receive_gb_per_s): the kernel's copies out of its buffers.
+  // A large element received through a socket pair with the multiprocess transport's buffers
+  // (measure_socket_receive_gb_per_s): the kernel's copies into its buffers and out.
   double socket_gb_per_s = 0;
 };
 

@@ -185,9 +185,11 @@ struct TorchAnalysis {
 // started" instant. Workers that died are in the metadata "dead_workers" (a JSON array of
 // {"worker", "pid", "exitcode"}). Rules:
 // - a worker's busy % = its fetch spans / the time it ran inside the loop's window (from each of
-//   its "worker started" instants to the next one or the window's end; the whole window without
-//   one), so its process starting is not idle time; the workers' busy % = their fetch spans /
-//   their running time summed (a worker of the settings without spans: idle the whole window);
+//   its "worker started" instants to the next one or the window's end, and without
+//   persistent_workers no further than the end of the epoch it started in; the whole window
+//   without one), so its process starting is not idle time; the workers' busy % = their fetch
+//   spans / their running time summed (a worker of the settings without spans: idle the whole
+//   window);
 //   its pids are every process it ran as (a new one per epoch without persistent_workers:
 //   restarts = starts - workers);
 // - ready % = the share of get_next waits under 1 ms: how often a batch was there when the loop
