@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <memory>
+#include <string_view>
 
 #include "pipeprof/autotune/simulator.h"
 #include "pipeprof/harness/step.h"
@@ -108,6 +110,31 @@ double measure_fill_gb_per_s(size_t bytes, int fills) {
   return best > 0 ? filled / static_cast<double>(best) : 0;
 }
 
+namespace {
+
+// Each machine rate: its name (the simulator's NeedsMeasurement and the JSON key), where it is
+// kept, and how it is measured.
+struct RateKind {
+  std::string_view key;
+  double MachineRates::*member;
+  double (*measure)();
+};
+constexpr RateKind kRateKinds[] = {
+    {"memcpy_gb_per_s", &MachineRates::memcpy_gb_per_s, [] { return measure_memcpy_gb_per_s(); }},
+    {"fill_gb_per_s", &MachineRates::fill_gb_per_s, [] { return measure_fill_gb_per_s(); }},
+    {"socket_gb_per_s", &MachineRates::socket_gb_per_s,
+     [] { return pipelines::measure_socket_receive_gb_per_s(); }},
+};
+
+}  // namespace
+
+nlohmann::json to_json(const MachineRates& rates) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const RateKind& kind : kRateKinds)
+    if (rates.*kind.member > 0) out[std::string(kind.key)] = rates.*kind.member;
+  return out;
+}
+
 SimResult simulate_measured(const nlohmann::json& spec, SimOptions options, MachineRates& rates) {
   auto use = [&] {
     options.memcpy_gb_per_s = rates.memcpy_gb_per_s;
@@ -119,15 +146,13 @@ SimResult simulate_measured(const nlohmann::json& spec, SimOptions options, Mach
   // Each missing rate the simulation asks for, measured once (every pass measures a rate that was
   // 0, or ends the loop): a spec may need all of them.
   while (r.needs_rates) {
-    double* rate = r.needed_rate == "memcpy_gb_per_s" ? &rates.memcpy_gb_per_s
-                   : r.needed_rate == "fill_gb_per_s" ? &rates.fill_gb_per_s
-                   : r.needed_rate == "socket_gb_per_s" ? &rates.socket_gb_per_s
-                                                        : nullptr;
-    if (rate == nullptr || *rate > 0) break;  // unknown, or measured and still refused
-    if (rate == &rates.memcpy_gb_per_s) *rate = measure_memcpy_gb_per_s();
-    if (rate == &rates.fill_gb_per_s) *rate = measure_fill_gb_per_s();
-    if (rate == &rates.socket_gb_per_s) *rate = pipelines::measure_socket_receive_gb_per_s();
-    if (*rate <= 0) break;  // could not be measured: the reason says which
+    const auto* kind = std::find_if(std::begin(kRateKinds), std::end(kRateKinds),
+                                    [&](const RateKind& k) { return k.key == r.needed_rate; });
+    if (kind == std::end(kRateKinds)) break;  // a rate this runner does not know
+    double& rate = rates.*kind->member;
+    if (rate > 0) break;  // measured, and still refused
+    rate = kind->measure();
+    if (rate <= 0) break;  // could not be measured: the reason says which
     use();
     r = simulate(spec, options);
   }
@@ -358,11 +383,11 @@ nlohmann::json to_json(const ExperimentResult& r) {
                         {"copy_floor_ms_per_element", *copy_floor_ms_per_element(r)}};
   }
   // The rates the simulator's ideal was computed with (CPU fills, copies, socket receives).
-  if (r.memcpy_gb_per_s > 0 || r.fill_gb_per_s > 0 || r.socket_gb_per_s > 0) {
-    out["measured_rates"] = nlohmann::json::object();
-    if (r.memcpy_gb_per_s > 0) out["measured_rates"]["memcpy_gb_per_s"] = r.memcpy_gb_per_s;
-    if (r.fill_gb_per_s > 0) out["measured_rates"]["fill_gb_per_s"] = r.fill_gb_per_s;
-    if (r.socket_gb_per_s > 0) out["measured_rates"]["socket_gb_per_s"] = r.socket_gb_per_s;
+  if (nlohmann::json rates = to_json(MachineRates{.memcpy_gb_per_s = r.memcpy_gb_per_s,
+                                                  .fill_gb_per_s = r.fill_gb_per_s,
+                                                  .socket_gb_per_s = r.socket_gb_per_s});
+      !rates.empty()) {
+    out["measured_rates"] = std::move(rates);
   }
   if (r.ideal_wait_ms) out["ideal_wait_ms"] = *r.ideal_wait_ms;
   // Per input element: what the source produced, over all epochs.

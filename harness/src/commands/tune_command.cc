@@ -148,11 +148,7 @@ Outcome tune_command(const TuneCommandOptions& o) {
     log["experiment"] = x.id;
     log["trials_of"] = o.model ? "model" : "runs";
     if (o.model) {
-      // The rates the model needed (those it did not are left out).
-      nlohmann::json& measured = log["measured_rates"] = nlohmann::json::object();
-      if (rates.memcpy_gb_per_s > 0) measured["memcpy_gb_per_s"] = rates.memcpy_gb_per_s;
-      if (rates.fill_gb_per_s > 0) measured["fill_gb_per_s"] = rates.fill_gb_per_s;
-      if (rates.socket_gb_per_s > 0) measured["socket_gb_per_s"] = rates.socket_gb_per_s;
+      log["measured_rates"] = to_json(rates);  // the rates the model needed
     }
     log["interrupted"] = interrupted;
     write_json(o.log, log);

@@ -39,6 +39,9 @@ struct MachineRates {
 };
 autotune::SimResult simulate_measured(const nlohmann::json& spec, autotune::SimOptions options,
                                       MachineRates& rates);
+// The rates measured (those above 0) as {"memcpy_gb_per_s": ..., ...}: results' and tune logs'
+// measured_rates.
+nlohmann::json to_json(const MachineRates& rates);
 
 struct Repetition {
   double wall_ms = 0;
