@@ -102,6 +102,46 @@ TEST(WorkerThread, AReleasedThreadLeavesTheProcess) {
   EXPECT_EQ(parked_worker_threads(), 0);
 }
 
+// A thread that leaves (here: the cache is full) is joined, not detached: once a
+// NoWorkerThreadLeaving is held, its exit is complete, thread-local destructors included, so a
+// fork taken under the guard meets no exit half done.
+std::atomic<int> g_exits_done{0};
+struct SlowExit {
+  bool touched = false;
+  ~SlowExit() {
+    if (!touched) return;
+    std::this_thread::sleep_for(150ms);  // an exit still under way when the joiner goes on
+    ++g_exits_done;
+  }
+};
+thread_local SlowExit t_slow_exit;
+
+TEST(WorkerThread, AForkGuardWaitsForEveryThreadLeaving) {
+  release_parked_worker_threads();
+  g_exits_done = 0;
+  constexpr int kThreads = WorkerThread::kMaxParked + 1;
+  std::atomic<int> started{0};
+  {
+    std::vector<WorkerThread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      // All at once, so each needs a thread of its own.
+      threads.emplace_back("test leave #0", [&] {
+        t_slow_exit.touched = true;
+        ++started;
+        while (started.load() < kThreads)
+          std::this_thread::sleep_for(1ms);
+      });
+    }
+  }  // joined: kMaxParked park, one leaves
+  EXPECT_EQ(parked_worker_threads(), WorkerThread::kMaxParked);
+  {
+    const NoWorkerThreadLeaving guard;
+    EXPECT_EQ(g_exits_done.load(), 1) << "the guard joined the thread that left";
+  }
+  EXPECT_EQ(release_parked_worker_threads(), WorkerThread::kMaxParked);
+  EXPECT_EQ(g_exits_done.load(), kThreads) << "release joins the threads it lets go";
+}
+
 // The second epoch of a pipeline with a prefetch and a parallel map runs on the threads the first
 // one parked: no new thread appears.
 TEST(WorkerThread, TheNextEpochRunsOnTheParkedThreads) {

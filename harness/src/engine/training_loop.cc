@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -450,7 +451,9 @@ std::string describe_waits(int64_t now) {
 
 // The monitor of a loop: Ctrl-C cancels the loaders (again for any opened since) and gives up the
 // ranks' collective; the watchdog reports and fails stalls (LoopOptions::watchdog).
-void watch(Shared& shared, const LoopOptions& o, const std::stop_token& done) {
+// `ready` is counted down once the monitor has set itself up (its allocations done); from then on
+// a quiet loop allocates nothing.
+void watch(Shared& shared, const LoopOptions& o, const std::stop_token& done, std::latch& ready) {
   using std::chrono::milliseconds;
   const int64_t report_ns = std::chrono::nanoseconds(o.watchdog.report_after).count();
   const int64_t fail_ns = std::chrono::nanoseconds(o.watchdog.fail_after).count();
@@ -461,6 +464,7 @@ void watch(Shared& shared, const LoopOptions& o, const std::stop_token& done) {
   std::mutex m;
   std::condition_variable_any wake;  // at the end of the loop, at once
   std::unique_lock lock(m);
+  ready.count_down();
   while (!done.stop_requested()) {
     if ((o.stop != nullptr && o.stop->load()) || failed) {
       shared.abandon();
@@ -524,9 +528,15 @@ LoopRun run_loop(const LoopOptions& options) {
   Shared shared(options);
   // Ctrl-C and the watchdog: the loaders are cancelled, so that a consumer waiting inside one for
   // an element that never comes sees the stop within a few tens of milliseconds.
-  std::jthread monitor([&shared, &options](const std::stop_token& done) {
-    watch(shared, options, done);
+  // The loaders are opened once the monitor thread is up: a loader may fork its producers
+  // (multiprocess, shared_store), and a thread still starting holds the allocator's and the thread
+  // registry's locks, which AddressSanitizer's runtime does not reset in a child of fork()
+  // (pipelines/src/mp/process_group.h).
+  std::latch monitor_ready(1);
+  std::jthread monitor([&shared, &options, &monitor_ready](const std::stop_token& done) {
+    watch(shared, options, done, monitor_ready);
   });
+  monitor_ready.wait();
   const bool own_threads = options.consumers > 1 || options.realtime;
   std::vector<std::unique_ptr<Consumer>> consumers;
   for (int64_t k = 0; k < options.consumers; ++k)

@@ -18,6 +18,7 @@
 #include "io/http.h"
 #include "mp/channel.h"
 #include "mp/cpu_turns.h"
+#include "ops/worker_thread.h"
 #include "pipeprof/trace/clock.h"
 
 namespace pipeprof::pipelines::mp {
@@ -79,7 +80,12 @@ ProcessGroup::ProcessGroup(int count, const Body& body, int socket_buffer_bytes)
       set_socket_buffers(mine.get(), socket_buffer_bytes);
       set_socket_buffers(theirs.get(), socket_buffer_bytes);
     }
-    const pid_t pid = ::fork();
+    pid_t pid = 0;
+    {
+      // No thread of the worker cache is leaving the process at the fork (ops/worker_thread.h).
+      const ops::NoWorkerThreadLeaving quiet;
+      pid = ::fork();
+    }
     if (pid < 0) {
       const int err = errno;
       terminate();

@@ -2,7 +2,9 @@
 // Unix stream socket, watched through a pidfd, and always reaped.
 //
 // fork() copies only the calling thread. The child therefore touches no lock another parent thread
-// might have held at the fork beyond glibc's malloc (which glibc resets in the child): it closes
+// might have held at the fork beyond the allocator's (glibc's malloc resets them in the child; no
+// worker thread's exit, which hands memory back to the allocator, is under way at the fork:
+// ops::NoWorkerThreadLeaving, for allocators that are not reset, AddressSanitizer's): it closes
 // every inherited descriptor except its socket and the standard streams, resets SIGINT (ignored:
 // Ctrl-C is the parent's to handle, and the parent ends its children), SIGTERM and SIGPIPE
 // (defaults, SIGPIPE ignored), asks for SIGKILL when the parent dies, and then runs only its own

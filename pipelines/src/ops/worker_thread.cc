@@ -1,9 +1,6 @@
 #include "ops/worker_thread.h"
 
-#include <fmt/format.h>
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -25,7 +22,9 @@ struct ParkedWorker {
   uint64_t assigned = 0, completed = 0;
   bool exit = false;    // asked to leave while parked
   bool exited = false;  // has left its loop
-  int64_t tid = 0;      // the thread's kernel id
+  // The thread's own handle: set by its spawner before the thread can take `mu`, then touched only
+  // by the thread, which hands it to the cache's `leaving` list as it leaves.
+  std::thread self;
 };
 
 }  // namespace detail
@@ -37,6 +36,9 @@ using detail::ParkedWorker;
 struct Cache {
   std::mutex mu;
   std::vector<std::shared_ptr<ParkedWorker>> parked;  // oldest first
+  // Threads that have left the cache for good and are leaving the process, or have left it: joined
+  // by the next spawn, by a NoWorkerThreadLeaving and by release_parked_worker_threads.
+  std::vector<std::thread> leaving;
 };
 
 // Never destroyed: detached threads may still be parked in it while the process exits. A child
@@ -61,9 +63,20 @@ bool unpark(Cache& c, const std::shared_ptr<ParkedWorker>& w) {
   return true;
 }
 
+// Called by the thread of `w`, under the cache's lock, once it knows it leaves: from then on it
+// touches neither the cache nor anything of a task, and whoever joins it waits for its whole exit.
+void announce_leaving(Cache& c, ParkedWorker& w) {
+  if (w.self.joinable()) c.leaving.push_back(std::move(w.self));
+}
+
+void join_all(std::vector<std::thread>& threads) {
+  for (std::thread& t : threads)
+    t.join();
+  threads.clear();
+}
+
 void run_worker(std::shared_ptr<ParkedWorker> w) {
   std::unique_lock<std::mutex> lock(w->mu);
-  w->tid = static_cast<int64_t>(::syscall(SYS_gettid));
   while (true) {
     if (w->assigned == w->completed) {
       // Parked: wait for a task, for release, or until idle for too long.
@@ -75,11 +88,12 @@ void run_worker(std::shared_ptr<ParkedWorker> w) {
         {
           Cache& c = cache();
           const std::lock_guard<std::mutex> cache_lock(c.mu);
-          leave = unpark(c, w);
+          // Asked to leave by release (already unparked), or idle and nobody took it meanwhile.
+          leave = unpark(c, w) || w->exit;
+          if (leave) announce_leaving(c, *w);
         }
         lock.lock();
-        // Asked to leave by release (already unparked), or idle and nobody took it meanwhile.
-        if (w->exit || leave) break;
+        if (leave) break;
         continue;  // a spawner took it: its task is on the way
       }
     }
@@ -96,6 +110,10 @@ void run_worker(std::shared_ptr<ParkedWorker> w) {
         // Parked before the joiner is told: the next epoch's spawn of this name finds it.
         c.parked.push_back(w);
         parked = true;
+      } else if (w->assigned == w->completed + 1) {
+        // No room, and no task can come (only a parked thread is given one): it leaves, announced
+        // before the joiner is told.
+        announce_leaving(c, *w);
       }
     }
     lock.lock();
@@ -112,8 +130,10 @@ void run_worker(std::shared_ptr<ParkedWorker> w) {
 WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
   Cache& c = cache();
   std::shared_ptr<ParkedWorker> w;
+  std::vector<std::thread> left;
   {
     const std::lock_guard<std::mutex> lock(c.mu);
+    left.swap(c.leaving);
     for (auto it = c.parked.rbegin(); it != c.parked.rend(); ++it) {
       if ((*it)->name == name) {
         w = *it;
@@ -122,6 +142,7 @@ WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
       }
     }
   }
+  join_all(left);  // threads that have left: their exits are (nearly) done
   const bool fresh = w == nullptr;
   if (fresh) {
     w = std::make_shared<ParkedWorker>();
@@ -131,12 +152,10 @@ WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
     const std::lock_guard<std::mutex> lock(w->mu);
     w->task = std::move(task);
     ticket_ = ++w->assigned;
+    // The new thread's first step takes `mu`: its handle is in place before it can leave.
+    if (fresh) w->self = std::thread(run_worker, w);  // throws std::system_error, as std::thread does
   }
-  if (fresh) {
-    std::thread(run_worker, w).detach();  // throws std::system_error, as std::thread does
-  } else {
-    w->cv.notify_all();
-  }
+  if (!fresh) w->cv.notify_all();
   worker_ = std::move(w);
 }
 
@@ -177,21 +196,26 @@ int release_parked_worker_threads() {
     w->exit = true;
     w->cv.notify_all();
   }
-  std::vector<int64_t> tids;
   for (const auto& w : all) {
     std::unique_lock<std::mutex> lock(w->mu);
     w->cv.wait(lock, [&] { return w->exited; });
-    tids.push_back(w->tid);
   }
-  // Left the loop is not yet gone: wait (a little) until the kernel has removed each thread.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (const int64_t tid : tids) {
-    const std::string task = fmt::format("/proc/self/task/{}", tid);
-    while (::access(task.c_str(), F_OK) == 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Each has announced its leaving before it left its loop: joined, it is gone from the process.
+  std::vector<std::thread> left;
+  {
+    Cache& c = cache();
+    const std::lock_guard<std::mutex> lock(c.mu);
+    left.swap(c.leaving);
   }
+  join_all(left);
   return static_cast<int>(all.size());
 }
+
+NoWorkerThreadLeaving::NoWorkerThreadLeaving() : lock_(cache().mu) {
+  join_all(cache().leaving);
+}
+
+NoWorkerThreadLeaving::~NoWorkerThreadLeaving() = default;
 
 int parked_worker_threads() {
   Cache& c = cache();

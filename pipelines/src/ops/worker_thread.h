@@ -9,12 +9,16 @@
 // returned; the thread itself then parks. At most kMaxParked threads are parked; a thread parked
 // for kIdleExit exits. In a child created by fork() the cache starts empty (the parent's parked
 // threads do not exist there).
+//
+// A thread that leaves is joined (by the next spawn, or by a NoWorkerThreadLeaving), never
+// detached, so that a fork can wait until no exit is under way (see NoWorkerThreadLeaving).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace pipeprof::pipelines::ops {
@@ -44,6 +48,23 @@ class WorkerThread {
  private:
   std::shared_ptr<detail::ParkedWorker> worker_;
   uint64_t ticket_ = 0;
+};
+
+// Held around a fork(): every thread that has left the cache is joined (its exit is complete),
+// and no thread leaves until the guard ends (one that would waits for it). A thread's exit hands
+// its allocator caches back under the allocator's locks. glibc's malloc resets its locks in a
+// child of fork(); AddressSanitizer's allocator (GCC 12's) does not, so an exit at the moment of
+// a fork could leave the child waiting for good on its first allocation. Parked threads hold no
+// lock; threads running tasks are the caller's to have stopped before it forks.
+class NoWorkerThreadLeaving {
+ public:
+  NoWorkerThreadLeaving();
+  ~NoWorkerThreadLeaving();
+  NoWorkerThreadLeaving(const NoWorkerThreadLeaving&) = delete;
+  NoWorkerThreadLeaving& operator=(const NoWorkerThreadLeaving&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
 };
 
 // Ends every parked thread and waits until each has left the process (for tests that count its
