@@ -110,7 +110,7 @@ struct SlowExit {
   bool touched = false;
   ~SlowExit() {
     if (!touched) return;
-    std::this_thread::sleep_for(150ms);  // an exit still under way when the joiner goes on
+    std::this_thread::sleep_for(250ms);  // an exit still under way when the joiner goes on
     ++g_exits_done;
   }
 };
@@ -128,11 +128,13 @@ TEST(WorkerThread, AForkGuardWaitsForEveryThreadLeaving) {
       threads.emplace_back("test leave #0", [&] {
         t_slow_exit.touched = true;
         ++started;
-        while (started.load() < kThreads)
+        const auto deadline = std::chrono::steady_clock::now() + 30s;  // should a thread not start
+        while (started.load() < kThreads && std::chrono::steady_clock::now() < deadline)
           std::this_thread::sleep_for(1ms);
       });
     }
   }  // joined: kMaxParked park, one leaves
+  ASSERT_EQ(started.load(), kThreads);
   EXPECT_EQ(parked_worker_threads(), WorkerThread::kMaxParked);
   {
     const NoWorkerThreadLeaving guard;

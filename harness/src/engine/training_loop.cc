@@ -528,10 +528,10 @@ LoopRun run_loop(const LoopOptions& options) {
   Shared shared(options);
   // Ctrl-C and the watchdog: the loaders are cancelled, so that a consumer waiting inside one for
   // an element that never comes sees the stop within a few tens of milliseconds.
-  // The loaders are opened once the monitor thread is up: a loader may fork its producers
-  // (multiprocess, shared_store), and a thread still starting holds the allocator's and the thread
-  // registry's locks, which AddressSanitizer's runtime does not reset in a child of fork()
-  // (pipelines/src/mp/process_group.h).
+  // The loaders are opened once the monitor thread (and each consumer's, below) is up: a loader
+  // may fork its producers (multiprocess, shared_store), and a thread still starting may hold the
+  // allocator's and the thread registry's locks, which AddressSanitizer's runtime does not reset in
+  // a child of fork() (pipelines/src/ops/worker_thread.h, NoWorkerThreadLeaving).
   std::latch monitor_ready(1);
   std::jthread monitor([&shared, &options, &monitor_ready](const std::stop_token& done) {
     watch(shared, options, done, monitor_ready);
@@ -544,12 +544,17 @@ LoopRun run_loop(const LoopOptions& options) {
   if (!own_threads) {
     consumers.front()->run();  // on the calling thread
   } else {
+    std::latch all_started(static_cast<std::ptrdiff_t>(consumers.size()));  // outlives the threads
     std::vector<std::jthread> threads;
     threads.reserve(consumers.size());
     for (size_t i = 0; i < consumers.size(); ++i) {
       try {
-        threads.emplace_back([&c = consumers[i]] { c->run(); });
+        threads.emplace_back([&c = consumers[i], &all_started] {
+          all_started.arrive_and_wait();
+          c->run();
+        });
       } catch (const std::system_error& e) {
+        all_started.count_down(static_cast<std::ptrdiff_t>(consumers.size() - i));
         // No thread for this one (or the rest): they never arrive; those started stop.
         shared.fail(std::make_exception_ptr(
             RunFailure(fmt::format("cannot start the thread of accelerator {} of {}: {}", i,

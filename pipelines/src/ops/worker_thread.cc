@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -37,11 +38,14 @@ struct Cache {
   std::mutex mu;
   std::vector<std::shared_ptr<ParkedWorker>> parked;  // oldest first
   // Threads that have left the cache for good and are leaving the process, or have left it: joined
-  // by the next spawn, by a NoWorkerThreadLeaving and by release_parked_worker_threads.
+  // (under `mu`) by the next spawn, by a NoWorkerThreadLeaving and by release_parked_worker_threads.
   std::vector<std::thread> leaving;
+  // Threads created and not yet in run_worker (still in the runtime's own start-up).
+  int starting = 0;
+  std::condition_variable started;  // `starting` went down
 };
 
-// Never destroyed: detached threads may still be parked in it while the process exits. A child
+// Never destroyed: threads may still be parked in it while the process exits. A child
 // created by fork() gets a fresh one (the parent's lock may have been held by another thread at
 // the fork, and its parked threads were not copied).
 Cache* g_cache = nullptr;
@@ -76,6 +80,13 @@ void join_all(std::vector<std::thread>& threads) {
 }
 
 void run_worker(std::shared_ptr<ParkedWorker> w) {
+  {
+    // The runtime's start-up of this thread is over (a NoWorkerThreadLeaving waits for it).
+    Cache& c = cache();
+    const std::lock_guard<std::mutex> cache_lock(c.mu);
+    --c.starting;
+    c.started.notify_all();
+  }
   std::unique_lock<std::mutex> lock(w->mu);
   while (true) {
     if (w->assigned == w->completed) {
@@ -83,13 +94,14 @@ void run_worker(std::shared_ptr<ParkedWorker> w) {
       const bool woken = w->cv.wait_for(lock, WorkerThread::kIdleExit,
                                         [&] { return w->assigned > w->completed || w->exit; });
       if (!woken || (w->exit && w->assigned == w->completed)) {
+        const bool asked = w->exit;  // by release, which unparked it first
         lock.unlock();
         bool leave = false;
         {
           Cache& c = cache();
           const std::lock_guard<std::mutex> cache_lock(c.mu);
-          // Asked to leave by release (already unparked), or idle and nobody took it meanwhile.
-          leave = unpark(c, w) || w->exit;
+          // Asked to leave, or idle and nobody took it meanwhile.
+          leave = unpark(c, w) || asked;
           if (leave) announce_leaving(c, *w);
         }
         lock.lock();
@@ -130,10 +142,9 @@ void run_worker(std::shared_ptr<ParkedWorker> w) {
 WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
   Cache& c = cache();
   std::shared_ptr<ParkedWorker> w;
-  std::vector<std::thread> left;
   {
     const std::lock_guard<std::mutex> lock(c.mu);
-    left.swap(c.leaving);
+    join_all(c.leaving);  // threads that have left: their exits are (nearly) done
     for (auto it = c.parked.rbegin(); it != c.parked.rend(); ++it) {
       if ((*it)->name == name) {
         w = *it;
@@ -141,19 +152,35 @@ WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
         break;
       }
     }
+    if (w == nullptr) ++c.starting;
   }
-  join_all(left);  // threads that have left: their exits are (nearly) done
   const bool fresh = w == nullptr;
-  if (fresh) {
-    w = std::make_shared<ParkedWorker>();
-    w->name = std::move(name);
-  }
+  std::exception_ptr no_thread;
   {
+    if (fresh) {
+      w = std::make_shared<ParkedWorker>();
+      w->name = std::move(name);
+    }
     const std::lock_guard<std::mutex> lock(w->mu);
     w->task = std::move(task);
     ticket_ = ++w->assigned;
-    // The new thread's first step takes `mu`: its handle is in place before it can leave.
-    if (fresh) w->self = std::thread(run_worker, w);  // throws std::system_error, as std::thread does
+    // The new thread's first step after its start takes `mu`: its handle is in place before it
+    // can leave.
+    if (fresh) {
+      try {
+        w->self = std::thread(run_worker, w);
+      } catch (...) {
+        no_thread = std::current_exception();
+      }
+    }
+  }
+  if (no_thread) {
+    {
+      const std::lock_guard<std::mutex> lock(c.mu);
+      --c.starting;
+      c.started.notify_all();
+    }
+    std::rethrow_exception(no_thread);  // std::system_error, as std::thread throws
   }
   if (!fresh) w->cv.notify_all();
   worker_ = std::move(w);
@@ -201,18 +228,18 @@ int release_parked_worker_threads() {
     w->cv.wait(lock, [&] { return w->exited; });
   }
   // Each has announced its leaving before it left its loop: joined, it is gone from the process.
-  std::vector<std::thread> left;
   {
     Cache& c = cache();
     const std::lock_guard<std::mutex> lock(c.mu);
-    left.swap(c.leaving);
+    join_all(c.leaving);
   }
-  join_all(left);
   return static_cast<int>(all.size());
 }
 
 NoWorkerThreadLeaving::NoWorkerThreadLeaving() : lock_(cache().mu) {
-  join_all(cache().leaving);
+  Cache& c = cache();
+  c.started.wait(lock_, [&] { return c.starting == 0; });
+  join_all(c.leaving);
 }
 
 NoWorkerThreadLeaving::~NoWorkerThreadLeaving() = default;

@@ -10,8 +10,9 @@
 // for kIdleExit exits. In a child created by fork() the cache starts empty (the parent's parked
 // threads do not exist there).
 //
-// A thread that leaves is joined (by the next spawn, or by a NoWorkerThreadLeaving), never
-// detached, so that a fork can wait until no exit is under way (see NoWorkerThreadLeaving).
+// A thread that leaves is joined (by the next spawn, by a NoWorkerThreadLeaving or by
+// release_parked_worker_threads), never detached, so that a fork can wait until no start or exit
+// of one is under way (see NoWorkerThreadLeaving).
 #pragma once
 
 #include <chrono>
@@ -50,12 +51,14 @@ class WorkerThread {
   uint64_t ticket_ = 0;
 };
 
-// Held around a fork(): every thread that has left the cache is joined (its exit is complete),
-// and no thread leaves until the guard ends (one that would waits for it). A thread's exit hands
-// its allocator caches back under the allocator's locks. glibc's malloc resets its locks in a
-// child of fork(); AddressSanitizer's allocator (GCC 12's) does not, so an exit at the moment of
-// a fork could leave the child waiting for good on its first allocation. Parked threads hold no
-// lock; threads running tasks are the caller's to have stopped before it forks.
+// Held around a fork(): every thread of the cache that was starting has started (its runtime's
+// start-up is over), every one that has left is joined (its exit is complete), and none starts or
+// leaves until the guard ends (one that would waits for it). A thread's start and exit take the
+// allocator's and the thread registry's locks. glibc resets its own in a child of fork();
+// AddressSanitizer's runtime (GCC 12's) does not, so a start or an exit at the moment of a fork
+// could leave the child waiting for good on its first allocation. Parked threads hold no lock;
+// threads running tasks, and threads that are not the cache's, are the caller's to have stopped
+// or let start before it forks: this guard covers the cache's threads only.
 class NoWorkerThreadLeaving {
  public:
   NoWorkerThreadLeaving();
