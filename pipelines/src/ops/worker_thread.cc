@@ -73,6 +73,12 @@ void announce_leaving(Cache& c, ParkedWorker& w) {
   if (w.self.joinable()) c.leaving.push_back(std::move(w.self));
 }
 
+// A thread counted in `starting` has started, or will not: under the cache's lock.
+void done_starting(Cache& c) {
+  --c.starting;
+  c.started.notify_all();
+}
+
 void join_all(std::vector<std::thread>& threads) {
   for (std::thread& t : threads)
     t.join();
@@ -84,8 +90,7 @@ void run_worker(std::shared_ptr<ParkedWorker> w) {
     // The runtime's start-up of this thread is over (a NoWorkerThreadLeaving waits for it).
     Cache& c = cache();
     const std::lock_guard<std::mutex> cache_lock(c.mu);
-    --c.starting;
-    c.started.notify_all();
+    done_starting(c);
   }
   std::unique_lock<std::mutex> lock(w->mu);
   while (true) {
@@ -177,8 +182,7 @@ WorkerThread::WorkerThread(std::string name, std::function<void()> task) {
   if (no_thread) {
     {
       const std::lock_guard<std::mutex> lock(c.mu);
-      --c.starting;
-      c.started.notify_all();
+      done_starting(c);
     }
     std::rethrow_exception(no_thread);  // std::system_error, as std::thread throws
   }
