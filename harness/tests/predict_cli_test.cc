@@ -202,6 +202,34 @@ TEST(PredictCommand, ProbesAnHttpServerWithItsTimeToFirstByte) {
   EXPECT_NE(r.out.find("binding resource: requests in flight x latency"), std::string::npos) << r.out;
 }
 
+// A workload that serves its own files (pipeprof.remote) is probed as its runs read them: through
+// nginx with its latency, not from its folder; --warm is refused for it, naming the file.
+TEST(PredictCommand, AWorkloadThatServesItsFilesIsProbedThroughItsServer) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  (void)generated(tmp);  // its files, under tmp/data
+  const fs::path served =
+      tmp.write("served.yaml", workload_text(tmp) +
+                                   "pipeprof:\n  remote:\n    mode: direct\n    latency_ms: 20\n");
+  const fs::path out = tmp / "out";
+  const CliResult r = pipeprof("predict " + served.string() +
+                               " --probe --probe-seconds 0.5 --probe-streams 8 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("served by nginx: http 20 ms, unlimited"), std::string::npos) << r.out;
+  const nlohmann::json p = read_json(out / "storage_profile.json");
+  EXPECT_TRUE(p["target"].get<std::string>().starts_with("http://127.0.0.1:")) << p.dump(2);
+  EXPECT_GE(p["latency"]["first_byte_ms"].get<double>(), 19) << p.dump(2);
+  EXPECT_TRUE(p["bandwidth"]["warm"].empty());
+  // --data-folder still names the storage to probe: the folder itself, no server.
+  const CliResult local = pipeprof("predict " + served.string() + " --probe --probe-seconds 0.2 --probe-streams 2 --out " +
+                                   (tmp / "local").string() + " --data-folder " + (tmp / "data").string());
+  ASSERT_EQ(local.code, 0) << local.out;
+  EXPECT_EQ(read_json(tmp / "local" / "storage_profile.json")["target"], (tmp / "data").string());
+  const CliResult warm = pipeprof("predict " + served.string() + " --probe --warm --out " + (tmp / "w").string());
+  EXPECT_EQ(warm.code, 2) << warm.out;
+  EXPECT_NE(warm.out.find(served.string() + " serves its files over HTTP"), std::string::npos) << warm.out;
+}
+
 TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {
   REQUIRE_NGINX();
   const TempDir tmp;

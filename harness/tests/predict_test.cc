@@ -144,6 +144,20 @@ TEST(Predict, TooFewStreamsIsRequestsInFlightTimesLatency) {
   EXPECT_EQ(eight.binding, "storage bandwidth");
 }
 
+TEST(Predict, PastThePeakOfTheCurveIsStorageBandwidth) {
+  // A server that gives less to more streams (nginx on a machine's own cores): 1000 MiB/s at 64
+  // streams, 700 at 256. Sixteen threads an accelerator are past the peak at 4 accelerators: more
+  // requests in flight would not help there.
+  const StorageProfile p = profile({{16, 400}, {64, 1000}, {128, 1000}, {256, 700}});
+  const Prediction r = predict(p, small_demand(16), {});
+  EXPECT_EQ(r.max_accelerators, static_cast<int64_t>(700 / (0.9 * 40)));
+  EXPECT_EQ(r.binding, "storage bandwidth");
+  // Short of the peak, the same shortfall is the requests in flight: 16 MiB/s a stream, one
+  // thread an accelerator at 40 MiB/s demanded.
+  const StorageProfile slow = profile({{1, 16}, {64, 1000}, {256, 700}});
+  EXPECT_EQ(predict(slow, small_demand(1), {}).binding, "requests in flight x latency");
+}
+
 TEST(Predict, ClientCpuAndReaderThreadsBind) {
   StorageProfile p = profile({{1, 100000}, {4096, 100000}});
   p.cpu_us_per_sample = 1000;  // 1 ms of CPU per sample: 2 cores give 2000 samples/s

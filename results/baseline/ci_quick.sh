@@ -23,16 +23,20 @@ PREDICT_OUT=$BUILD_DIR/ci-predict
 EXPERIMENTS=naive,prefetch,interleave_sequential,interleave_parallel,interleave_sequential_3,interleave_parallel_3,map_sequential,map_parallel,cache
 REPETITIONS=7
 THRESHOLD=10%
-# The prediction check: npz_256k from nginx (5 ms, 32 MiB/s per request), about a minute; its
-# dataset (2 GiB) is generated under $PREDICT_OUT/data once and kept. An error that grows by more
-# than 15 points fails: one search's maximum moves by a few accelerators from run to run.
+# The prediction check: npz_256k from nginx (5 ms, 32 MiB/s per request), about a minute and a
+# half; its dataset (2 GiB) is generated under $PREDICT_OUT/data once and kept. Its error is one
+# sample, and on a 2-core machine that runs nginx beside the loaders both sides of it move: runs
+# of the same commit gave errors from -14% to +33% (the search's maximum 18 to 27, the probe's
+# plateau 900 to 1,140 MiB/s). So an error more than 25 points above the baseline's is measured
+# again, and fails only when the second check's error is too: a broken model (a unit or a
+# resource lost) moves it by far more, and on every run.
 PREDICTION=npz_256k_http
-PREDICTION_THRESHOLD=15%
+PREDICTION_THRESHOLD=25%
 
 [ -x "$PIPEPROF" ] || { echo "ci_quick: $PIPEPROF not built (set PIPEPROF_BUILD_DIR)" >&2; exit 2; }
 rm -rf "$OUT"
 "$PIPEPROF" suite --only "$EXPERIMENTS" --repetitions "$REPETITIONS" --no-trace --out "$OUT"
-rm -f "$PREDICT_OUT/results.json"
+rm -f "$PREDICT_OUT/results.json" "$PREDICT_OUT/results-first.json"
 "$PIPEPROF" suite --only "$PREDICTION" --no-trace --out "$PREDICT_OUT"
 
 if [ "${1:-}" = "--refresh" ]; then
@@ -43,7 +47,17 @@ if [ "${1:-}" = "--refresh" ]; then
 fi
 rc=0 second=0
 "$PIPEPROF" compare "$BASELINE" "$OUT/results.json" --metric efficiency --threshold "$THRESHOLD" || rc=$?
-"$PIPEPROF" compare "$PREDICT_BASELINE" "$PREDICT_OUT/results.json" --metric prediction_error \
-  --threshold "$PREDICTION_THRESHOLD" || second=$?
+compare_prediction() {
+  "$PIPEPROF" compare "$PREDICT_BASELINE" "$PREDICT_OUT/results.json" --metric prediction_error \
+    --threshold "$PREDICTION_THRESHOLD"
+}
+compare_prediction || second=$?
+if [ "$second" -eq 1 ]; then
+  mv "$PREDICT_OUT/results.json" "$PREDICT_OUT/results-first.json"
+  echo "ci_quick: the prediction's error regressed on one check; measuring it again" >&2
+  "$PIPEPROF" suite --only "$PREDICTION" --no-trace --out "$PREDICT_OUT"
+  second=0
+  compare_prediction || second=$?
+fi
 [ "$second" -gt "$rc" ] && rc=$second
 exit "$rc"

@@ -15,6 +15,7 @@
 #include "pipeprof/results/report.h"
 #include "workload/dlio_training.h"
 #include "workload/predict.h"
+#include "workload/prediction_check.h"
 #include "workload/storage_probe.h"
 
 namespace pipeprof::harness {
@@ -82,6 +83,12 @@ Outcome predict_command(const PredictOptions& o) {
     throw InputError(fmt::format("--warm: {} is remote: the probe measures no warm curve there",
                                  w.dataset.data_folder));
   }
+  if (probing && o.warm && o.data_folder.empty() && w.remote.mode != workload::RemoteMode::kNone &&
+      !w.s3) {
+    throw InputError(fmt::format("--warm: {} serves its files over HTTP (pipeprof.remote): the "
+                                 "probe measures no warm curve there",
+                                 w.file));
+  }
   if (probing) check_output_folder("--out", out);
 
   const InterruptGuard guard;
@@ -89,9 +96,20 @@ Outcome predict_command(const PredictOptions& o) {
   if (!probing) {
     profile = workload::read_storage_profile(o.profile);
   } else {
-    if (!o.quiet) std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, the client's CPU\n";
+    // A workload that serves its own files (pipeprof.remote) is probed through its server, as its
+    // runs read them, unless --data-folder names other storage.
+    const workload::ProbedStorage served = o.data_folder.empty()
+                                               ? workload::storage_to_probe(probed)
+                                               : workload::ProbedStorage{.workload = probed};
+    if (!o.quiet) {
+      std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, the client's CPU"
+                << (served.server ? fmt::format(" ({} served by nginx: {})", w.dataset.data_folder,
+                                                served.storage)
+                                  : std::string())
+                << "\n";
+    }
     profile = workload::probe_storage(
-        probed, {.max_streams = o.probe_streams,
+        served.workload, {.max_streams = o.probe_streams,
             .pass_seconds = o.probe_seconds,
             .warm = !o.no_warm,
             .stop = &InterruptGuard::flag(),

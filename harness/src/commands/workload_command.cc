@@ -474,14 +474,7 @@ Outcome workload_command(const WorkloadOptions& o) {
         w, options, o.max_accelerators,
         [&](const workload::Probe& p) {
           progress.done();
-          std::string runs;
-          if (p.au_runs.size() > 1)
-            runs = fmt::format("  (run {} times: {:.2f}%; the {})", p.au_runs.size(),
-                               fmt::join(p.au_runs, "%, "),
-                               p.au_runs.size() == 2 ? "mean" : "median");
-          std::cerr << fmt::format("  {:>4} accelerator(s): AU {:6.2f}%  {:10.1f} samples/s  {}{}\n",
-                                   p.accelerators, p.au_percentage, p.throughput,
-                                   p.interrupted ? "interrupted" : p.meets ? "ok" : "below", runs);
+          std::cerr << "  " << workload::probe_text(p) << '\n';
         },
         o.recheck_au);
     found.search = workload::search_record(s, o.drop_caches, o.max_accelerators);

@@ -1,5 +1,8 @@
 #include "workload/accelerator_search.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -159,6 +162,16 @@ results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool col
                                       .demand_mib_per_s = s.demand_mib_per_s,
                                       .bound_accelerators = s.bound};
   return out;
+}
+
+std::string probe_text(const Probe& p) {
+  std::string runs;
+  if (p.au_runs.size() > 1)
+    runs = fmt::format("  (run {} times: {:.2f}%; the {})", p.au_runs.size(),
+                       fmt::join(p.au_runs, "%, "), p.au_runs.size() == 2 ? "mean" : "median");
+  return fmt::format("{:>4} accelerator(s): AU {:6.2f}%  {:10.1f} samples/s  {}{}", p.accelerators,
+                     p.au_percentage, p.throughput,
+                     p.interrupted ? "interrupted" : p.meets ? "ok" : "below", runs);
 }
 
 }  // namespace pipeprof::harness::workload

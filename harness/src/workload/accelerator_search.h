@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pipeprof/results/records.h"
@@ -81,5 +82,9 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
 // the storage's measures, the demand and the bound. `cold`: the files were dropped before every
 // epoch and measure; `limit`: the most it tried.
 results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool cold, int64_t limit);
+
+// One decided probe as a progress line: "  24 accelerator(s): AU  93.90%  3935.8 samples/s  ok",
+// with every run's AU when it was run again.
+std::string probe_text(const Probe& p);
 
 }  // namespace pipeprof::harness::workload

@@ -107,12 +107,15 @@ double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
   return before != nullptr ? before->cpu_us_per_mib : 0;
 }
 
-double peak(const std::vector<BandwidthPoint>& c) {
-  double m = 0;
+// The curve's highest point (a null one when empty).
+BandwidthPoint peak_point(const std::vector<BandwidthPoint>& c) {
+  BandwidthPoint m;
   for (const BandwidthPoint& p : c)
-    m = std::max(m, p.mib_per_s);
+    if (p.mib_per_s > m.mib_per_s) m = p;
   return m;
 }
+
+double peak(const std::vector<BandwidthPoint>& c) { return peak_point(c).mib_per_s; }
 
 struct Terms {
   double au = 1;
@@ -188,9 +191,14 @@ Terms terms_at(const std::vector<BandwidthPoint>& curve, const StorageProfile& p
     } else if (warm) {
       t.limit = "the page cache";
     } else {
-      const double top = peak(curve) * o.bandwidth_factor;
-      t.limit = t.storage_mib < 0.9 * top && !t.extrapolated ? "requests in flight x latency"
-                                                             : "storage bandwidth";
+      // Short of the curve's peak, more streams would bring more: the requests in flight do not
+      // cover the latency. At or past it (a storage, or its server, that gives less to more
+      // streams), they would not.
+      const BandwidthPoint top = peak_point(curve);
+      const bool rising = k < static_cast<double>(top.streams);
+      t.limit = t.storage_mib < 0.9 * top.mib_per_s * o.bandwidth_factor && rising && !t.extrapolated
+                    ? "requests in flight x latency"
+                    : "storage bandwidth";
     }
   }
   return t;

@@ -12,17 +12,29 @@
 
 namespace pipeprof::harness::workload {
 
-SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
-                                const std::atomic<bool>* stop,
-                                const std::function<void(const std::string&)>& log) {
-  SearchPrediction out;
-  // The run's own object server (a dataset in S3 is probed in its bucket, below, whatever its mode).
-  const bool remote = w.remote.mode != RemoteMode::kNone && !w.s3;
-  if (remote && w.remote.mode != RemoteMode::kDirect) {
+ProbedStorage storage_to_probe(const DlioWorkload& w) {
+  ProbedStorage out{.workload = w};
+  // The run's own object server (a dataset in S3 is probed in its bucket, whatever its mode).
+  if (w.remote.mode == RemoteMode::kNone || w.s3) return out;
+  if (w.remote.mode != RemoteMode::kDirect) {
     throw InputError(fmt::format("{}: predict: pipeprof.remote.mode {} is not what the model describes "
                                  "(direct is: every epoch reads every file from the server)",
                                  w.file, remote_mode_name(w.remote.mode)));
   }
+  out.storage = fmt::format("http {:g} ms, {}", w.remote.latency_ms,
+                            w.remote.rate_mib_s > 0 ? fmt::format("{:g} MiB/s", w.remote.rate_mib_s)
+                                                    : std::string("unlimited"));
+  out.server = start_object_server(w);
+  out.workload.dataset.data_folder = out.server->url();
+  return out;
+}
+
+SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
+                                const std::atomic<bool>* stop,
+                                const std::function<void(const std::string&)>& log) {
+  SearchPrediction out;
+  const ProbedStorage served = storage_to_probe(w);
+  const bool remote = served.server != nullptr;
   // The probe measures as many streams as the search's accelerators can open, and no more.
   const int64_t threads = std::max<int64_t>(1, w.read_threads);
   ProbeOptions o{.max_streams = std::clamp<int64_t>(limit * threads, 1, 512),
@@ -34,13 +46,8 @@ SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
                  }};
   PredictOptions po{.cold = cold || remote, .limit = limit};
   if (remote) {
-    out.storage = fmt::format("http {:g} ms, {}", w.remote.latency_ms,
-                              w.remote.rate_mib_s > 0 ? fmt::format("{:g} MiB/s", w.remote.rate_mib_s)
-                                                      : std::string("unlimited"));
-    const std::unique_ptr<testbed::ObjectServer> server = start_object_server(w);
-    DlioWorkload served = w;
-    served.dataset.data_folder = server->url();
-    out.profile = probe_storage(served, o);
+    out.storage = served.storage;
+    out.profile = probe_storage(served.workload, o);
   } else if (w.s3) {
     // s3://: objects behind a server, as the search reads them (no page cache of this client).
     out.storage = "s3";

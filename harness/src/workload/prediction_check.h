@@ -16,14 +16,28 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "pipeprof/results/records.h"
 #include "workload/dlio_workload.h"
 #include "workload/predict.h"
 #include "workload/accelerator_search.h"
+#include "workload/remote_env.h"
 
 namespace pipeprof::harness::workload {
+
+// What a probe of `w`'s storage reads, as the workload's runs read it: for pipeprof.remote, its
+// data folder served by the workload's own object server (nginx with its latency and rate,
+// started here and stopped when this is destroyed); otherwise the data folder as it is.
+struct ProbedStorage {
+  std::unique_ptr<testbed::ObjectServer> server;  // null: the workload serves nothing itself
+  DlioWorkload workload;  // `w`, with data_folder at the server's URL when there is one
+  std::string storage;    // "http 5 ms, 32 MiB/s" when served; empty otherwise
+};
+// Throws InputError for a pipeprof.remote mode other than direct (every epoch reading every file
+// from the server is what the model describes), pipelines::RemoteError when the server fails.
+ProbedStorage storage_to_probe(const DlioWorkload& w);
 
 struct SearchPrediction {
   std::string storage;  // the set-up's label

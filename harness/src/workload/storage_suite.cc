@@ -141,7 +141,8 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
                             predicted->prediction.binding.empty() ? "-" : predicted->prediction.binding));
           }
           const MaxAcceleratorSearch s =
-              find_max_accelerators(w, {.drop_caches = e.cold, .stop = o.stop}, limit, {});
+              find_max_accelerators(w, {.drop_caches = e.cold, .stop = o.stop}, limit,
+                                [&](const Probe& p) { log(w.name + ": " + probe_text(p)); });
           if (s.interrupted) break;
           const WorkloadResult r = run_workload(
               w, {.accelerators = std::max<int64_t>(1, s.max_accelerators), .drop_caches = e.cold,
