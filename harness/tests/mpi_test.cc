@@ -75,10 +75,17 @@ void generate(const fs::path& workload_file) {
 }
 
 // No pipeprof process of this test is left (the ranks of a job that ended).
+// No rank of the job is left running. mpirun can return while a rank it is killing (after
+// another rank's non-zero exit) is still on its way out, so the ranks get a few seconds to go.
 void expect_no_ranks_left(const TempDir& tmp) {
-  const CliResult ps = pipeprof::testing::run_command("pgrep -f '[p]ipeprof workload " +
-                                                      (tmp / "w.yaml").string() + "'");
-  EXPECT_NE(ps.code, 0) << "ranks left: " << ps.out;
+  const std::string pgrep = "pgrep -f '[p]ipeprof workload " + (tmp / "w.yaml").string() + "'";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  CliResult ps = pipeprof::testing::run_command(pgrep);
+  while (ps.code == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ps = pipeprof::testing::run_command(pgrep);
+  }
+  EXPECT_NE(ps.code, 0) << "ranks left 10 s after mpirun returned: " << ps.out;
 }
 
 TEST(Mpi, WorkloadGathersEveryRankAndMergesTheTraces) {
