@@ -74,7 +74,6 @@ void generate(const fs::path& workload_file) {
   ASSERT_EQ(r.code, 0) << r.out;
 }
 
-// No pipeprof process of this test is left (the ranks of a job that ended).
 // No rank of the job is left running. mpirun can return while a rank it is killing (after
 // another rank's non-zero exit) is still on its way out, so the ranks get a few seconds to go.
 void expect_no_ranks_left(const TempDir& tmp) {

@@ -228,6 +228,19 @@ TEST(PredictCommand, AWorkloadThatServesItsFilesIsProbedThroughItsServer) {
   const CliResult warm = pipeprof("predict " + served.string() + " --probe --warm --out " + (tmp / "w").string());
   EXPECT_EQ(warm.code, 2) << warm.out;
   EXPECT_NE(warm.out.find(served.string() + " serves its files over HTTP"), std::string::npos) << warm.out;
+  // A mode the model does not describe is refused before anything is written or started.
+  const fs::path cached =
+      tmp.write("cached.yaml", workload_text(tmp) + "pipeprof:\n  remote:\n    mode: cached\n");
+  const CliResult c = pipeprof("predict " + cached.string() + " --probe --out " + (tmp / "c").string());
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_NE(c.out.find(cached.string() + ": pipeprof.remote.mode cached"), std::string::npos) << c.out;
+  EXPECT_FALSE(fs::exists(tmp / "c"));
+  // Files that are not there are named as a run names them (exit 2), before a server starts.
+  const CliResult missing = pipeprof("predict " + served.string() + " --probe --out " + (tmp / "m").string() +
+                                     " ++workload.dataset.data_folder=" + (tmp / "nothing").string());
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find((tmp / "nothing").string()), std::string::npos) << missing.out;
+  EXPECT_EQ(missing.out.find("http://"), std::string::npos) << missing.out;
 }
 
 TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {

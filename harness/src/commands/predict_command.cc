@@ -83,11 +83,13 @@ Outcome predict_command(const PredictOptions& o) {
     throw InputError(fmt::format("--warm: {} is remote: the probe measures no warm curve there",
                                  w.dataset.data_folder));
   }
-  if (probing && o.warm && o.data_folder.empty() && w.remote.mode != workload::RemoteMode::kNone &&
-      !w.s3) {
-    throw InputError(fmt::format("--warm: {} serves its files over HTTP (pipeprof.remote): the "
-                                 "probe measures no warm curve there",
-                                 w.file));
+  if (probing && o.data_folder.empty() && workload::serves_own_files(w)) {
+    workload::check_probe_mode(w);
+    if (o.warm) {
+      throw InputError(fmt::format("--warm: {} serves its files over HTTP (pipeprof.remote): the "
+                                   "probe measures no warm curve there",
+                                   w.file));
+    }
   }
   if (probing) check_output_folder("--out", out);
 
@@ -98,9 +100,14 @@ Outcome predict_command(const PredictOptions& o) {
   } else {
     // A workload that serves its own files (pipeprof.remote) is probed through its server, as its
     // runs read them, unless --data-folder names other storage.
-    const workload::ProbedStorage served = o.data_folder.empty()
-                                               ? workload::storage_to_probe(probed)
-                                               : workload::ProbedStorage{.workload = probed};
+    const std::atomic<bool>* stop = &InterruptGuard::flag();
+    workload::ProbedStorage served;
+    if (o.data_folder.empty()) {
+      served = workload::storage_to_probe(probed, stop);
+    } else {
+      served.workload = probed;
+      served.context = workload::s3_storage(probed, stop);
+    }
     if (!o.quiet) {
       std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, the client's CPU"
                 << (served.server ? fmt::format(" ({} served by nginx: {})", w.dataset.data_folder,
@@ -113,7 +120,7 @@ Outcome predict_command(const PredictOptions& o) {
             .pass_seconds = o.probe_seconds,
             .warm = !o.no_warm,
             .stop = &InterruptGuard::flag(),
-            .storage = workload::s3_storage(probed, &InterruptGuard::flag()),
+            .storage = served.context,
             .on_progress = [&](const std::string& line) {
               if (!o.quiet) std::cerr << line << "\n";
             }});
@@ -196,11 +203,13 @@ CommandRunner add_predict_command(CLI::App& app) {
                                   "the storage is probed")
                        ->check(CLI::ExistingFile);
   cmd->add_flag("--probe", o->probe,
-                "Measure the storage behind the workload's data folder (and this client's CPU per "
-                "sample) and write the profile to OUT/storage_profile.json")
+                "Measure the storage behind the workload's data folder (through its own nginx when "
+                "it serves its files: pipeprof.remote mode direct), and this client's CPU per "
+                "sample, and write the profile to OUT/storage_profile.json")
       ->excludes(profile);
   cmd->add_option("--data-folder", o->data_folder,
-                  "Probe this folder or URL (http(s)://, s3://) instead of the workload's data_folder")
+                  "Probe this folder or URL (http(s)://, s3://) instead of the workload's data_folder (or its "
+                  "own server)")
       ->excludes(profile);
   cmd->add_option("--out", o->out, "Where the probe writes its profile (default out/predict/<name>)");
   cmd->add_option("--clients", o->clients, "Client nodes sharing the storage, each with the profile's "

@@ -27,17 +27,28 @@
 
 namespace pipeprof::harness::workload {
 
+// Whether `w` serves its own files for its runs (pipeprof.remote; a dataset in S3 is read in its
+// bucket, whatever the mode).
+bool serves_own_files(const DlioWorkload& w);
+// Throws InputError, naming the file and key, when `w` serves its files in a way the model does
+// not describe: pipeprof.remote modes other than direct (every epoch reading every file from the
+// server).
+void check_probe_mode(const DlioWorkload& w);
+
 // What a probe of `w`'s storage reads, as the workload's runs read it: for pipeprof.remote, its
 // data folder served by the workload's own object server (nginx with its latency and rate,
-// started here and stopped when this is destroyed); otherwise the data folder as it is.
+// started here and stopped when this is destroyed), each file in one request, as the runs read
+// them; otherwise the data folder as it is (an S3 dataset through its storage options).
 struct ProbedStorage {
   std::unique_ptr<testbed::ObjectServer> server;  // null: the workload serves nothing itself
   DlioWorkload workload;  // `w`, with data_folder at the server's URL when there is one
   std::string storage;    // "http 5 ms, 32 MiB/s" when served; empty otherwise
+  std::shared_ptr<const pipelines::StorageContext> context;  // how to read (null: the defaults)
 };
-// Throws InputError for a pipeprof.remote mode other than direct (every epoch reading every file
-// from the server is what the model describes), pipelines::RemoteError when the server fails.
-ProbedStorage storage_to_probe(const DlioWorkload& w);
+// `stop` (Ctrl-C) ends a request in progress. Throws InputError for a mode check_probe_mode
+// refuses or training files that are not there (naming the folder, as a run would), and
+// pipelines::RemoteError when the server fails to start.
+ProbedStorage storage_to_probe(const DlioWorkload& w, const std::atomic<bool>* stop);
 
 struct SearchPrediction {
   std::string storage;  // the set-up's label

@@ -38,7 +38,7 @@ struct ProbeOptions {
   int64_t max_bytes = int64_t{4} << 30;  // the files a pass may read (every k-th file beyond it)
   bool warm = true;                      // also the warm curve (local files that fit in memory)
   const std::atomic<bool>* stop = nullptr;
-  std::shared_ptr<const pipelines::StorageContext> storage;  // s3:// workloads
+  std::shared_ptr<const pipelines::StorageContext> storage;  // how to read (null: the defaults)
   std::function<void(const std::string&)> on_progress;       // a line per measurement
 };
 

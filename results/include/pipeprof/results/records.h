@@ -161,7 +161,8 @@ struct PredictionCheck {
   bool capped = false;            // every count up to the search's limit was predicted to meet it
   double profile_mib_per_s = 0;   // the probe's highest bandwidth on the curve the prediction used
   // (predicted - measured) / measured x 100, against the search's maximum; none when the
-  // search found none or stopped at its limit.
+  // search found none or stopped at its limit. With `capped`, the prediction is the limit and
+  // the error at least this.
   std::optional<double> error_percent;
 };
 
