@@ -268,4 +268,30 @@ TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {
       << reuse.out;
 }
 
+// Ctrl-C while the probe reads through a workload's own server: exit 130 with the passes
+// measured so far written, and the server stopped (no nginx left, its folder removed).
+TEST(PredictCommand, CtrlCDuringAProbeOfAServedWorkloadStopsItsServer) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  (void)generated(tmp);
+  // 200 ms to the first byte: a stream's pass over the 48 files takes about 10 s.
+  const fs::path served =
+      tmp.write("served.yaml", workload_text(tmp) +
+                                   "pipeprof:\n  remote:\n    mode: direct\n    latency_ms: 200\n");
+  const fs::path scratch = tmp / "scratch";  // the server's folder goes under TMPDIR
+  fs::create_directories(scratch);
+  const fs::path out = tmp / "out";
+  const std::string cmd = "TMPDIR=" + scratch.string() + " " + std::string(PIPEPROF_BINARY) + " predict " +
+                          served.string() + " --probe --probe-seconds 0.5 -q --out " + out.string();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + cmd + " & pid=$!; sleep 3; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  const nlohmann::json p = read_json(out / "storage_profile.json");
+  EXPECT_TRUE(p["target"].get<std::string>().starts_with("http://127.0.0.1:")) << p.dump(2);
+  EXPECT_EQ(p["complete"], false);
+  EXPECT_TRUE(fs::is_empty(scratch)) << "left under TMPDIR: " << fs::directory_iterator(scratch)->path();
+  const CliResult ps = pipeprof::testing::run_command("pgrep -f '[n]ginx.*" + scratch.string() + "'");
+  EXPECT_NE(ps.code, 0) << "nginx left: " << ps.out;
+}
+
 }  // namespace
