@@ -119,7 +119,7 @@ Outcome predict_command(const PredictOptions& o) {
         served.workload, {.max_streams = o.probe_streams,
             .pass_seconds = o.probe_seconds,
             .warm = !o.no_warm,
-            .stop = &InterruptGuard::flag(),
+            .stop = stop,
             .storage = served.context,
             .on_progress = [&](const std::string& line) {
               if (!o.quiet) std::cerr << line << "\n";

@@ -63,18 +63,16 @@ SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
   PredictOptions po{.cold = cold || remote, .limit = limit};
   if (remote) {
     out.storage = served.storage;
-    out.profile = probe_storage(served.workload, o);
   } else if (w.s3) {
     // s3://: objects behind a server, as the search reads them (no page cache of this client).
     out.storage = "s3";
     po.cold = true;
     o.warm = false;
-    out.profile = probe_storage(w, o);
   } else {
     out.storage = cold ? "local, cold" : "page cache";
     po.warm = !cold;
-    out.profile = probe_storage(w, o);
   }
+  out.profile = probe_storage(served.workload, o);
   if (!out.profile.complete) {
     out.interrupted = true;
     return out;

@@ -19,11 +19,13 @@
 #include <memory>
 #include <string>
 
+#include "pipeprof/pipelines/dataset.h"
+
 #include "pipeprof/results/records.h"
 #include "workload/dlio_workload.h"
 #include "workload/predict.h"
 #include "workload/accelerator_search.h"
-#include "workload/remote_env.h"
+#include "pipeprof/testbed/object_server.h"
 
 namespace pipeprof::harness::workload {
 

@@ -307,9 +307,10 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
       });
     }
   }
-  // A read that Ctrl-C ended is not an error of the storage: the caller sees the stop.
-  if (error && !stopped(o)) std::rethrow_exception(error);
-  if (error) return 0;
+  if (error) {
+    if (!stopped(o)) std::rethrow_exception(error);
+    return 0;  // a read that Ctrl-C ended is not an error of the storage: the caller sees the stop
+  }
   const int64_t t1 = last.load();
   auto mib_per_s = [](int64_t b, int64_t ns) {
     return static_cast<double>(b) / 1048576.0 / (static_cast<double>(ns) / 1e9);
