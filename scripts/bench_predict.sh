@@ -10,7 +10,8 @@
 #                (predict --cold; workload --drop-caches)
 #   page_cache   the local files in the page cache (predict --warm; the workload after a read)
 #   http_<L>ms_<R>mib   nginx on 127.0.0.1 with L ms to the first byte and R MiB/s per request
-#                (`pipeprof serve` for the probe; the workload's pipeprof.remote, mode direct)
+#                (the workload's pipeprof.remote, mode direct: predict probes through the nginx the
+#                workload starts, as its runs read)
 # Workloads (WORKLOADS, default npz_256k resnet50_h100): files of harness/workloads/, run and predicted at
 # their pipeprof.scale; remote set-ups add READ_THREADS_REMOTE reader threads (default 16), so that an
 # accelerator's streams can cover the latency. The data is generated under DATA (default
@@ -18,6 +19,9 @@
 # error of each prediction; writes OUT (default out/bench_predict) /predict.csv.
 # SCALE: run and predict every workload at that fraction of its files instead of its
 # pipeprof.scale (the data then goes to DATA/<name>-<SCALE>).
+# OVERRIDES: ++workload.* overrides (space-separated) for every workload's prediction, search and
+# data, for example smaller samples and more files of an MLPerf workload (its data then goes to
+# DATA/<name>-<a hash of the overrides>).
 # REPEATS (default 1): each set-up's prediction and search run that many times, one after the
 # other in turns; the table compares their medians (this machine's speed drifts over minutes, and
 # a search near its limit moves by a few accelerators from run to run), and the CSV keeps every
@@ -36,23 +40,11 @@ REPEATS=${REPEATS:-1}
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "bench_predict.sh: REPEATS must be a whole number >= 1, got '$REPEATS'" >&2; exit 2; }
 DATA=${DATA:-data/bench_predict}
 OUT=${OUT:-out/bench_predict}
+read -r -a EXTRA <<<"${OVERRIDES:-}"
+for o in "${EXTRA[@]}"; do
+  [[ $o == ++workload.* ]] || { echo "bench_predict.sh: OVERRIDES takes ++workload.<key>=<value> words, got '$o'" >&2; exit 2; }
+done
 mkdir -p "$OUT" "$DATA"
-SERVER=
-stop_server() {
-  if [ -n "$SERVER" ]; then kill -INT "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; fi
-  SERVER=
-}
-trap stop_server EXIT
-# nginx over DATA's folder for the probe (`pipeprof serve`): sets SERVER and FOLDER (its URL).
-start_server() {
-  : >"$OUT/serve.out"
-  "$PIPEPROF" serve "$1" --latency-ms "$2" --rate-mib-s "$3" >"$OUT/serve.out" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 1 100); do grep -q "^serving" "$OUT/serve.out" && break; sleep 0.1; done
-  FOLDER=$(sed -n 's/^serving .* at \(http[^ ]*\) .*/\1/p' "$OUT/serve.out")
-  [ -n "$FOLDER" ] || { cat "$OUT/serve.out" >&2; echo "bench_predict.sh: pipeprof serve did not start" >&2; exit 1; }
-}
-
 # The median of the runs that gave a figure (n/a when none did).
 median() { /usr/bin/python3 -c 'import statistics, sys
 v = [float(x) for x in sys.argv[1:] if x != "n/a"]
@@ -64,17 +56,17 @@ for name in $WORKLOADS; do
   data="$DATA/$name"
   scale_flags=()
   if [ -n "${SCALE:-}" ]; then data="$DATA/$name-$SCALE"; scale_flags=(--scale "$SCALE"); fi
+  if [ ${#EXTRA[@]} -gt 0 ]; then data="$data-$(printf '%s\n' "${EXTRA[@]}" | md5sum | cut -c1-8)"; fi
   # At the workload's pipeprof.scale, or SCALE (`pipeprof datagen --workload` writes the full size).
-  "$PIPEPROF" workload "$base" ++workload.dataset.data_folder="$data" ++workload.workflow.generate_data=True \
+  "$PIPEPROF" workload "$base" "${EXTRA[@]}" ++workload.dataset.data_folder="$data" ++workload.workflow.generate_data=True \
     ++workload.workflow.train=False ++workload.workflow.checkpoint=False "${scale_flags[@]}" -q >/dev/null
   sync  # written back, so that a cold set-up can drop the files from the page cache
   for setup in $SETUPS; do
     w="$OUT/$name-$setup.yaml"
     cp "$base" "$w"
-    overrides=(++workload.dataset.data_folder="$data")
+    overrides=("${EXTRA[@]}" ++workload.dataset.data_folder="$data")
     predict_flags=()
     workload_flags=()
-    remote=
     case "$setup" in
       local_cold) predict_flags=(--cold); workload_flags=(--drop-caches) ;;
       page_cache) predict_flags=(--warm) ;;
@@ -85,7 +77,7 @@ for name in $WORKLOADS; do
                     ++workload.pipeprof.remote.mode=direct
                     ++workload.pipeprof.remote.latency_ms="$latency"
                     ++workload.pipeprof.remote.rate_mib_s="$rate")
-        remote=1 ;;
+        ;;
       *) echo "bench_predict.sh: unknown set-up $setup" >&2; exit 2 ;;
     esac
     # The prediction for the dataset the search runs on: the workload's pipeprof.scale.
@@ -94,10 +86,6 @@ for name in $WORKLOADS; do
     for run in $(seq 1 "$REPEATS"); do
       tag="$name-$setup"; [ "$REPEATS" -gt 1 ] && tag="$name-$setup.$run"
       predicted=n/a measured=n/a binding=n/a
-      if [ -n "$remote" ]; then
-        start_server "$data" "$latency" "$rate"
-        predict_flags=(--data-folder "$FOLDER")
-      fi
       [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
       if "$PIPEPROF" predict "$w" "${overrides[@]}" --probe -q --out "$OUT/$tag/probe" --scale "$scale" \
            "${predict_flags[@]}" --max-accelerators "$MAX" --json >"$OUT/$tag.predict.json" 2>"$OUT/$tag.predict.err"; then
@@ -106,7 +94,6 @@ for name in $WORKLOADS; do
       else
         echo "bench_predict.sh: $setup $name: predict failed:" >&2; cat "$OUT/$tag.predict.err" >&2
       fi
-      stop_server
       [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
       if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
            "${workload_flags[@]}" "${scale_flags[@]}" -q --out "$OUT/$tag/search" >"$OUT/$tag.search.txt" 2>&1; then
