@@ -93,6 +93,29 @@ TEST(RemoteWorkload, DirectReadsEveryFileEveryEpoch) {
   expect_server_gone(tmp);
 }
 
+// The search's storage bound of a workload that serves its files is what its server gives, not
+// the page cache of its folder: 16 streams (the least the measure opens), each request of a
+// 64 KiB file taking at least 50 ms, give at most 20 MiB/s, where the page cache gives hundreds.
+TEST(RemoteWorkload, TheSearchMeasuresTheStorageBoundThroughTheServer) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const auto out = tmp / "out";
+  const CliResult r = pipeprof(
+      tmp, "workload " + workload(tmp, "direct").string() +
+               " ++workload.pipeprof.remote.latency_ms=50 ++workload.train.computation_time=0.1"
+               " --find-max-accelerators --max-accelerators 2 -q --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("from a server of the workload's settings, http 50 ms, unlimited"),
+            std::string::npos)
+      << r.out;
+  const auto search = read_json(out / "results.json")["experiments"][0]["workload"]["max_accelerators"];
+  EXPECT_EQ(search["storage_served"], "http 50 ms, unlimited") << search.dump();
+  const double mib_per_s = search["storage_mib_per_s"].get<double>();
+  EXPECT_GT(mib_per_s, 1.0) << search.dump();
+  EXPECT_LT(mib_per_s, 16 * 0.0625 / 0.05) << search.dump();
+  expect_server_gone(tmp);
+}
+
 TEST(RemoteWorkload, CachedServesLaterEpochsLocallyAndCleansUp) {
   REQUIRE_NGINX();
   const TempDir tmp;

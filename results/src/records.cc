@@ -145,6 +145,7 @@ AcceleratorSearch search_from_json(const nlohmann::json& j, const JsonAt& at) {
     b.mib_per_s = number(j, "storage_mib_per_s", at);
     b.samples_mib_per_s = numbers(j, "storage_samples_mib_per_s", at);
     b.cold = flag(j, "storage_cold", at, false);
+    if (find(j, "storage_served")) b.served = text(j, "storage_served", at);
     b.demand_mib_per_s = number(j, "demand_mib_per_s", at);
     b.bound_accelerators = number(j, "bound_accelerators", at);
     s.storage = std::move(b);
@@ -336,6 +337,7 @@ nlohmann::json to_json(const AcceleratorSearch& s) {
     out["storage_mib_per_s_before"] = v.empty() ? 0.0 : v.front();
     out["storage_mib_per_s_after"] = v.empty() ? 0.0 : v.back();
     out["storage_cold"] = b.cold;
+    if (!b.served.empty()) out["storage_served"] = b.served;
     out["demand_mib_per_s"] = b.demand_mib_per_s;
     out["bound_accelerators"] = b.bound_accelerators;
   }

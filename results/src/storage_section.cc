@@ -180,8 +180,9 @@ std::string storage_section(const nlohmann::json&, const std::vector<Entry>& ent
       "`storage bound` the storage's read bandwidth (the mean of its measures between the "
       "search's probes) over what one accelerator demands; `of bound` the first over the second. "
       "`>=`: the search stopped at its limit. A `(cold)` loader read files dropped from the page "
-      "cache before every epoch, as on a dataset too large to be cached; otherwise the "
-      "\"storage\" is the page cache.\n\n"
+      "cache before every epoch, as on a dataset too large to be cached; a workload that serves "
+      "its files (pipeprof.remote) is measured through a server of its settings, an S3 dataset "
+      "in its bucket; otherwise the \"storage\" is the page cache.\n\n"
       "| workload | loader | accelerators | AU % | meets | samples/s | MiB/s | wait p99 ms | max "
       "accel. | storage bound | of bound |\n|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|\n";
   for (const Row& r : rows) {

@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "workload/dlio_training.h"
+#include "workload/prediction_check.h"
+#include "workload/remote_env.h"
 
 namespace pipeprof::harness::workload {
 
@@ -100,21 +102,30 @@ MaxAcceleratorSearch find_max_accelerators(const DlioWorkload& w, const Workload
                                            double recheck_points) {
   MaxAcceleratorSearch s;
   const std::vector<std::string> files = training_files(w);
+  // What the runs read: a workload that serves its own files is measured through a server of its
+  // settings (the runs start their own), not in its folder.
+  const ProbedStorage storage = storage_as_runs_read(w, options.stop);
+  s.served = storage.storage;
   // Enough reads in flight to find what the storage gives (the loaders of many accelerators keep
-  // many in flight): 16 threads, or more with more cores.
-  const int threads = static_cast<int>(std::max<int64_t>(
-      {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())}));
+  // many in flight): 16 threads, or more with more cores; through a server, as many streams as
+  // the limit's accelerators open (a server with a rate per request gives more to more).
+  int64_t streams = std::max<int64_t>(
+      {int64_t{16}, w.read_threads, 4 * static_cast<int64_t>(std::thread::hardware_concurrency())});
+  if (storage.server) streams = std::clamp<int64_t>(limit * w.read_threads, streams, 512);
+  const int threads = static_cast<int>(streams);
   // Each measure reads at most about 2 GiB, files taken evenly across the dataset, so that one
   // between every two probes stays short on a large dataset.
-  const std::vector<std::string> measured = spread_files(files, int64_t{2} << 30);
+  const std::vector<std::string> local = spread_files(files, int64_t{2} << 30);
+  const std::vector<std::string> measured =
+      storage.server ? object_urls(*storage.server, w, local) : local;
   auto measure_storage = [&] {
-    const double mib_per_s =
-        measure_storage_mib_per_s(measured, threads, options.drop_caches, options.stop);
+    const double mib_per_s = measure_storage_mib_per_s(measured, threads, options.drop_caches,
+                                                       options.stop, storage.context);
     if (options.stop == nullptr || !options.stop->load()) s.storage_samples.push_back(mib_per_s);
   };
-  // Warm: a first pass puts the files in the page cache (they may not be there yet), the second
-  // is measured.
-  if (!options.drop_caches) (void)measure_storage_mib_per_s(measured, threads, false, options.stop);
+  // Warm: a first pass puts the files in the page cache (they may not be there yet; a server's
+  // too, read in its folder), the second is measured.
+  if (!options.drop_caches && !w.s3) (void)measure_storage_mib_per_s(local, threads, false, options.stop);
   measure_storage();
   s.demand_mib_per_s = demand_mib_per_s(w, mean_sample_bytes(w, files));
 
@@ -159,6 +170,7 @@ results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool col
   out.storage = results::StorageBound{.samples_mib_per_s = s.storage_samples,
                                       .mib_per_s = s.storage_mib_per_s,
                                       .cold = cold,
+                                      .served = s.served,
                                       .demand_mib_per_s = s.demand_mib_per_s,
                                       .bound_accelerators = s.bound};
   return out;

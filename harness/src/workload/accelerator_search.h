@@ -62,8 +62,12 @@ struct MaxAcceleratorSearch {
   // The storage's bandwidth is measured before the search and again after every run of a probe (a shared
   // device's bandwidth moves from minute to minute): the bound uses the mean of those measures,
   // taken over the same minutes as the probes.
+  // A workload that serves its own files (pipeprof.remote) is measured through a server of its
+  // own settings, with as many streams as the search's limit can open (at most 512); an S3
+  // dataset in its bucket.
   std::vector<double> storage_samples;  // MiB/s, in the order measured
   double storage_mib_per_s = 0;         // their mean
+  std::string served;                   // the server's set-up ("http 5 ms, 32 MiB/s"); empty: none
   double demand_mib_per_s = 0;  // per accelerator
   double bound = 0;             // storage_mib_per_s / demand_mib_per_s
   bool interrupted = false;

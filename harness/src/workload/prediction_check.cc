@@ -25,12 +25,16 @@ void check_probe_mode(const DlioWorkload& w) {
 }
 
 ProbedStorage storage_to_probe(const DlioWorkload& w, const std::atomic<bool>* stop) {
+  if (serves_own_files(w)) check_probe_mode(w);
+  return storage_as_runs_read(w, stop);
+}
+
+ProbedStorage storage_as_runs_read(const DlioWorkload& w, const std::atomic<bool>* stop) {
   ProbedStorage out{.workload = w};
   if (!serves_own_files(w)) {
     out.context = s3_storage(w, stop);
     return out;
   }
-  check_probe_mode(w);
   (void)training_files(w);  // missing files are named here, as a run names them
   out.storage = fmt::format("http {:g} ms, {}", w.remote.latency_ms,
                             w.remote.rate_mib_s > 0 ? fmt::format("{:g} MiB/s", w.remote.rate_mib_s)

@@ -47,9 +47,11 @@ struct ProbedStorage {
   std::string storage;    // "http 5 ms, 32 MiB/s" when served; empty otherwise
   std::shared_ptr<const pipelines::StorageContext> context;  // how to read (null: the defaults)
 };
-// `stop` (Ctrl-C) ends a request in progress. Throws InputError for a mode check_probe_mode
-// refuses or training files that are not there (naming the folder, as a run would), and
-// pipelines::RemoteError when the server fails to start.
+// `stop` (Ctrl-C) ends a request in progress. Throws InputError for training files that are not
+// there (naming the folder, as a run would), and pipelines::RemoteError when the server fails to
+// start. Any pipeprof.remote mode: the server is what every mode reads from.
+ProbedStorage storage_as_runs_read(const DlioWorkload& w, const std::atomic<bool>* stop);
+// The same, for the model's probe: first throws InputError for a mode check_probe_mode refuses.
 ProbedStorage storage_to_probe(const DlioWorkload& w, const std::atomic<bool>* stop);
 
 struct SearchPrediction {

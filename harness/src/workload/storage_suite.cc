@@ -160,7 +160,10 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
                           "storage bound ({:.1f}: {:.0f} MiB/s{})",
                           w.name, e.cold ? ", cold" : "", s.max_accelerators, w.au * 100,
                           s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0,
-                          s.bound, s.storage_mib_per_s, e.cold ? " read from the device" : ""));
+                          s.bound, s.storage_mib_per_s,
+                          !s.served.empty() ? " from its server, " + s.served
+                          : e.cold          ? std::string(" read from the device")
+                                            : std::string()));
           out.push_back(to_json(x));
           break;
         }

@@ -18,7 +18,10 @@
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/memory_limit.h"
 #include "pipeprof/results/compare.h"
+#include "pipeprof/pipelines/errors.h"
 #include "pipeprof/pipelines/files.h"
+#include "pipeprof/pipelines/remote.h"
+#include "pipeprof/pipelines/storage_io.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/remote_env.h"
 #include "workload/workload_pipeline.h"
@@ -231,11 +234,13 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
 }
 
 double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
-                                 const std::atomic<bool>* stop) {
+                                 const std::atomic<bool>* stop,
+                                 const std::shared_ptr<const pipelines::StorageContext>& storage) {
   if (files.empty()) return 0;
+  auto has_scheme = [](const std::string& f) { return f.find("://") != std::string::npos; };
   if (cold) {
     for (const std::string& f : files)
-      pipelines::drop_from_page_cache(f);
+      if (!has_scheme(f)) pipelines::drop_from_page_cache(f);
   }
   std::atomic<size_t> next{0};
   std::atomic<int64_t> bytes{0};
@@ -245,11 +250,22 @@ double measure_storage_mib_per_s(const std::vector<std::string>& files, int thre
     for (int i = 0; i < std::max(1, threads); ++i) {
       workers.emplace_back([&] {
         constexpr size_t kBlock = size_t{1} << 20;
-        auto buffer = std::make_unique<char[]>(kBlock);
+        std::unique_ptr<char[]> buffer;  // local files only: a server's streams can be hundreds
         for (size_t k = next++; k < files.size(); k = next++) {
           if (stop != nullptr && stop->load()) return;
+          if (has_scheme(files[k])) {
+            try {
+              bytes += static_cast<int64_t>(pipelines::read_whole_file(
+                  files[k], {.block_bytes = kBlock / 4, .storage = storage, .stop = stop}));
+            } catch (const pipelines::IoError&) {
+              // counts nothing, as a local file that cannot be opened
+            } catch (const pipelines::RemoteError&) {
+            }
+            continue;
+          }
           const int fd = ::open(files[k].c_str(), O_RDONLY | O_CLOEXEC);
           if (fd < 0) continue;
+          if (!buffer) buffer = std::make_unique_for_overwrite<char[]>(kBlock);
           ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
           ssize_t n = 0;
           while ((n = ::read(fd, buffer.get(), kBlock)) > 0)

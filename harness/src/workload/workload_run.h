@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -67,9 +68,12 @@ WorkloadResult run_workload(const DlioWorkload& w, const WorkloadOptions& option
 // The storage's read bandwidth for the workload's training files, in MiB/s: `threads` threads
 // reading the files front to back in 1 MiB read calls (as fio's sequential read does), from the
 // page cache or (cold) from the device. find_max_accelerators reads with 16 threads (4 per core on
-// larger machines), enough reads in flight to find what the storage gives.
+// larger machines), enough reads in flight to find what the storage gives. Names with a scheme
+// (http(s)://, s3://) are read through the storage layer with `storage`'s settings, each front
+// to back (cold drops only local files); a name that cannot be read counts no bytes.
 double measure_storage_mib_per_s(const std::vector<std::string>& files, int threads, bool cold,
-                                 const std::atomic<bool>* stop = nullptr);
+                                 const std::atomic<bool>* stop = nullptr,
+                                 const std::shared_ptr<const pipelines::StorageContext>& storage = nullptr);
 
 // The files' bytes together (a file that cannot be read counts 0).
 int64_t files_bytes(const std::vector<std::string>& files);

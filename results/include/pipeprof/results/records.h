@@ -145,6 +145,8 @@ struct StorageBound {
   std::vector<double> samples_mib_per_s;  // in the order measured: before, then after each run of a probe
   double mib_per_s = 0;                   // their mean
   bool cold = false;                      // the files dropped from the page cache first
+  std::string served;                     // read through the workload's own server: its set-up
+                                          // ("http 5 ms, 32 MiB/s"); empty: the files themselves
   double demand_mib_per_s = 0;            // one accelerator's at AU 100%
   double bound_accelerators = 0;          // mib_per_s / demand_mib_per_s
   // The range of the measures (0 without any).
