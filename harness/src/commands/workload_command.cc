@@ -484,9 +484,7 @@ Outcome workload_command(const WorkloadOptions& o) {
         "measures, before the search and after every probe run: {:.1f} to {:.1f}), an accelerator "
         "demands {:.1f} MiB/s: the storage bound is {:.1f} accelerators ({:.0f}% reached)\n",
         w.au * 100, s.max_accelerators, s.storage_mib_per_s,
-        !s.served.empty()  ? "from a server of the workload's settings, " + s.served
-        : o.drop_caches    ? std::string("cold, from the device")
-                           : std::string("warm, page cache"),
+        workload::storage_source_text(s, o.drop_caches),
         s.storage_samples.size(),
         bound.lowest(), bound.highest(),
         s.demand_mib_per_s, s.bound,

@@ -186,4 +186,9 @@ std::string probe_text(const Probe& p) {
                      p.interrupted ? "interrupted" : p.meets ? "ok" : "below", runs);
 }
 
+std::string storage_source_text(const MaxAcceleratorSearch& s, bool cold) {
+  if (!s.served.empty()) return "from a server of the workload's settings, " + s.served;
+  return cold ? "cold, from the device" : "warm, page cache";
+}
+
 }  // namespace pipeprof::harness::workload

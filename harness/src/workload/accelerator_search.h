@@ -91,4 +91,8 @@ results::AcceleratorSearch search_record(const MaxAcceleratorSearch& s, bool col
 // with every run's AU when it was run again.
 std::string probe_text(const Probe& p);
 
+// Where the search's storage bandwidth was measured, as its lines say it: "from a server of the
+// workload's settings, http 5 ms, 32 MiB/s", "cold, from the device" or "warm, page cache".
+std::string storage_source_text(const MaxAcceleratorSearch& s, bool cold);
+
 }  // namespace pipeprof::harness::workload

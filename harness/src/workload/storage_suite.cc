@@ -157,13 +157,10 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
                               predicted->prediction.max_accelerators, s.max_accelerators, *error));
           }
           log(fmt::format("{}{}: pipeprof sustains {} accelerators at AU >= {:.0f}%, {:.0f}% of the "
-                          "storage bound ({:.1f}: {:.0f} MiB/s{})",
+                          "storage bound ({:.1f}: {:.0f} MiB/s {})",
                           w.name, e.cold ? ", cold" : "", s.max_accelerators, w.au * 100,
                           s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0,
-                          s.bound, s.storage_mib_per_s,
-                          !s.served.empty() ? " from its server, " + s.served
-                          : e.cold          ? std::string(" read from the device")
-                                            : std::string()));
+                          s.bound, s.storage_mib_per_s, storage_source_text(s, e.cold)));
           out.push_back(to_json(x));
           break;
         }
