@@ -488,7 +488,7 @@ Outcome workload_command(const WorkloadOptions& o) {
         s.storage_samples.size(),
         bound.lowest(), bound.highest(),
         s.demand_mib_per_s, s.bound,
-        s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0);
+        workload::storage_bound_reached_percent(s));
     if (s.interrupted) return write_interrupted(out, found);
   }
 

@@ -191,4 +191,8 @@ std::string storage_source_text(const MaxAcceleratorSearch& s, bool cold) {
   return cold ? "cold, from the device" : "warm, page cache";
 }
 
+double storage_bound_reached_percent(const MaxAcceleratorSearch& s) {
+  return s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0.0;
+}
+
 }  // namespace pipeprof::harness::workload

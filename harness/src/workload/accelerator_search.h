@@ -94,5 +94,7 @@ std::string probe_text(const Probe& p);
 // Where the search's storage bandwidth was measured, as its lines say it: "from a server of the
 // workload's settings, http 5 ms, 32 MiB/s", "cold, from the device" or "warm, page cache".
 std::string storage_source_text(const MaxAcceleratorSearch& s, bool cold);
+// The measured maximum as a share of the storage bound, in % (0 without a bound).
+double storage_bound_reached_percent(const MaxAcceleratorSearch& s);
 
 }  // namespace pipeprof::harness::workload

@@ -159,7 +159,7 @@ std::vector<nlohmann::json> run_storage_suite(const StorageSuiteOptions& o,
           log(fmt::format("{}{}: pipeprof sustains {} accelerators at AU >= {:.0f}%, {:.0f}% of the "
                           "storage bound ({:.1f}: {:.0f} MiB/s {})",
                           w.name, e.cold ? ", cold" : "", s.max_accelerators, w.au * 100,
-                          s.bound > 0 ? 100.0 * static_cast<double>(s.max_accelerators) / s.bound : 0,
+                          storage_bound_reached_percent(s),
                           s.bound, s.storage_mib_per_s, storage_source_text(s, e.cold)));
           out.push_back(to_json(x));
           break;
