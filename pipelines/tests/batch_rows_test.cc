@@ -104,7 +104,8 @@ std::vector<std::string> npz_files(const TempDir& dir, int n, int64_t rows = 64,
 // list_files -> interleave (4 files open, 2 workers) of npz readers -> batch; `placing` false puts
 // a prefetch between interleave and batch, so that nothing is placed (the same elements).
 std::string batch_spec(const std::vector<std::string>& files, bool placing, int batch,
-                       bool deterministic = true, int cycle_length = 4, int parallelism = 2) {
+                       bool deterministic = true, int cycle_length = 4, int parallelism = 2,
+                       int ahead = 0) {
   const bool npy = files.front().ends_with(".npy");
   nlohmann::json read = nlohmann::json::object({{"op", npy ? "npy" : "npz"}, {"file", "$element"}});
   if (!npy) read["keys"] = nlohmann::json::array({"x"});
@@ -112,7 +113,7 @@ std::string batch_spec(const std::vector<std::string>& files, bool placing, int 
   list["files"] = files;
   nlohmann::json interleave = nlohmann::json::object(
       {{"op", "interleave"}, {"cycle_length", cycle_length}, {"parallelism", parallelism},
-       {"deterministic", deterministic}});
+       {"deterministic", deterministic}, {"prefetch_input_elements", ahead}});
   interleave["pipeline"]["stages"] = nlohmann::json::array({read});
   nlohmann::json spec;
   spec["stages"] = nlohmann::json::array({list, interleave});
@@ -188,11 +189,15 @@ TEST(BatchRows, EveryCycleAndBatchSizeComesToItsEnd) {
   const auto files = npz_files(tmp, 13);
   for (const auto& [cycle, workers] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {3, 2}, {2, 4}, {16, 2}}) {
     for (int batch : {1, 2, 5, 13, 20}) {
-      testing::run_with_deadline(std::chrono::seconds(30), [&] {
-        EXPECT_EQ(spec_dataset(batch_spec(files, true, batch, true, cycle, workers)).collect(),
-                  spec_dataset(batch_spec(files, false, batch, true, cycle, workers)).collect())
-            << "cycle " << cycle << ", workers " << workers << ", batch " << batch;
-      });
+      // With files opened ahead of the cycle too (placed in their rows as they are read).
+      for (int ahead : {0, 3}) {
+        testing::run_with_deadline(std::chrono::seconds(30), [&] {
+          EXPECT_EQ(spec_dataset(batch_spec(files, true, batch, true, cycle, workers, ahead)).collect(),
+                    spec_dataset(batch_spec(files, false, batch, true, cycle, workers)).collect())
+              << "cycle " << cycle << ", workers " << workers << ", batch " << batch << ", ahead "
+              << ahead;
+        });
+      }
     }
   }
 }

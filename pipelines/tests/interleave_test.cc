@@ -139,6 +139,64 @@ TEST(Interleave, WorkersPullEachSlotAheadUpToItsBuffer) {
   }
 }
 
+TEST(Interleave, InputsOpenedAheadKeepTheOrder) {
+  for (int64_t parallelism : {1, 2}) {
+    for (int64_t ahead : {1, 2, 3, 64}) {
+      EXPECT_THAT(collect_ints(range(1, 6).interleave(
+                      DatasetFn([](const Element& x) { return from_tensors(x).repeat(6); }),
+                      {.cycle_length = 2,
+                       .block_length = 4,
+                       .parallelism = parallelism,
+                       .prefetch_input_elements = ahead})),
+                  ElementsAreArray(kCase1))
+          << "parallelism " << parallelism << ", prefetch_input_elements " << ahead;
+    }
+  }
+  // Inputs of one element each, and inputs that yield none, as whole-file readers give.
+  for (int64_t ahead : {0, 1, 4}) {
+    auto ds = range(40).interleave(DatasetFn([](const Element& x) {
+                                     const int64_t v = x[0].as_int64();
+                                     return from_tensors(x).take(v % 7 == 3 ? 0 : 1);
+                                   }),
+                                   {.cycle_length = 3, .parallelism = 2, .prefetch_input_elements = ahead});
+    std::vector<int64_t> expect;
+    for (int64_t v = 0; v < 40; ++v)
+      if (v % 7 != 3) expect.push_back(v);
+    EXPECT_THAT(collect_ints(ds), ElementsAreArray(expect)) << "prefetch_input_elements " << ahead;
+  }
+  std::string spec = case1_spec("2");
+  const std::string block = R"("block_length": 4)";
+  spec.replace(spec.find(block), block.size(), block + R"(, "prefetch_input_elements": 3)");
+  const Dataset ds = spec_dataset(spec);
+  EXPECT_THAT(collect_ints(ds), ElementsAreArray(kCase1));
+  EXPECT_EQ(ds.to_json()["stages"][1]["prefetch_input_elements"], 3);
+}
+
+// Inputs of one element each (files of one sample): while the consumer holds the first element,
+// the workers read the other open slot's input and the inputs opened ahead, and no more. Without
+// inputs opened ahead, a slot's next input waits for the consumer to come back to the slot.
+TEST(Interleave, InputsOpenedAheadArePulledBeforeTheCycleNeedsThem) {
+  for (int64_t ahead : {0, 2, 5}) {
+    auto pulls = std::make_shared<std::atomic<int64_t>>(0);
+    auto ds = range(100).interleave(
+        DatasetFn([pulls](const Element& x) {
+          return from_tensors(x).map(Function([pulls](Element e) {
+            pulls->fetch_add(1);
+            return e;
+          }));
+        }),
+        {.cycle_length = 2, .parallelism = 2, .prefetch_input_elements = ahead});
+    auto it = ds.iterate();
+    ASSERT_TRUE(it->next().has_value());
+    const int64_t expect = 2 + ahead;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pulls->load() < expect && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a pull too many
+    EXPECT_EQ(pulls->load(), expect) << "prefetch_input_elements " << ahead;
+  }
+}
+
 TEST(Interleave, CycleLongerThanTheInputAndBlockLongerThanEachPipeline) {
   for (int64_t parallelism : std::vector<int64_t>{0, 2}) {
     auto ds = range(1, 4).interleave(
@@ -231,6 +289,7 @@ TEST(Interleave, InvalidOptions) {
   EXPECT_THROW(range(3).interleave(fn, {.block_length = 0}), std::invalid_argument);
   EXPECT_THROW(range(3).interleave(fn, {.parallelism = -4}), std::invalid_argument);
   EXPECT_THROW(range(3).interleave(fn, {.buffer_output_elements = -1}), std::invalid_argument);
+  EXPECT_THROW(range(3).interleave(fn, {.prefetch_input_elements = -1}), std::invalid_argument);
   EXPECT_THROW(spec_dataset(R"({"stages": [{"op": "range", "stop": 3},
     {"op": "interleave", "parallelism": 2, "buffer_output_elements": -2,
      "pipeline": {"stages": [{"op": "range", "stop": 2}]}}]})"),

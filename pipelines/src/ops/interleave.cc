@@ -87,6 +87,10 @@ InterleaveNode::InterleaveNode(Dataset input, DatasetFn fn_, InterleaveOptions o
     throw std::invalid_argument("interleave: buffer_output_elements must be in [0, " +
                                 std::to_string(kMaxBufferOutput) + "]");
   }
+  if (options.prefetch_input_elements < 0 || options.prefetch_input_elements > kMaxCycleLength) {
+    throw std::invalid_argument("interleave: prefetch_input_elements must be in [0, " +
+                                std::to_string(kMaxCycleLength) + "]");
+  }
   if ((options.parallelism < 0 && options.parallelism != kAutotune) ||
       options.parallelism > kMaxParallelism) {
     throw std::invalid_argument("interleave: parallelism must be in [0, " +
@@ -109,6 +113,7 @@ nlohmann::json InterleaveNode::params() const {
           {"parallelism", tunable_json(options.parallelism)},
           {"deterministic", options.deterministic},
           {"buffer_output_elements", options.buffer_output_elements},
+          {"prefetch_input_elements", options.prefetch_input_elements},
           {"name", options.name}};
 }
 
@@ -141,6 +146,11 @@ const OpRegistration& interleave_registration() {
                   .doc = "parallel: elements each open pipeline buffers ahead; "
                          "0: block_length, at least 2",
                   .spelled_out = false},
+                 {.name = "prefetch_input_elements", .type = FieldType::kInteger, .fallback = 0,
+                  .min = 0, .max = kMaxCycleLength,
+                  .doc = "parallel: input pipelines opened, and pulled, before the cycle needs "
+                         "them; 0: a slot's next input opens when the cycle finds it drained",
+                  .spelled_out = false},
                  {.name = "name", .type = FieldType::kString, .fallback = "", .spelled_out = false}},
       .build = [](const StageReader& s, const Dataset* input) {
         return input->interleave(s.pipeline("pipeline"),
@@ -149,6 +159,7 @@ const OpRegistration& interleave_registration() {
                                   .parallelism = s.tunable("parallelism"),
                                   .deterministic = s.boolean("deterministic"),
                                   .buffer_output_elements = s.integer("buffer_output_elements"),
+                                  .prefetch_input_elements = s.integer("prefetch_input_elements"),
                                   .name = s.string("name")});
       },
       .simulate = simulate_interleave};

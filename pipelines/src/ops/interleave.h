@@ -8,7 +8,8 @@
 // parallelism >= 1 (or kAutotune, a knob within [1, cycle_length]) opens all cycle_length
 // pipelines at once and lets that many workers pull them ahead into per-slot buffers; with
 // deterministic (the default) the output order is exactly the sequential one. Each slot buffers
-// buffer_output_elements elements (default: block_length, at least 2).
+// buffer_output_elements elements (default: block_length, at least 2), and prefetch_input_elements
+// more inputs are opened ahead of the cycle and pulled by the same workers (default 0).
 #pragma once
 
 #include <algorithm>

@@ -39,6 +39,11 @@ class SimInterleaveNode final : public sim::SimNode {
     if (parallel_ && workers < static_cast<double>(cycle_)) {
       throw Unsupported("parallel interleave with fewer workers than cycle_length");
     }
+    // Inputs opened ahead share the cycle's workers: more inputs pulled than workers, which the
+    // model of one producer per slot does not describe.
+    if (parallel_ && s.integer("prefetch_input_elements") > 0) {
+      throw Unsupported("parallel interleave with prefetch_input_elements");
+    }
   }
   std::unique_ptr<SimIterator> iterate() override;
 

@@ -2,9 +2,12 @@
 // slot is pulled ahead by workers into its own hand-off queue (at most buffer_output_elements
 // elements, by default max(2, block_length)), so the consumer mostly takes elements that are
 // already there. All cycle_length slots are opened on the first pull, and a slot whose input
-// ended is given the next input as soon as the consumer finds it drained. A slot is pulled by one
-// worker at a time (the queue's turn), which keeps each input's order; the workers serve slots in
-// cycle order starting from the one the consumer needs next. At most `parallelism` pulls run at
+// ended is given the next input as soon as the consumer finds it drained. With
+// prefetch_input_elements, that many further inputs are opened ahead, in input order, and a drained
+// slot takes the oldest of them (already pulled ahead), so the inputs land in the same slots in the
+// same order and the output is the same. A slot is pulled by one worker at a time (the queue's
+// turn), which keeps each input's order; the workers serve slots in cycle order starting from the
+// one the consumer needs next, then the inputs opened ahead. At most `parallelism` pulls run at
 // once (read on every decision, so a knob change takes effect at once). Nobody is woken for a
 // change it cannot use: the consumer only when what it waits for arrives (its slot has an element
 // or is drained, or, non-deterministic, any slot has one), a worker only when a pull can start and
@@ -17,6 +20,8 @@
 // ready (or nothing more can be pulled), not for every element: one wake-up a batch.
 #include <fmt/format.h>
 
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -40,9 +45,12 @@ class ParallelInterleaveIterator final : public Iterator {
         rows_(node.options.deterministic ? std::move(rows) : nullptr),
         input_(node.inputs()[0].node().make_iterator(input_context())),
         handoff_(cancellation()),
-        slots_(static_cast<size_t>(node.cycle_length)),
+        ahead_limit_(static_cast<size_t>(node.options.prefetch_input_elements)),
         slot_capacity_(
             slot_buffer(node.options.buffer_output_elements, node.options.block_length)) {
+    slots_.reserve(static_cast<size_t>(node.cycle_length));
+    for (int64_t i = 0; i < node.cycle_length; ++i)
+      slots_.push_back(std::make_unique<Slot>());
     if (node.options.parallelism == kAutotune) {
       knob_ = &this->node()->knob("parallelism", 1, node.cycle_length, node.cycle_length);
       handoff_.follow(*knob_);
@@ -63,14 +71,14 @@ class ParallelInterleaveIterator final : public Iterator {
     spawn_workers();
     if (!started_) {
       started_ = true;
-      for (size_t i = 0; i < slots_.size() && !input_done_; ++i)
-        open_slot(lock, i);
+      for (size_t i = 0; i < slots_.size() && (!input_done_ || !ahead_.empty()); ++i)
+        fill_slot(lock, i);
     }
     while (!input_done_ || open_ > 0) {
-      Slot& slot = slots_[cycle_];
+      Slot& slot = *slots_[cycle_];
       if (!slot.input.iterator) {
-        if (!input_done_) {
-          open_slot(lock, cycle_);
+        if (!ahead_.empty() || !input_done_) {
+          fill_slot(lock, cycle_);
         } else {
           advance();
         }
@@ -99,7 +107,7 @@ class ParallelInterleaveIterator final : public Iterator {
         // input lands in the same slot (drained slots are found, and refilled, in cycle order),
         // but its pulls start a whole cycle earlier. An input of one element (a file of one
         // sample) would otherwise be opened only when the consumer needs it, one at a time.
-        if (!input_done_) open_slot(lock, cycle_);
+        if (!ahead_.empty() || !input_done_) fill_slot(lock, cycle_);
         advance();
         continue;
       }
@@ -143,7 +151,7 @@ class ParallelInterleaveIterator final : public Iterator {
   bool switch_to_ready_slot() {
     for (size_t k = 1; k < slots_.size(); ++k) {
       const size_t i = (cycle_ + k) % slots_.size();
-      if (slots_[i].queue.ready()) {
+      if (slots_[i]->queue.ready()) {
         cycle_ = i;
         block_ = 0;
         return true;
@@ -156,14 +164,33 @@ class ParallelInterleaveIterator final : public Iterator {
   // would do something else now. That slot's queue is empty (so an element anywhere is in another
   // slot), or holds only the slot a worker is pulling.
   bool consumer_can_progress() const {
-    const HandoffQueue& q = slots_[cycle_].queue;
+    const HandoffQueue& q = slots_[cycle_]->queue;
     return q.ready() || q.drained() || (!node_.options.deterministic && buffered_ > 0) ||
            static_cast<int64_t>(workers_.size()) < parallelism();
   }
 
-  // Pulls the next input element and opens its pipeline in slot `i`; the lock is released while
-  // the input is pulled (only the consumer touches the input).
-  void open_slot(std::unique_lock<std::mutex>& lock, size_t i) {
+  // Gives slot `i` (empty) its next input: the oldest opened ahead, or the next input element's
+  // pipeline; then opens inputs ahead up to prefetch_input_elements. The lock is released while
+  // the input is pulled (only the consumer touches the input, the slots and the inputs ahead).
+  void fill_slot(std::unique_lock<std::mutex>& lock, size_t i) {
+    if (!ahead_.empty()) {
+      slots_[i] = std::move(ahead_.front());
+      ahead_.pop_front();
+    } else if (std::unique_ptr<Slot> opened = open_next(lock)) {
+      slots_[i] = std::move(opened);
+    }
+    wake_worker().notify(lock);
+    while (ahead_.size() < ahead_limit_ && !input_done_) {
+      std::unique_ptr<Slot> opened = open_next(lock);
+      if (!opened) break;
+      ahead_.push_back(std::move(opened));
+      wake_worker().notify(lock);
+    }
+  }
+
+  // Pulls the next input element and opens its pipeline in a new slot (nullptr at the input's
+  // end); the lock is released while the input is pulled.
+  std::unique_ptr<Slot> open_next(std::unique_lock<std::mutex>& lock) {
     lock.unlock();
     std::optional<Element> x;
     OpenInput opened;
@@ -177,17 +204,19 @@ class ParallelInterleaveIterator final : public Iterator {
     lock.lock();
     if (!x) {
       input_done_ = true;
-      return;
+      return nullptr;
     }
-    // The output position of its one element, while every input so far has had exactly one.
+    auto slot = std::make_unique<Slot>();
+    // The output position of its one element, while every input so far has had exactly one
+    // (inputs are opened in input order, ahead or not).
     if (rows_ && placing_ && opened.dataset->cardinality() == 1) {
-      slots_[i].ordinal = next_ordinal_++;
+      slot->ordinal = next_ordinal_++;
     } else {
       placing_ = false;
     }
-    slots_[i].input = std::move(opened);
-    ++open_;
-    wake_worker().notify(lock);
+    slot->input = std::move(opened);
+    ++open_;  // an input not finished yet, in a slot or ahead
+    return slot;
   }
 
   void spawn_workers() {
@@ -197,13 +226,16 @@ class ParallelInterleaveIterator final : public Iterator {
                             [this, i = static_cast<int64_t>(workers_.size())] { work(i); });
   }
 
-  // A slot a worker may pull now, preferring the one the consumer needs next; nullptr if none.
+  // A slot a worker may pull now, preferring the one the consumer needs next, then the inputs
+  // opened ahead in input order; nullptr if none.
   Slot* pick_slot() {
     if (active_ >= parallelism()) return nullptr;
     for (size_t k = 0; k < slots_.size(); ++k) {
-      Slot& s = slots_[(cycle_ + k) % slots_.size()];
+      Slot& s = *slots_[(cycle_ + k) % slots_.size()];
       if (s.input.iterator && s.queue.can_begin(slot_capacity_)) return &s;
     }
+    for (const std::unique_ptr<Slot>& s : ahead_)
+      if (s->input.iterator && s->queue.can_begin(slot_capacity_)) return s.get();
     return nullptr;
   }
 
@@ -271,7 +303,7 @@ class ParallelInterleaveIterator final : public Iterator {
     const auto left = static_cast<size_t>(rows_->batch_size() - returned_ % rows_->batch_size());
     const size_t want = std::min(left, slots_.size());
     size_t run = 0;
-    for (size_t k = 0; k < slots_.size() && slots_[(cycle_ + k) % slots_.size()].queue.ready(); ++k) {
+    for (size_t k = 0; k < slots_.size() && slots_[(cycle_ + k) % slots_.size()]->queue.ready(); ++k) {
       if (++run >= want) return true;
     }
     return pick_slot() == nullptr;
@@ -282,8 +314,11 @@ class ParallelInterleaveIterator final : public Iterator {
   std::unique_ptr<Iterator> input_;
   Knob* knob_ = nullptr;
   Handoff handoff_;
-  // Guarded by handoff_.mutex():
-  std::vector<Slot> slots_;
+  // Guarded by handoff_.mutex(). A worker keeps a pointer to the slot it pulls: slots live on the
+  // heap and are destroyed only when drained (or with the iterator), never while pulled.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::deque<std::unique_ptr<Slot>> ahead_;  // inputs opened ahead, in input order
+  const size_t ahead_limit_;
   const int64_t slot_capacity_;
   size_t cycle_ = 0;
   int64_t block_ = 0;

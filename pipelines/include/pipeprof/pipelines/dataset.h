@@ -99,6 +99,13 @@ struct InterleaveOptions {
   // block_length, at least 2. Deeper buffers let workers run ahead of a consumer that takes
   // elements in bursts, and wake it less often when elements are quick.
   int64_t buffer_output_elements = 0;
+  // Parallel: input pipelines opened before the cycle needs them (tf.data's
+  // prefetch_input_elements), in input order, and pulled by the same workers once the open slots
+  // have their buffers' worth; a slot whose input ended takes the oldest of them. 0: a slot's next
+  // input is opened only when the consumer finds the slot drained, so inputs of one element each
+  // (files of one sample) are read in rounds: every worker starts its next read when the consumer
+  // has passed all the slots, and a round lasts as long as its slowest read.
+  int64_t prefetch_input_elements = 0;
   std::string name;
 };
 
