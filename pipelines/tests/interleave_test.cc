@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -195,6 +196,32 @@ TEST(Interleave, InputsOpenedAheadArePulledBeforeTheCycleNeedsThem) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a pull too many
     EXPECT_EQ(pulls->load(), expect) << "prefetch_input_elements " << ahead;
   }
+}
+
+// Not deterministic: an element of an input opened ahead is not the consumer's until its input
+// enters the cycle, so the consumer waits (and does not spin) while the cycle's slots are slow.
+TEST(Interleave, NonDeterministicConsumerWaitsWhileOnlyInputsAheadHaveElements) {
+  auto ds = range(6).interleave(DatasetFn([](const Element& x) {
+                                  return from_tensors(x).map(Function([](Element e) {
+                                    if (e[0].as_int64() < 2)
+                                      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                                    return e;
+                                  }));
+                                }),
+                                {.cycle_length = 2,
+                                 .parallelism = 3,
+                                 .deterministic = false,
+                                 .prefetch_input_elements = 2});
+  timespec before{};
+  timespec after{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &before);
+  EXPECT_THAT(collect_ints(ds), UnorderedElementsAreArray({0, 1, 2, 3, 4, 5}));
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &after);
+  const double cpu_s = static_cast<double>(after.tv_sec - before.tv_sec) +
+                       static_cast<double>(after.tv_nsec - before.tv_nsec) * 1e-9;
+  // A consumer that took an element ahead for one of the cycle's would spin holding the lock: the
+  // slow inputs could never hand theirs over (a hang), or it would burn the 300 ms they take.
+  EXPECT_LT(cpu_s, 0.15);
 }
 
 TEST(Interleave, CycleLongerThanTheInputAndBlockLongerThanEachPipeline) {

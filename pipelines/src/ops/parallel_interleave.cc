@@ -165,8 +165,18 @@ class ParallelInterleaveIterator final : public Iterator {
   // slot), or holds only the slot a worker is pulling.
   bool consumer_can_progress() const {
     const HandoffQueue& q = slots_[cycle_]->queue;
-    return q.ready() || q.drained() || (!node_.options.deterministic && buffered_ > 0) ||
+    return q.ready() || q.drained() || (!node_.options.deterministic && cycle_has_element()) ||
            static_cast<int64_t>(workers_.size()) < parallelism();
+  }
+
+  // Whether a slot of the cycle holds an element (elements of inputs opened ahead are not the
+  // consumer's to take until their input enters the cycle).
+  bool cycle_has_element() const {
+    if (buffered_ == 0) return false;
+    if (ahead_.empty()) return true;
+    for (const std::unique_ptr<Slot>& s : slots_)
+      if (s->queue.ready()) return true;
+    return false;
   }
 
   // Gives slot `i` (empty) its next input: the oldest opened ahead, or the next input element's
