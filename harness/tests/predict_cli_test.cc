@@ -247,13 +247,15 @@ TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {
   REQUIRE_NGINX();
   const TempDir tmp;
   const fs::path w = generated(tmp);
-  // 200 ms to the first byte: a stream's pass over the 48 files takes about 10 s.
+  // 200 ms to the first byte: a stream's pass over the 48 files takes about 10 s. A pass of 0.5 s
+  // lasts until 0.5 s after every loader's first batch (four files, 0.8 s at one stream), so the
+  // first pass is measured well within the 4 s before the interrupt.
   pipeprof::testbed::ObjectServer server({.root = tmp / "data", .latency = std::chrono::milliseconds(200)});
   const fs::path out = tmp / "out";
   const std::string cmd = std::string(PIPEPROF_BINARY) + " predict " + w.string() +
                           " --probe --probe-seconds 0.5 -q --out " + out.string() + " --data-folder " + server.url();
   const CliResult r = pipeprof::testing::run_command(
-      "sh -c '" + cmd + " & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+      "sh -c '" + cmd + " & pid=$!; sleep 4; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   // The passes measured before the interrupt are in the profile, which says it was cut short.
   const nlohmann::json p = read_json(out / "storage_profile.json");
@@ -284,7 +286,7 @@ TEST(PredictCommand, CtrlCDuringAProbeOfAServedWorkloadStopsItsServer) {
   const std::string cmd = "TMPDIR=" + scratch.string() + " " + std::string(PIPEPROF_BINARY) + " predict " +
                           served.string() + " --probe --probe-seconds 0.5 -q --out " + out.string();
   const CliResult r = pipeprof::testing::run_command(
-      "sh -c '" + cmd + " & pid=$!; sleep 3; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+      "sh -c '" + cmd + " & pid=$!; sleep 4; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   const nlohmann::json p = read_json(out / "storage_profile.json");
   EXPECT_TRUE(p["target"].get<std::string>().starts_with("http://127.0.0.1:")) << p.dump(2);
