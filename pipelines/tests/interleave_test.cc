@@ -1,5 +1,6 @@
 // interleave: SEMANTICS cases 1-3 (cycle and block lengths, flat map, parallel with deterministic
 // order), through the C++ API and through JSON specs, plus nested pipelines and failures.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -42,6 +43,17 @@ std::string case1_spec(const std::string& parallelism) {
          (parallelism.empty() ? std::string() : ", \"parallelism\": " + parallelism) + R"(,
      "pipeline": {"stages": [{"op": "from_tensors", "value": "$element"},
                              {"op": "repeat", "count": 6}]}}]})";
+}
+
+// Case 1 through a spec with `field` set to `value` beside its block_length: the same output,
+// and the option kept in the spec the dataset writes back.
+void expect_case1_spec_option(const std::string& field, int64_t value) {
+  std::string spec = case1_spec("2");
+  const std::string block = R"("block_length": 4)";
+  spec.replace(spec.find(block), block.size(), block + fmt::format(R"(, "{}": {})", field, value));
+  const Dataset ds = spec_dataset(spec);
+  EXPECT_THAT(collect_ints(ds), ElementsAreArray(kCase1)) << field;
+  EXPECT_EQ(ds.to_json()["stages"][1][field], value);
 }
 
 TEST(Interleave, Semantics1CycleAndBlockLengths) {
@@ -107,12 +119,7 @@ TEST(Interleave, DeeperSlotBuffersKeepTheOrder) {
                 ElementsAreArray(kCase1))
         << "buffer_output_elements " << buffer;
   }
-  std::string spec = case1_spec("2");
-  const std::string block = R"("block_length": 4)";
-  spec.replace(spec.find(block), block.size(), block + R"(, "buffer_output_elements": 9)");
-  const Dataset ds = spec_dataset(spec);
-  EXPECT_THAT(collect_ints(ds), ElementsAreArray(kCase1));
-  EXPECT_EQ(ds.to_json()["stages"][1]["buffer_output_elements"], 9);
+  expect_case1_spec_option("buffer_output_elements", 9);
 }
 
 // Each open slot is pulled ahead by exactly its buffer's worth of elements while the consumer
@@ -165,12 +172,7 @@ TEST(Interleave, InputsOpenedAheadKeepTheOrder) {
       if (v % 7 != 3) expect.push_back(v);
     EXPECT_THAT(collect_ints(ds), ElementsAreArray(expect)) << "prefetch_input_elements " << ahead;
   }
-  std::string spec = case1_spec("2");
-  const std::string block = R"("block_length": 4)";
-  spec.replace(spec.find(block), block.size(), block + R"(, "prefetch_input_elements": 3)");
-  const Dataset ds = spec_dataset(spec);
-  EXPECT_THAT(collect_ints(ds), ElementsAreArray(kCase1));
-  EXPECT_EQ(ds.to_json()["stages"][1]["prefetch_input_elements"], 3);
+  expect_case1_spec_option("prefetch_input_elements", 3);
 }
 
 // Inputs of one element each (files of one sample): while the consumer holds the first element,
