@@ -277,6 +277,7 @@ TEST(WorkloadLoader, PyTorchRanksReadContiguousSampleRanges) {
   EXPECT_EQ(st[1]["op"], "interleave");
   EXPECT_EQ(st[1]["cycle_length"], 2);
   EXPECT_EQ(st[1]["parallelism"], 2);
+  EXPECT_EQ(st[1]["prefetch_input_elements"], 2);  // a cycle's worth of files opened ahead
   EXPECT_EQ(st[1]["block_length"], 3);
   EXPECT_EQ(st[1]["pipeline"]["stages"][0]["rows_axis"], -1);
   EXPECT_EQ(st[2], (nlohmann::json{{"op", "skip"}, {"count", 1}}));

@@ -56,6 +56,15 @@ void expect_case1_spec_option(const std::string& field, int64_t value) {
   EXPECT_EQ(ds.to_json()["stages"][1][field], value);
 }
 
+// The pulls counted once they reach `expect` (or 10 s pass), and 50 ms more for a pull too many.
+int64_t pulls_settled(const std::atomic<int64_t>& pulls, int64_t expect) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pulls.load() < expect && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return pulls.load();
+}
+
 TEST(Interleave, Semantics1CycleAndBlockLengths) {
   EXPECT_THAT(collect_ints(case1(0)), ElementsAreArray(kCase1));
 }
@@ -139,11 +148,7 @@ TEST(Interleave, WorkersPullEachSlotAheadUpToItsBuffer) {
     ASSERT_TRUE(it->next().has_value());
     // Two slots, each holding its buffer's worth, plus the element taken.
     const int64_t expect = 2 * (buffer == 0 ? 2 : buffer) + 1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (pulls->load() < expect && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a pull too many
-    EXPECT_EQ(pulls->load(), expect) << "buffer_output_elements " << buffer;
+    EXPECT_EQ(pulls_settled(*pulls, expect), expect) << "buffer_output_elements " << buffer;
   }
 }
 
@@ -192,11 +197,7 @@ TEST(Interleave, InputsOpenedAheadArePulledBeforeTheCycleNeedsThem) {
     auto it = ds.iterate();
     ASSERT_TRUE(it->next().has_value());
     const int64_t expect = 2 + ahead;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (pulls->load() < expect && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a pull too many
-    EXPECT_EQ(pulls->load(), expect) << "prefetch_input_elements " << ahead;
+    EXPECT_EQ(pulls_settled(*pulls, expect), expect) << "prefetch_input_elements " << ahead;
   }
 }
 

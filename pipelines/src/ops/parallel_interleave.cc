@@ -71,13 +71,13 @@ class ParallelInterleaveIterator final : public Iterator {
     spawn_workers();
     if (!started_) {
       started_ = true;
-      for (size_t i = 0; i < slots_.size() && (!input_done_ || !ahead_.empty()); ++i)
+      for (size_t i = 0; i < slots_.size() && more_inputs(); ++i)
         fill_slot(lock, i);
     }
     while (!input_done_ || open_ > 0) {
       Slot& slot = *slots_[cycle_];
       if (!slot.input.iterator) {
-        if (!ahead_.empty() || !input_done_) {
+        if (more_inputs()) {
           fill_slot(lock, cycle_);
         } else {
           advance();
@@ -107,7 +107,7 @@ class ParallelInterleaveIterator final : public Iterator {
         // input lands in the same slot (drained slots are found, and refilled, in cycle order),
         // but its pulls start a whole cycle earlier. An input of one element (a file of one
         // sample) would otherwise be opened only when the consumer needs it, one at a time.
-        if (!ahead_.empty() || !input_done_) fill_slot(lock, cycle_);
+        if (more_inputs()) fill_slot(lock, cycle_);
         advance();
         continue;
       }
@@ -168,6 +168,9 @@ class ParallelInterleaveIterator final : public Iterator {
     return q.ready() || q.drained() || (!node_.options.deterministic && cycle_has_element()) ||
            static_cast<int64_t>(workers_.size()) < parallelism();
   }
+
+  // Whether a slot can still be given an input: one opened ahead, or the input's next element.
+  bool more_inputs() const { return !ahead_.empty() || !input_done_; }
 
   // Whether a slot of the cycle holds an element (elements of inputs opened ahead are not the
   // consumer's to take until their input enters the cycle).
