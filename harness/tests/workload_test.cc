@@ -6,16 +6,12 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <chrono>
-#include <thread>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/pipelines/datagen.h"
-#include "pipeprof/pipelines/dataset.h"
-#include "pipeprof/pipelines/model.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/results/document.h"
 #include "schema_check.h"
@@ -324,47 +320,6 @@ TEST(WorkloadLoader, TensorFlowRanksTakeFilesRoundRobinAndShuffleRecords) {
   const nlohmann::json tuned = loader_spec(w, names(7), 0, 1);
   EXPECT_EQ(tuned["stages"][1]["parallelism"], "autotune");
   EXPECT_EQ(tuned["stages"].back()["buffer_size"], "autotune");
-}
-
-// What read_ahead_batches says a loader reads ahead of its consumer is what it reads at most (the
-// probe's training loop lists files for that many batches beyond its steps, so that its loaders
-// never run dry inside the span it measures), and not far beyond it.
-TEST(WorkloadLoader, ReadsAheadOfItsConsumerAtMostItsReadAheadBatches) {
-  const TempDir tmp;
-  DlioWorkload w;
-  w.loader = Loader::kPyTorch;
-  w.dataset.data_folder = (tmp / "data").string();
-  w.dataset.format = formats::DataFormat::kNpz;
-  w.dataset.num_files_train = 64;
-  w.dataset.num_samples_per_file = 1;
-  w.dataset.record_length = 1024;
-  w.batch_size = 2;
-  w.read_threads = 2;
-  w.prefetch_size = 0;  // prefetch_factor 2
-  formats::generate_dataset(w.dataset, {});
-  const std::vector<std::string> files = training_files(w);
-  // prefetch 2 x 2 batches, 2 + 2 files opened (2 batches), the batch being filled.
-  ASSERT_EQ(read_ahead_batches(w), 7);
-  auto it = pipelines::parse_spec(loader_spec(w, files, 0, 1), "spec").dataset.iterate({});
-  ASSERT_TRUE(it->next().has_value());
-  const pipelines::Node* reader = nullptr;  // the format's source, inside the interleave
-  for (const pipelines::Node* n : it->model().nodes())
-    if (n->op() == "npz") reader = n;
-  ASSERT_NE(reader, nullptr);
-  // The samples read, once they stop coming (no more in 200 ms; at most 10 s).
-  int64_t read = reader->stats().elements.load();
-  for (int i = 0; i < 50; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const int64_t now = reader->stats().elements.load();
-    if (now == read && now > 0) break;
-    read = now;
-  }
-  const int64_t ahead = (read_ahead_batches(w) + 1) * w.batch_size;  // and the batch taken
-  EXPECT_LE(read, ahead);
-  EXPECT_GE(read, ahead - 3 * w.batch_size);  // the prefetch's at least
-  // Autotuned, as the loader starts: its prefetch at the knob's start, a wider cycle.
-  w.read_threads_autotune = true;
-  EXPECT_EQ(read_ahead_batches(w), pipelines::kDefaultAutotuneBuffer + 8 + 1);  // 2 x 8 files
 }
 
 // ---- DLIO's metrics ----

@@ -166,48 +166,43 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
 // needed), with half again as many accelerators as the loader's CPU (`loader_us` per sample) could
 // feed: their steps (the sleeps, the barrier after each), their loaders' hand-offs and wake-ups,
 // DLIO's preprocess sleep left out. What a sample costs this client there, in microseconds of its
-// cores, from the end of the 8th step (the loaders' start, their read-ahead filling, left out) to
-// the end of the 24th: the cores' time over the samples delivered when the loop fell behind its
-// demand (the client saturated: whatever its cores could not be kept busy with counts too), else
-// the process's CPU time over them. Each accelerator has files for its loader's read-ahead beyond
-// the 24th step too, so that the loader reads on through the span as a job's does (one that ran
-// out of files before the span's end read fewer samples in it than the steps took from its
-// buffers: about half the cost, where the client keeps up). The loop runs three times: the first
-// pays the first touches of its loaders' buffers (the process's arenas grow to the loop's working
-// set, a cost a training job pays once and a search pays at its first probes, which it runs
-// again), and is left out; the figure is the mean of the other two. The accelerators are at most
-// as many as read for 20 s a run at the loader's figure. 0 when that is not worth a run: fewer
-// than two accelerators or no compute to sleep (the loader's figure stands), or when stopped.
+// cores, from the end of the 8th step (the loaders' read-ahead spent) to the end of the 24th: the
+// cores' time over the samples delivered when the loop fell behind its demand (the client
+// saturated: whatever its cores could not be kept busy with counts too), else the process's CPU
+// time over them. The loop runs three times: the first pays the first touches of its loaders'
+// buffers (the process's arenas grow to the loop's working set, a cost a training job pays once
+// and a search pays at its first probes, which it runs again), and is left out; the figure is the
+// mean of the other two. The accelerators are at most as many as read for 20 s a run at the
+// loader's figure. 0 when that is not worth a run: fewer than two accelerators or no compute to
+// sleep (the loader's figure stands), or when stopped.
 double loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& files,
                               double loader_us, int64_t cores, const ProbeOptions& o) {
   constexpr int64_t kSteps = 24;
-  constexpr int64_t kFrom = 8;  // the loaders' start left out
+  constexpr int64_t kFrom = 8;  // the loaders' read-ahead spent
   const double step_s = w.computation_time.mean();
   const auto batch = static_cast<double>(std::max<int64_t>(1, w.batch_size));
   if (!(loader_us > 0) || !(step_s > 0) || files.empty()) return 0;
   const double per_accelerator = batch / step_s;  // samples/s at AU 100%
   const double fed = static_cast<double>(cores) / (loader_us * 1e-6) / per_accelerator;
   const auto spf = static_cast<double>(std::max<int64_t>(1, w.dataset.num_samples_per_file));
+  constexpr double kMostReadSeconds = 20;
+  const double fit = std::floor(kMostReadSeconds * static_cast<double>(cores) /
+                                (static_cast<double>(kSteps) * batch * loader_us * 1e-6));
+  const auto accelerators = static_cast<int64_t>(std::min({std::floor(1.5 * fed), fit, 256.0}));
+  if (accelerators < 2) return 0;
+  // Each accelerator its own files for kSteps steps: the few files, listed again as needed.
+  const auto needed = static_cast<size_t>(std::ceil(static_cast<double>(accelerators * kSteps) * batch / spf));
+  std::vector<std::string> listed;
+  listed.reserve(needed);
+  for (size_t i = 0; i < needed; ++i)
+    listed.push_back(files[i % files.size()]);
   DlioWorkload c = w;
+  c.dataset.num_files_train = static_cast<int64_t>(listed.size());
   c.preprocess_time = {};
   c.total_training_steps = kSteps;
   c.epochs = 1;
   c.file_shuffle = false;
   c.sample_shuffle = false;
-  // The steps' worth of files each accelerator reads: the loop's, and its loader's read-ahead.
-  const auto listed_steps = static_cast<double>(kSteps + read_ahead_batches(c));
-  constexpr double kMostReadSeconds = 20;
-  const double fit = std::floor(kMostReadSeconds * static_cast<double>(cores) /
-                                (listed_steps * batch * loader_us * 1e-6));
-  const auto accelerators = static_cast<int64_t>(std::min({std::floor(1.5 * fed), fit, 256.0}));
-  if (accelerators < 2) return 0;
-  // Each accelerator its own files: the few files, listed again as needed.
-  const auto needed = static_cast<size_t>(std::ceil(static_cast<double>(accelerators) * listed_steps * batch / spf));
-  std::vector<std::string> listed;
-  listed.reserve(needed);
-  for (size_t i = 0; i < needed; ++i)
-    listed.push_back(files[i % files.size()]);
-  c.dataset.num_files_train = static_cast<int64_t>(listed.size());
   const double samples = static_cast<double>(accelerators * (kSteps - kFrom)) * batch;
   const double demanded = static_cast<double>(accelerators) * per_accelerator;
   const auto once = [&]() -> double {

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "pipeprof/harness/errors.h"
-#include "pipeprof/pipelines/dataset.h"
 
 namespace pipeprof::harness::workload {
 namespace {
@@ -102,18 +101,6 @@ nlohmann::json reader(const DlioWorkload& w, int64_t block_length, int64_t rank,
   return stage;
 }
 
-// The prefetch stage's batches: PyTorch's DataLoader keeps prefetch_factor batches per worker in
-// flight, prefetch_factor = ceil(prefetch_size / read_threads) (2 when that is 0), as DLIO sets
-// it, none without workers; the tensorflow loader prefetch_size.
-int64_t prefetch_batches(const DlioWorkload& w) {
-  if (w.loader != Loader::kPyTorch) return std::max<int64_t>(0, w.prefetch_size);
-  if (w.read_threads <= 0 && !w.read_threads_autotune) return 0;
-  const int64_t rt = std::max<int64_t>(1, w.read_threads);
-  int64_t factor = (w.prefetch_size + rt - 1) / rt;
-  if (factor <= 0) factor = 2;
-  return rt * factor;
-}
-
 nlohmann::json prefetch(const DlioWorkload& w, int64_t batches) {
   if (w.read_threads_autotune) return {{"op", "prefetch"}, {"buffer_size", "autotune"}};
   return {{"op", "prefetch"}, {"buffer_size", batches}};
@@ -134,16 +121,6 @@ SampleRange pytorch_samples(const DlioWorkload& w, int64_t rank, int64_t ranks) 
   // no rank is left with fewer samples than the others' steps need.
   const int64_t per_rank = total / ranks;
   return {rank * per_rank, (rank + 1) * per_rank};
-}
-
-int64_t read_ahead_batches(const DlioWorkload& w) {
-  const int64_t prefetched = w.read_threads_autotune ? pipelines::kDefaultAutotuneBuffer : prefetch_batches(w);
-  const int64_t cycle =
-      w.read_threads_autotune ? std::max<int64_t>(w.read_threads, 8) : std::max<int64_t>(1, w.read_threads);
-  int64_t samples = 2 * cycle * std::max<int64_t>(1, w.dataset.num_samples_per_file);
-  if (w.loader != Loader::kPyTorch && w.sample_shuffle) samples += std::max<int64_t>(0, w.shuffle_size);
-  const int64_t batch = std::max<int64_t>(1, w.batch_size);
-  return prefetched + (samples + batch - 1) / batch + 1;
 }
 
 nlohmann::json repeated(nlohmann::json spec) {
@@ -184,7 +161,14 @@ nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>
     stages.push_back({{"op", "skip"}, {"count", r.begin - first_file * nspf}});
     stages.push_back({{"op", "take"}, {"count", r.end - r.begin}});
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
-    if (w.read_threads > 0 || w.read_threads_autotune) stages.push_back(prefetch(w, prefetch_batches(w)));
+    // PyTorch's DataLoader keeps prefetch_factor batches per worker in flight, prefetch_factor =
+    // ceil(prefetch_size / read_threads) (2 when that is 0), as DLIO sets it; none without workers.
+    if (w.read_threads > 0 || w.read_threads_autotune) {
+      const int64_t rt = std::max<int64_t>(1, w.read_threads);
+      int64_t factor = (w.prefetch_size + rt - 1) / rt;
+      if (factor <= 0) factor = 2;
+      stages.push_back(prefetch(w, rt * factor));
+    }
   } else {
     // DLIO's TFRecord reader: files round-robin over ranks when there are enough of them (each
     // rank's own files shuffled with file_shuffle, a new order every epoch), else every file on
@@ -205,7 +189,7 @@ nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>
       stages.push_back({{"op", "shuffle"}, {"buffer_size", w.shuffle_size}, {"seed", w.seed + rank}});
     }
     stages.push_back({{"op", "batch"}, {"batch_size", w.batch_size}, {"drop_remainder", true}});
-    if (w.prefetch_size > 0 || w.read_threads_autotune) stages.push_back(prefetch(w, prefetch_batches(w)));
+    if (w.prefetch_size > 0 || w.read_threads_autotune) stages.push_back(prefetch(w, w.prefetch_size));
   }
   return {{"name", fmt::format("{}_{}", w.name, loader_name(w.loader))},
           {"description",

@@ -60,13 +60,6 @@ std::vector<std::string> expected_training_files(const DlioWorkload& w);
 nlohmann::json loader_spec(const DlioWorkload& w, const std::vector<std::string>& files,
                            int64_t rank, int64_t ranks, bool samples = false);
 
-// The batches a rank's loader reads ahead of its consumer at most, as loader_spec builds it and
-// as it starts (an online tuner may raise its autotuned buffers): its prefetch (PyTorch's
-// read_threads x prefetch_factor, the tensorflow loader's prefetch_size), the files its reader
-// opens ahead (the cycle and as many again), the tensorflow loader's shuffle buffer, and the
-// batch being filled.
-int64_t read_ahead_batches(const DlioWorkload& w);
-
 // The spec repeated without end (a repeat stage before its final prefetch).
 nlohmann::json repeated(nlohmann::json spec);
 
