@@ -92,9 +92,10 @@ nlohmann::json reader(const DlioWorkload& w, int64_t block_length, int64_t rank,
     stage["cycle_length"] = std::max<int64_t>(1, w.read_threads);
     if (w.read_threads > 0) stage["parallelism"] = w.read_threads;
   }
-  // A parallel reader opens as many files ahead of the cycle as it holds, so that a reader thread whose file is
-  // read goes on to the next one (as DLIO's workers do) instead of waiting for the cycle to come
-  // back: files of one sample would otherwise be read in rounds, each as long as its largest file.
+  // A parallel reader opens as many files ahead of the cycle as it holds, so that a reader thread
+  // whose file is read goes on to the next one (as DLIO's workers do) instead of waiting for the
+  // cycle to come back: files of one sample would otherwise be read in rounds, each as long as its
+  // largest file.
   if (stage.contains("parallelism")) stage["prefetch_input_elements"] = stage["cycle_length"];
   // Small records (tfrecord) are handed over in bursts rather than one wake-up each.
   if (w.dataset.format == DataFormat::kTFRecord) stage["buffer_output_elements"] = 16;
