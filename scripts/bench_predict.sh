@@ -8,7 +8,8 @@
 # Set-ups (SETUPS, space-separated; default all):
 #   local_cold   the local files, dropped from the page cache before every epoch and pass
 #                (predict --cold; workload --drop-caches)
-#   page_cache   the local files in the page cache (predict --warm; the workload after a read)
+#   page_cache   the local files in the page cache (predict --warm; the workload after a read,
+#                with the files held in memory by vmtouch while it runs)
 #   http_<L>ms_<R>mib   nginx on 127.0.0.1 with L ms to the first byte and R MiB/s per request
 #                (the workload's pipeprof.remote, mode direct: predict probes through the nginx the
 #                workload starts, as its runs read)
@@ -45,6 +46,22 @@ for o in "${EXTRA[@]}"; do
   [[ $o == ++workload.* ]] || { echo "bench_predict.sh: OVERRIDES takes ++workload.<key>=<value> words, got '$o'" >&2; exit 2; }
 done
 mkdir -p "$OUT" "$DATA"
+# page_cache: the files are held in memory while the search runs (vmtouch -l, where this user may
+# lock memory). Some virtual machines' hosts take clean page-cache pages back even with memory
+# free (the development VM lost 0.05 GiB of a 13 GiB dataset in 30 idle seconds), and the reads
+# that go to the disk again hold every accelerator at DLIO's barrier.
+HOLDER=
+release() { if [ -n "$HOLDER" ]; then kill "$HOLDER" 2>/dev/null || true; HOLDER=; fi; }
+trap release EXIT
+hold() {
+  command -v vmtouch >/dev/null || { echo "bench_predict.sh: no vmtouch: $1 is not held in memory" >&2; return 0; }
+  rm -f "$OUT/vmtouch.pid"
+  if vmtouch -q -l -d -w -P "$OUT/vmtouch.pid" "$1" && [ -s "$OUT/vmtouch.pid" ]; then
+    HOLDER=$(cat "$OUT/vmtouch.pid")
+  else
+    echo "bench_predict.sh: vmtouch could not lock $1 in memory: the page cache is not held" >&2
+  fi
+}
 # The median of the runs that gave a figure (n/a when none did).
 median() { /usr/bin/python3 -c 'import statistics, sys
 v = [float(x) for x in sys.argv[1:] if x != "n/a"]
@@ -94,11 +111,12 @@ for name in $WORKLOADS; do
       else
         echo "bench_predict.sh: $setup $name: predict failed:" >&2; cat "$OUT/$tag.predict.err" >&2
       fi
-      [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null
+      [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null && hold "$data/train"
       if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
            "${workload_flags[@]}" "${scale_flags[@]}" -q --out "$OUT/$tag/search" >"$OUT/$tag.search.txt" 2>&1; then
         measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$tag.search.txt")
       fi
+      release
       [ -n "$measured" ] || { echo "bench_predict.sh: $setup $name: the search failed:" >&2; tail -5 "$OUT/$tag.search.txt" >&2; measured=n/a; }
       [ "$REPEATS" -gt 1 ] && echo "$setup  $name (run $run of $REPEATS): predicted $predicted, measured $measured"
       predicted_runs+=("$predicted") measured_runs+=("$measured") bindings+=("$binding")

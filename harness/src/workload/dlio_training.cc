@@ -152,6 +152,7 @@ TrainRun run_training(const DlioWorkload& w, const TrainOptions& options) {
       auto it = pipelines::parse_spec(spec, fmt::format("{} (rank {})", w.file, rank))
                     .dataset.iterate({.storage = options.storage});
       if (w.read_threads_autotune) start_readers_at_one(spec, it->model());
+      if (options.on_loader) options.on_loader(rank, it->model());
       return it;
     };
   }

@@ -162,26 +162,36 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
   return passes[passes.size() / 2];
 }
 
-// The workload's training loop itself over `files` in the page cache (listed again as often as
-// needed), with half again as many accelerators as the loader's CPU (`loader_us` per sample) could
-// feed: their steps (the sleeps, the barrier after each), their loaders' hand-offs and wake-ups,
-// DLIO's preprocess sleep left out. What a sample costs this client there, in microseconds of its
-// cores, from the end of the 8th step (the loaders' read-ahead spent) to the end of the 24th: the
-// cores' time over the samples delivered when the loop fell behind its demand (the client
-// saturated: whatever its cores could not be kept busy with counts too), else the process's CPU
-// time over them. The loop runs three times: the first pays the first touches of its loaders'
-// buffers (the process's arenas grow to the loop's working set, a cost a training job pays once
-// and a search pays at its first probes, which it runs again), and is left out; the figure is the
-// mean of the other two. The accelerators are at most as many as read for 20 s a run at the
-// loader's figure. 0 when that is not worth a run: fewer than two accelerators or no compute to
-// sleep (the loader's figure stands), or when stopped.
-double loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& files,
-                              double loader_us, int64_t cores, const ProbeOptions& o) {
+// The workload's training loop itself over its own files (`all`, at most `most_files` of them,
+// taken evenly) in the page cache, with half again as many accelerators as the loader's CPU
+// (`loader_us` per sample) could feed: their steps (the sleeps, the barrier after each), their
+// loaders' hand-offs and wake-ups, DLIO's preprocess sleep left out. Each file is read once
+// where there are enough of them, else the files are listed again in turn, so that a file is
+// read again about one of the loop's epochs later, as a training job reads it. (Reading a few
+// files again and again costs this client less: on the 2-core development VM, the probe's 1,873
+// files of a 6,144-file dataset, each read 8 times, gave 1.27 ms a sample where the dataset's
+// own files gave 1.71 ms, and runs of the workload about 1.7 ms.) What a sample costs this
+// client there, in microseconds of its cores, from the end of the 8th step to the end of the
+// 24th: the cores' time over the samples the loaders made in that span when the loop fell behind
+// its demand (the client saturated: whatever its cores could not be kept busy with counts too),
+// else the process's CPU time over them. The loop runs three times: the first pays the first
+// touches of its loaders' buffers (the process's arenas grow to the loop's working set, a cost a
+// training job pays once and a search pays at its first probes, which it runs again), and is
+// left out; the figure is the mean of the other two. The accelerators are at most as many as
+// read for 20 s a run at the loader's figure. 0 when that is not worth a run: fewer than two
+// accelerators or no compute to sleep (the loader's figure stands), or when stopped.
+struct LoopFigure {
+  double us = 0;  // per sample; 0: not measured
+  int64_t accelerators = 0;
+  size_t files = 0;  // the distinct files read
+};
+LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& all, size_t most_files,
+                                  double loader_us, int64_t cores, const ProbeOptions& o) {
   constexpr int64_t kSteps = 24;
-  constexpr int64_t kFrom = 8;  // the loaders' read-ahead spent
+  constexpr int64_t kFrom = 8;  // the loaders' start and first hand-offs behind
   const double step_s = w.computation_time.mean();
   const auto batch = static_cast<double>(std::max<int64_t>(1, w.batch_size));
-  if (!(loader_us > 0) || !(step_s > 0) || files.empty()) return 0;
+  if (!(loader_us > 0) || !(step_s > 0) || all.empty() || most_files < 1) return {};
   const double per_accelerator = batch / step_s;  // samples/s at AU 100%
   const double fed = static_cast<double>(cores) / (loader_us * 1e-6) / per_accelerator;
   const auto spf = static_cast<double>(std::max<int64_t>(1, w.dataset.num_samples_per_file));
@@ -189,9 +199,12 @@ double loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::stri
   const double fit = std::floor(kMostReadSeconds * static_cast<double>(cores) /
                                 (static_cast<double>(kSteps) * batch * loader_us * 1e-6));
   const auto accelerators = static_cast<int64_t>(std::min({std::floor(1.5 * fed), fit, 256.0}));
-  if (accelerators < 2) return 0;
-  // Each accelerator its own files for kSteps steps: the few files, listed again as needed.
+  if (accelerators < 2) return {};
+  // Each accelerator its own files for kSteps steps.
   const auto needed = static_cast<size_t>(std::ceil(static_cast<double>(accelerators * kSteps) * batch / spf));
+  const std::vector<std::string> files = evenly(all, std::min(needed, most_files));
+  read_warm(files, o);
+  if (stopped(o)) return {};
   std::vector<std::string> listed;
   listed.reserve(needed);
   for (size_t i = 0; i < needed; ++i)
@@ -203,38 +216,63 @@ double loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::stri
   c.epochs = 1;
   c.file_shuffle = false;
   c.sample_shuffle = false;
-  const double samples = static_cast<double>(accelerators * (kSteps - kFrom)) * batch;
+  const double delivered = static_cast<double>(accelerators * (kSteps - kFrom)) * batch;
   const double demanded = static_cast<double>(accelerators) * per_accelerator;
   const auto once = [&]() -> double {
+    // Each loader's output stage: the batches it has made so far are those it handed over and
+    // those in its buffer.
+    std::vector<std::atomic<const pipelines::NodeStats*>> outputs(static_cast<size_t>(accelerators));
+    const auto made = [&] {
+      int64_t batches = 0;
+      for (const auto& out : outputs) {
+        if (const pipelines::NodeStats* st = out.load(); st != nullptr)
+          batches += st->elements.load(std::memory_order_relaxed) + st->buffered.load(std::memory_order_relaxed);
+      }
+      return static_cast<double>(batches) * batch;
+    };
     std::atomic<int64_t> cpu_from{0}, cpu_to{0}, wall_from{0}, wall_to{0};
-    const TrainRun run = run_training(c, {.accelerators = accelerators,
-                                          .epochs = 1,
-                                          .steps = kSteps,
-                                          .autotune = false,
-                                          .stop = o.stop,
-                                          .on_step = [&](int64_t, int64_t step) {
-                                            if (step == kFrom) {
-                                              cpu_from = trace::process_cpu_ns();
-                                              wall_from = trace::now_ns();
-                                            }
-                                            if (step == kSteps) {
-                                              cpu_to = trace::process_cpu_ns();
-                                              wall_to = trace::now_ns();
-                                            }
-                                          },
-                                          .files = listed,
-                                          .storage = o.storage});
+    double made_from = 0, made_to = 0;  // written and read on the first accelerator's thread
+    const TrainRun run = run_training(
+        c, {.accelerators = accelerators,
+            .epochs = 1,
+            .steps = kSteps,
+            .autotune = false,
+            .stop = o.stop,
+            .on_step = [&](int64_t, int64_t step) {
+              if (step == kFrom) {
+                cpu_from = trace::process_cpu_ns();
+                wall_from = trace::now_ns();
+                made_from = made();
+              }
+              if (step == kSteps) {
+                cpu_to = trace::process_cpu_ns();
+                wall_to = trace::now_ns();
+                made_to = made();
+              }
+            },
+            .on_loader = [&](int64_t rank, pipelines::Model& loader) {
+              for (const pipelines::Node* n : loader.nodes()) {
+                if (n->parent().empty()) outputs.at(static_cast<size_t>(rank)) = &n->stats();
+              }
+            },
+            .files = listed,
+            .storage = o.storage});
     if (run.interrupted || cpu_from.load() == 0 || cpu_to.load() <= cpu_from.load()) return 0;
     const double wall_s = static_cast<double>(wall_to.load() - wall_from.load()) / 1e9;
+    // The samples the loaders made in the span: those delivered, less the read-ahead they had at
+    // its start and spent in it (a loader read ahead while the barrier held every accelerator for
+    // the slowest one's first batch), plus what they had made ahead at its end.
+    const double samples = made_to > made_from ? made_to - made_from : delivered;
     const double process_us = static_cast<double>(cpu_to.load() - cpu_from.load()) / 1e3 / samples;
-    if (wall_s > 0 && samples / wall_s < 0.95 * demanded)
+    if (wall_s > 0 && delivered / wall_s < 0.95 * demanded)
       return std::max(process_us, static_cast<double>(cores) * wall_s * 1e6 / samples);
     return process_us;
   };
-  if (!(once() > 0)) return 0;  // the warm-up
+  if (!(once() > 0)) return {};  // the warm-up
   const double first = once();
   const double second = first > 0 ? once() : 0;
-  return second > 0 ? (first + second) / 2 : 0;
+  if (!(second > 0)) return {};
+  return {.us = (first + second) / 2, .accelerators = accelerators, .files = files.size()};
 }
 
 }  // namespace
@@ -450,24 +488,24 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     count = std::min(count, static_cast<size_t>(std::max(1.0, std::floor(268435456.0 / std::max(1.0, p.file_bytes)))));
     const std::vector<std::string> some(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(count, all.size())));
     const double loader = loader_cpu_us_per_sample(w, some, o);
-    // The training loop reads a working set as large as the probe's passes (a few files would sit
-    // in the processor's caches and cost a third less), from the page cache: local files that fit
-    // in half the memory. Remote objects keep the loader's figure (their loop waits on the
-    // server, not on this client's cores).
-    double loop = 0;
+    // The training loop reads the workload's own files from the page cache, as many as fit in
+    // half the memory. Remote objects keep the loader's figure (their loop waits on the server,
+    // not on this client's cores).
+    LoopFigure loop;
     std::string why = "the loader's: remote objects";
-    if (!remote && files_bytes > p.memory_bytes / 2) {
-      why = "the loader's: the probe's files exceed half the memory";
+    const auto in_memory = static_cast<size_t>(std::max(0.0, std::floor(p.memory_bytes / 2 / std::max(1.0, p.file_bytes))));
+    if (!remote && in_memory < 2) {
+      why = "the loader's: two of the workload's files exceed half the memory";
     } else if (!remote && !stopped(o)) {
-      if (p.warm.empty()) read_warm(files, o);
-      if (!stopped(o)) loop = loop_cpu_us_per_sample(w, files, loader, p.cores, o);
+      loop = loop_cpu_us_per_sample(w, all, in_memory, loader, p.cores, o);
       why = "the loader's: too few samples or no compute for the training loop";
     }
-    p.cpu_us_per_sample = loop > 0 ? loop : loader;
+    p.cpu_us_per_sample = loop.us > 0 ? loop.us : loader;
     say(fmt::format("  CPU {:.1f} us per sample: {} ({} cores, {:.1f} GiB memory)", p.cpu_us_per_sample,
-                    loop > 0 ? fmt::format("the training loop's, two runs after a warm-up (the loader alone: {:.1f} us)",
-                                           loader)
-                             : why,
+                    loop.us > 0 ? fmt::format("the training loop's ({} accelerators over {} of the workload's "
+                                              "files), two runs after a warm-up (the loader alone: {:.1f} us)",
+                                              loop.accelerators, loop.files, loader)
+                                : why,
                     p.cores, p.memory_bytes / 1073741824.0));
   }
   if (stopped(o)) {
