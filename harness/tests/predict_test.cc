@@ -212,7 +212,15 @@ TEST(Predict, ColdReadsCostTheClientsCpuBeyondWarmOnes) {
   p.cold = {{1, 100000, 500}, {16, 100000, 850}, {256, 100000, 5000}};
   // 200 + (850 - 450) / 4 = 300 us: 6667 samples/s, 46 accelerators.
   EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, static_cast<int64_t>(2e6 / 300 / (0.9 * 160)));
+  // A loop that left its cores idle part of the time (busy 150 of its 200 us a sample): the
+  // cold reads' extra 100 us fill the idle 50 first, 250 us: 8000 samples/s, 55 accelerators.
+  p.cpu_busy_us_per_sample = 150;
+  EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, static_cast<int64_t>(2e6 / 250 / (0.9 * 160)));
+  // Less extra than the idle time: the loop's figure stands (200 + 50 / 4 = 162.5 busy).
+  p.cold = {{1, 100000, 500}, {16, 100000, 500}, {256, 100000, 5000}};
+  EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, warm.max_accelerators);
   // Without the passes' CPU (a hand-written profile), the loop's figure alone.
+  p.cpu_busy_us_per_sample = 0;
   for (auto& c : p.cold)
     c.cpu_us_per_mib = 0;
   EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, warm.max_accelerators);
@@ -294,6 +302,7 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   p.first_byte_ms = 0.25;
   p.requests_per_s = 12000;
   p.cpu_us_per_sample = 42;
+  p.cpu_busy_us_per_sample = 40;
   p.target = "/data/x";
   p.notes = {"a note"};
   const StorageProfile back = storage_profile_from_json(nlohmann::json::parse(to_json(p).dump()), "p.json");
@@ -305,6 +314,12 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   EXPECT_DOUBLE_EQ(back.cold[1].cpu_us_per_mib, 0);  // not measured: not written, read as 0
   EXPECT_FALSE(to_json(p)["bandwidth"]["cold"][1].contains("cpu_us_per_mib"));
   EXPECT_DOUBLE_EQ(back.cpu_us_per_sample, 42);
+  EXPECT_DOUBLE_EQ(back.cpu_busy_us_per_sample, 40);
+  {
+    nlohmann::json j = nlohmann::json::parse(to_json(p).dump());
+    j["client"].erase("cpu_busy_us_per_sample");  // optional: absent is 0 (all of it busy)
+    EXPECT_DOUBLE_EQ(storage_profile_from_json(j, "p.json").cpu_busy_us_per_sample, 0);
+  }
   EXPECT_EQ(back.notes, p.notes);
   EXPECT_EQ(back.source, "p.json");
 
@@ -332,6 +347,9 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][0]["cpu_us_per_mib"] = -1; }).find("bandwidth.cold[0].cpu_us_per_mib: expected a number >= 0"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["client"]["cores"] = "many"; }).find("client.cores: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["client"]["cpu_busy_us_per_sample"] = -5; })
+                .find("client.cpu_busy_us_per_sample: expected a number >= 0"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["workload"]["file_bytes"] = 0; }).find("workload.file_bytes: expected a number > 0"),
             std::string::npos);

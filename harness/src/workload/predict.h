@@ -54,6 +54,9 @@ struct StorageProfile {
   double first_byte_ms = 0;      // open + first small read of an object, one stream, cold
   double requests_per_s = 0;     // small (4 KiB) reads of objects, 16 streams
   double cpu_us_per_sample = 0;  // what a sample costs the client's cores, warm (the loop's or the loader's)
+  // Of that, the process's own CPU time (the loop's cores were not all busy where it fell behind:
+  // a cold read's extra work fills the idle ones first); 0: all of cpu_us_per_sample.
+  double cpu_busy_us_per_sample = 0;
   int64_t cores = 0;
   double memory_bytes = 0;
   std::vector<std::string> notes;  // what the probe could not measure, and why

@@ -174,14 +174,16 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
 // client there, in microseconds of its cores, from the end of the 8th step to the end of the
 // 24th: the cores' time over the samples the loaders made in that span when the loop fell behind
 // its demand (the client saturated: whatever its cores could not be kept busy with counts too),
-// else the process's CPU time over them. The loop runs three times: the first pays the first
+// else the process's CPU time over them; the latter also stands beside it (`busy_us`: a cold
+// read's extra work fills the idle cores first). The loop runs three times: the first pays the first
 // touches of its loaders' buffers (the process's arenas grow to the loop's working set, a cost a
 // training job pays once and a search pays at its first probes, which it runs again), and is
 // left out; the figure is the mean of the other two. The accelerators are at most as many as
-// read for 20 s a run at the loader's figure. 0 when that is not worth a run: fewer than two
-// accelerators or no compute to sleep (the loader's figure stands), or when stopped.
+// read for 20 s a run at the loader's figure. No figure (us 0) when that is not worth a run: fewer
+// than two accelerators or no compute to sleep (the loader's figure stands), or when stopped.
 struct LoopFigure {
-  double us = 0;  // per sample; 0: not measured
+  double us = 0;       // per sample; 0: not measured
+  double busy_us = 0;  // of it, the process's CPU time
   int64_t accelerators = 0;
   size_t files = 0;  // the distinct files read
 };
@@ -218,7 +220,7 @@ LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::
   c.sample_shuffle = false;
   const double delivered = static_cast<double>(accelerators * (kSteps - kFrom)) * batch;
   const double demanded = static_cast<double>(accelerators) * per_accelerator;
-  const auto once = [&]() -> double {
+  const auto once = [&]() -> LoopFigure {
     // Each loader's output stage: the batches it has made so far are those it handed over and
     // those in its buffer.
     std::vector<std::atomic<const pipelines::NodeStats*>> outputs(static_cast<size_t>(accelerators));
@@ -257,22 +259,30 @@ LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::
             },
             .files = listed,
             .storage = o.storage});
-    if (run.interrupted || cpu_from.load() == 0 || cpu_to.load() <= cpu_from.load()) return 0;
+    if (run.interrupted || cpu_from.load() == 0 || cpu_to.load() <= cpu_from.load())
+      return LoopFigure{};
     const double wall_s = static_cast<double>(wall_to.load() - wall_from.load()) / 1e9;
     // The samples the loaders made in the span: those delivered, less the read-ahead they had at
     // its start and spent in it (a loader read ahead while the barrier held every accelerator for
     // the slowest one's first batch), plus what they had made ahead at its end.
     const double samples = made_to > made_from ? made_to - made_from : delivered;
     const double process_us = static_cast<double>(cpu_to.load() - cpu_from.load()) / 1e3 / samples;
+    LoopFigure f{.us = process_us,
+                 .busy_us = process_us,
+                 .accelerators = accelerators,
+                 .files = files.size()};
     if (wall_s > 0 && delivered / wall_s < 0.95 * demanded)
-      return std::max(process_us, static_cast<double>(cores) * wall_s * 1e6 / samples);
-    return process_us;
+      f.us = std::max(process_us, static_cast<double>(cores) * wall_s * 1e6 / samples);
+    return f;
   };
-  if (!(once() > 0)) return {};  // the warm-up
-  const double first = once();
-  const double second = first > 0 ? once() : 0;
-  if (!(second > 0)) return {};
-  return {.us = (first + second) / 2, .accelerators = accelerators, .files = files.size()};
+  if (!(once().us > 0)) return {};  // the warm-up
+  const LoopFigure first = once();
+  const LoopFigure second = first.us > 0 ? once() : LoopFigure{};
+  if (!(second.us > 0)) return {};
+  return {.us = (first.us + second.us) / 2,
+          .busy_us = (first.busy_us + second.busy_us) / 2,
+          .accelerators = accelerators,
+          .files = files.size()};
 }
 
 }  // namespace
@@ -501,6 +511,7 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
       why = "the loader's: too few samples or no compute for the training loop";
     }
     p.cpu_us_per_sample = loop.us > 0 ? loop.us : loader;
+    p.cpu_busy_us_per_sample = loop.us > 0 ? loop.busy_us : 0;
     say(fmt::format("  CPU {:.1f} us per sample: {} ({} cores, {:.1f} GiB memory)", p.cpu_us_per_sample,
                     loop.us > 0 ? fmt::format("the training loop's ({} accelerators over {} of the workload's "
                                               "files), two runs after a warm-up (the loader alone: {:.1f} us)",
