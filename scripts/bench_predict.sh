@@ -54,7 +54,10 @@ HOLDER=
 release() { if [ -n "$HOLDER" ]; then kill "$HOLDER" 2>/dev/null || true; HOLDER=; fi; }
 trap release EXIT
 hold() {
-  command -v vmtouch >/dev/null || { echo "bench_predict.sh: no vmtouch: $1 is not held in memory" >&2; return 0; }
+  if ! command -v vmtouch >/dev/null; then
+    echo "bench_predict.sh: no vmtouch: $1 is not held in memory" >&2
+    return 0
+  fi
   rm -f "$OUT/vmtouch.pid"
   if vmtouch -q -l -d -w -P "$OUT/vmtouch.pid" "$1" && [ -s "$OUT/vmtouch.pid" ]; then
     HOLDER=$(cat "$OUT/vmtouch.pid")
@@ -111,7 +114,10 @@ for name in $WORKLOADS; do
       else
         echo "bench_predict.sh: $setup $name: predict failed:" >&2; cat "$OUT/$tag.predict.err" >&2
       fi
-      [ "$setup" = page_cache ] && find "$data/train" -type f -exec cat {} + >/dev/null && hold "$data/train"
+      if [ "$setup" = page_cache ]; then
+        find "$data/train" -type f -exec cat {} + >/dev/null
+        hold "$data/train"
+      fi
       if "$PIPEPROF" workload "$w" "${overrides[@]}" --find-max-accelerators --max-accelerators "$MAX" \
            "${workload_flags[@]}" "${scale_flags[@]}" -q --out "$OUT/$tag/search" >"$OUT/$tag.search.txt" 2>&1; then
         measured=$(sed -n 's/^max accelerators at AU >= [0-9]*%: \([0-9]*\).*/\1/p' "$OUT/$tag.search.txt")

@@ -71,9 +71,9 @@ TEST(PredictCommand, ProbesWritesItsProfileAndPredictsTheSameFromIt) {
   // The training loop's calibration reads the workload's own files: all 48, as its accelerators
   // need more (half again what the loader's figure feeds, 24 steps of 4 samples each).
   std::smatch loop;
-  ASSERT_TRUE(std::regex_search(r.out, loop, std::regex("the training loop's \\(([0-9]+) accelerators over ([0-9]+) of "
-                                                         "the workload's files\\)")))
-      << r.out;
+  const std::regex loop_line(
+      "the training loop's \\(([0-9]+) accelerators over ([0-9]+) of the workload's files\\)");
+  ASSERT_TRUE(std::regex_search(r.out, loop, loop_line)) << r.out;
   EXPECT_GE(std::stoll(loop[1]), 2) << r.out;
   EXPECT_LE(std::stoll(loop[1]), 256) << r.out;
   EXPECT_EQ(loop[2], "48") << r.out;

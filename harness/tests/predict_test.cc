@@ -215,8 +215,17 @@ TEST(Predict, ColdReadsCostTheClientsCpuBeyondWarmOnes) {
   // A loop that left its cores idle part of the time (busy 150 of its 200 us a sample): the
   // cold reads' extra 100 us fill the idle 50 first, 250 us: 8000 samples/s, 55 accelerators.
   p.cpu_busy_us_per_sample = 150;
-  EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, static_cast<int64_t>(2e6 / 250 / (0.9 * 160)));
-  // Less extra than the idle time: the loop's figure stands (200 + 50 / 4 = 162.5 busy).
+  EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators,
+            static_cast<int64_t>(2e6 / 250 / (0.9 * 160)));
+  {
+    // A what-if of the CPU per sample makes all of it busy: 300 + 100 us a sample cold.
+    StorageProfile pp = p;
+    WorkloadDemand dd = d;
+    PredictOptions o{.cold = true};
+    apply_what_if(parse_what_if("cpu_us=300", "--what-if"), pp, dd, o);
+    EXPECT_EQ(predict(pp, dd, o).max_accelerators, static_cast<int64_t>(2e6 / 400 / (0.9 * 160)));
+  }
+  // Less extra than the idle time: the loop's figure stands (150 + 50 / 4 = 162.5 busy).
   p.cold = {{1, 100000, 500}, {16, 100000, 500}, {256, 100000, 5000}};
   EXPECT_EQ(predict(p, d, {.cold = true}).max_accelerators, warm.max_accelerators);
   // Without the passes' CPU (a hand-written profile), the loop's figure alone.

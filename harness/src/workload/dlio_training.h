@@ -59,9 +59,9 @@ struct TrainOptions {
   // engine's after_step / after_epoch: DLIO's checkpoints, which the training waits for).
   std::function<bool(int64_t rank, int64_t epoch, int64_t step)> after_step;
   std::function<void(int64_t rank, int64_t epoch, int64_t steps)> after_epoch;
-  // Called on each accelerator's thread when its loader has opened, with the loader's live model
-  // (its stages' statistics, which stay valid for the run): for a caller that reads them while the
-  // run goes on.
+  // Called on each accelerator's thread when its loader has opened (rank: of all ranks), with the
+  // loader's live model: its stages' statistics, valid until that accelerator's loop ends (read
+  // them on its own thread, in after_step).
   std::function<void(int64_t rank, pipelines::Model& loader)> on_loader;
   // The files to read (paths or URLs); empty: the workload's training files (training_files).
   std::vector<std::string> files;

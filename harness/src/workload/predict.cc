@@ -234,7 +234,8 @@ nlohmann::ordered_json to_json(const StorageProfile& p) {
                                        {"memory_bytes", p.memory_bytes}}},
                            {"complete", p.complete},
                            {"notes", p.notes}};
-  if (p.cpu_busy_us_per_sample > 0) j["client"]["cpu_busy_us_per_sample"] = p.cpu_busy_us_per_sample;
+  if (p.cpu_busy_us_per_sample > 0)
+    j["client"]["cpu_busy_us_per_sample"] = p.cpu_busy_us_per_sample;
   return j;
 }
 
@@ -422,7 +423,10 @@ void apply_what_if(const WhatIf& c, StorageProfile& p, WorkloadDemand& d, Predic
   if (c.bandwidth_factor) o.bandwidth_factor *= *c.bandwidth_factor;
   if (c.bandwidth_mib_per_s) o.bandwidth_factor = *c.bandwidth_mib_per_s / std::max(1e-9, peak(p.cold));
   if (c.latency_ms) o.latency_ms = *c.latency_ms;
-  if (c.cpu_us) p.cpu_us_per_sample = *c.cpu_us;
+  if (c.cpu_us) {
+    p.cpu_us_per_sample = *c.cpu_us;
+    p.cpu_busy_us_per_sample = 0;  // all of it busy: a cold epoch adds its extra on top
+  }
   if (c.cores) p.cores = static_cast<int64_t>(*c.cores);
   if (c.memory_gib) p.memory_bytes = *c.memory_gib * 1073741824.0;
   if (c.read_threads) d.threads = static_cast<int64_t>(*c.read_threads);

@@ -175,8 +175,8 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
 // 24th: the cores' time over the samples the loaders made in that span when the loop fell behind
 // its demand (the client saturated: whatever its cores could not be kept busy with counts too),
 // else the process's CPU time over them; the latter also stands beside it (`busy_us`: a cold
-// read's extra work fills the idle cores first). The loop runs three times: the first pays the first
-// touches of its loaders' buffers (the process's arenas grow to the loop's working set, a cost a
+// read's extra work fills the idle cores first). The loop runs three times: the first pays the
+// first touches of its loaders' buffers (the process's arenas grow to the loop's working set, a cost a
 // training job pays once and a search pays at its first probes, which it runs again), and is
 // left out; the figure is the mean of the other two. The accelerators are at most as many as
 // read for 20 s a run at the loader's figure. No figure (us 0) when that is not worth a run: fewer
@@ -187,8 +187,9 @@ struct LoopFigure {
   int64_t accelerators = 0;
   size_t files = 0;  // the distinct files read
 };
-LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& all, size_t most_files,
-                                  double loader_us, int64_t cores, const ProbeOptions& o) {
+LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::string>& all,
+                                  size_t most_files, double loader_us, int64_t cores,
+                                  const ProbeOptions& o) {
   constexpr int64_t kSteps = 24;
   constexpr int64_t kFrom = 8;  // the loaders' start and first hand-offs behind
   const double step_s = w.computation_time.mean();
@@ -221,19 +222,13 @@ LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::
   const double delivered = static_cast<double>(accelerators * (kSteps - kFrom)) * batch;
   const double demanded = static_cast<double>(accelerators) * per_accelerator;
   const auto once = [&]() -> LoopFigure {
-    // Each loader's output stage: the batches it has made so far are those it handed over and
-    // those in its buffer.
-    std::vector<std::atomic<const pipelines::NodeStats*>> outputs(static_cast<size_t>(accelerators));
-    const auto made = [&] {
-      int64_t batches = 0;
-      for (const auto& out : outputs) {
-        if (const pipelines::NodeStats* st = out.load(); st != nullptr)
-          batches += st->elements.load(std::memory_order_relaxed) + st->buffered.load(std::memory_order_relaxed);
-      }
-      return static_cast<double>(batches) * batch;
-    };
+    // Each loader's output stage, and the batches in its buffer when its accelerator has just
+    // finished step kFrom and step kSteps (read on that accelerator's own thread, after the
+    // barrier and before it takes its next batch): by then it has taken exactly that many.
+    const auto n = static_cast<size_t>(accelerators);
+    std::vector<const pipelines::NodeStats*> outputs(n, nullptr);
+    std::vector<int64_t> held_from(n, 0), held_to(n, 0);
     std::atomic<int64_t> cpu_from{0}, cpu_to{0}, wall_from{0}, wall_to{0};
-    double made_from = 0, made_to = 0;  // written and read on the first accelerator's thread
     const TrainRun run = run_training(
         c, {.accelerators = accelerators,
             .epochs = 1,
@@ -244,17 +239,23 @@ LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::
               if (step == kFrom) {
                 cpu_from = trace::process_cpu_ns();
                 wall_from = trace::now_ns();
-                made_from = made();
               }
               if (step == kSteps) {
                 cpu_to = trace::process_cpu_ns();
                 wall_to = trace::now_ns();
-                made_to = made();
               }
             },
+            .after_step = [&](int64_t rank, int64_t, int64_t step) {
+              const pipelines::NodeStats* out = outputs.at(static_cast<size_t>(rank));
+              if (out != nullptr && (step == kFrom || step == kSteps)) {
+                (step == kFrom ? held_from : held_to).at(static_cast<size_t>(rank)) =
+                    out->buffered.load(std::memory_order_relaxed);
+              }
+              return false;  // no pause
+            },
             .on_loader = [&](int64_t rank, pipelines::Model& loader) {
-              for (const pipelines::Node* n : loader.nodes()) {
-                if (n->parent().empty()) outputs.at(static_cast<size_t>(rank)) = &n->stats();
+              for (const pipelines::Node* node : loader.nodes()) {
+                if (node->parent().empty()) outputs.at(static_cast<size_t>(rank)) = &node->stats();
               }
             },
             .files = listed,
@@ -262,10 +263,15 @@ LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::
     if (run.interrupted || cpu_from.load() == 0 || cpu_to.load() <= cpu_from.load())
       return LoopFigure{};
     const double wall_s = static_cast<double>(wall_to.load() - wall_from.load()) / 1e9;
-    // The samples the loaders made in the span: those delivered, less the read-ahead they had at
-    // its start and spent in it (a loader read ahead while the barrier held every accelerator for
-    // the slowest one's first batch), plus what they had made ahead at its end.
-    const double samples = made_to > made_from ? made_to - made_from : delivered;
+    // The samples the loaders made in the span: those delivered, less the read-ahead they held at
+    // its start and spent in it (a loader reads ahead while the barrier holds every accelerator
+    // for the slowest one's first batch), plus what they held at its end. A figure far from the
+    // samples delivered is not believed.
+    int64_t held = 0;
+    for (size_t r = 0; r < n; ++r)
+      held += held_to[r] - held_from[r];
+    double samples = delivered + static_cast<double>(held) * batch;
+    if (!(samples >= 0.5 * delivered && samples <= 1.5 * delivered)) samples = delivered;
     const double process_us = static_cast<double>(cpu_to.load() - cpu_from.load()) / 1e3 / samples;
     LoopFigure f{.us = process_us,
                  .busy_us = process_us,
@@ -503,7 +509,8 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     // not on this client's cores).
     LoopFigure loop;
     std::string why = "the loader's: remote objects";
-    const auto in_memory = static_cast<size_t>(std::max(0.0, std::floor(p.memory_bytes / 2 / std::max(1.0, p.file_bytes))));
+    const auto in_memory = static_cast<size_t>(
+        std::max(0.0, std::floor(p.memory_bytes / 2 / std::max(1.0, p.file_bytes))));
     if (!remote && in_memory < 2) {
       why = "the loader's: two of the workload's files exceed half the memory";
     } else if (!remote && !stopped(o)) {
@@ -513,10 +520,12 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
     p.cpu_us_per_sample = loop.us > 0 ? loop.us : loader;
     p.cpu_busy_us_per_sample = loop.us > 0 ? loop.busy_us : 0;
     say(fmt::format("  CPU {:.1f} us per sample: {} ({} cores, {:.1f} GiB memory)", p.cpu_us_per_sample,
-                    loop.us > 0 ? fmt::format("the training loop's ({} accelerators over {} of the workload's "
-                                              "files), two runs after a warm-up (the loader alone: {:.1f} us)",
-                                              loop.accelerators, loop.files, loader)
-                                : why,
+                    loop.us > 0
+                        ? fmt::format("the training loop's ({} accelerators over {} of the "
+                                      "workload's files), two runs after a warm-up (the loader "
+                                      "alone: {:.1f} us)",
+                                      loop.accelerators, loop.files, loader)
+                        : why,
                     p.cores, p.memory_bytes / 1073741824.0));
   }
   if (stopped(o)) {
