@@ -165,22 +165,22 @@ double loader_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::st
 // The workload's training loop itself over its own files (`all`, at most `most_files` of them,
 // taken evenly) in the page cache, with half again as many accelerators as the loader's CPU
 // (`loader_us` per sample) could feed: their steps (the sleeps, the barrier after each), their
-// loaders' hand-offs and wake-ups, DLIO's preprocess sleep left out. Each file is read once
-// where there are enough of them, else the files are listed again in turn, so that a file is
-// read again about one of the loop's epochs later, as a training job reads it. (Reading a few
-// files again and again costs this client less: on the 2-core development VM, the probe's 1,873
-// files of a 6,144-file dataset, each read 8 times, gave 1.27 ms a sample where the dataset's
-// own files gave 1.71 ms, and runs of the workload about 1.7 ms.) What a sample costs this
-// client there, in microseconds of its cores, from the end of the 8th step to the end of the
-// 24th: the cores' time over the samples the loaders made in that span when the loop fell behind
-// its demand (the client saturated: whatever its cores could not be kept busy with counts too),
-// else the process's CPU time over them; the latter also stands beside it (`busy_us`: a cold
-// read's extra work fills the idle cores first). The loop runs three times: the first pays the
-// first touches of its loaders' buffers (the process's arenas grow to the loop's working set, a cost a
-// training job pays once and a search pays at its first probes, which it runs again), and is
-// left out; the figure is the mean of the other two. The accelerators are at most as many as
-// read for 20 s a run at the loader's figure. No figure (us 0) when that is not worth a run: fewer
-// than two accelerators or no compute to sleep (the loader's figure stands), or when stopped.
+// loaders' hand-offs and wake-ups, DLIO's preprocess sleep left out. Each file is read once where
+// there are enough of them, else the files are listed again in turn, so that a file is read again
+// about one of the loop's epochs later, as a training job reads it. (Reading a few files again and
+// again costs this client less: on the 2-core development VM, the probe's 1,873 files of a
+// 6,144-file dataset, each read 8 times, gave 1.1-1.3 ms a sample where the dataset's own files
+// gave 1.5-1.7 ms, and runs of the workload 1.4-1.9 ms.) What a sample costs this client there, in
+// microseconds of its cores, from the end of the 8th step to the end of the 24th: the cores' time
+// over the samples the loaders made in that span when the loop fell behind its demand (the client
+// saturated: whatever its cores could not be kept busy with counts too), else the process's CPU
+// time over them; the latter also stands beside it (`busy_us`: a cold read's extra work fills the
+// idle cores first). The loop runs three times: the first pays the first touches of its loaders'
+// buffers (the process's arenas grow to the loop's working set, a cost a training job pays once and
+// a search pays at its first probes, which it runs again), and is left out; the figure is the mean
+// of the other two. The accelerators are at most as many as read for 20 s a run at the loader's
+// figure. No figure (us 0) when that is not worth a run: fewer than two accelerators or no compute
+// to sleep (the loader's figure stands), or when stopped.
 struct LoopFigure {
   double us = 0;       // per sample; 0: not measured
   double busy_us = 0;  // of it, the process's CPU time
