@@ -105,6 +105,14 @@ function(pipeprof_add_library module)
   pipeprof_use_pch(pipeprof_${module})
 endfunction()
 
+# How CTest runs a test binary: 0 (the default), one CTest test per GoogleTest test, each its own
+# process; N > 0, N CTest tests per binary (<binary>/shard<i>of<N>), each running every N-th of its
+# tests in one process (GoogleTest's sharding), with five times the per-test timeout. The sanitizer
+# runs shard (scripts/sanitize.sh): an instrumented test process takes a quarter of a second to
+# start, most of a unit test's time there, and the tests run in one process just as the binary
+# runs them by itself.
+set(PIPEPROF_TEST_SHARDS 0 CACHE STRING "CTest tests per test binary (0: one per GoogleTest test)")
+
 # pipeprof_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [WHOLE_SUITES ... [SKIP_REGEX re]]):
 # a GoogleTest binary registered with CTest (label `unit` unless given), one CTest test per
 # GoogleTest test. A suite named in WHOLE_SUITES is one CTest test instead (named after the suite),
@@ -141,10 +149,28 @@ function(pipeprof_add_test name)
   endforeach()
   if(others)
     list(JOIN others ":" others)
-    set(others TEST_FILTER "-${others}")
   endif()
-  gtest_discover_tests(${name} ${others} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-                       DISCOVERY_TIMEOUT 60)
+  if(PIPEPROF_TEST_SHARDS GREATER 0)
+    # GoogleTest's own sharding: shard i of N runs every N-th of the binary's tests, one process.
+    math(EXPR last "${PIPEPROF_TEST_SHARDS} - 1")
+    math(EXPR shard_timeout "${ARG_TIMEOUT} * 5")
+    set(filter)
+    if(others)
+      set(filter --gtest_filter=-${others})
+    endif()
+    foreach(shard RANGE ${last})
+      set(test ${name}/shard${shard}of${PIPEPROF_TEST_SHARDS})
+      add_test(NAME ${test} COMMAND ${name} ${filter})
+      set_tests_properties(${test} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${shard_timeout}
+        ENVIRONMENT "GTEST_TOTAL_SHARDS=${PIPEPROF_TEST_SHARDS};GTEST_SHARD_INDEX=${shard}")
+    endforeach()
+  else()
+    if(others)
+      set(others TEST_FILTER "-${others}")
+    endif()
+    gtest_discover_tests(${name} ${others} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                         DISCOVERY_TIMEOUT 60)
+  endif()
   # pipeprof_<label>_tests builds every test binary with that label (scripts/sanitize.sh builds
   # pipeprof_unit_tests).
   foreach(label IN LISTS ARG_LABELS)

@@ -8,10 +8,16 @@
 #                              test labelled `unit` (target pipeprof_unit_tests) in build-asan/
 #   scripts/sanitize.sh all    both (the default)
 #
-# Each configures with its CMake preset, builds only those test targets and runs `ctest -L unit`
-# there: the tests of targets not built are CTest placeholders without a label (<target>_NOT_BUILT),
-# so that runs every unit test built in that folder. Any sanitizer report fails its test. Extra
-# arguments go to ctest. Environment: PIPEPROF_JOBS (default: the number of cores).
+# Each configures with its CMake preset, builds only those test targets and runs their `unit`
+# tests with ctest. Any sanitizer report fails its test. Extra arguments go to ctest. Environment:
+# PIPEPROF_JOBS (default: the number of cores), PIPEPROF_TEST_SHARDS (default 4).
+#
+# A test binary runs as a few CTest tests here, each a share of its tests in one process
+# (GoogleTest's sharding; PIPEPROF_TEST_SHARDS in cmake/PipeprofTargets.cmake), not one process per
+# test: an instrumented process takes about a quarter of a second to start, which was three
+# quarters of the AddressSanitizer run's time. A failure names its shard
+# (<binary>/shard<i>of<N>) and the output names the test; to run one test alone, run the binary
+# with --gtest_filter.
 #
 # Build settings beyond the presets: no CUDA (the sanitizers and the CUDA runtime do not mix, and
 # the GPU code is not what these runs check); tsan without the viewer, which it does not test; and
@@ -20,11 +26,12 @@
 # UndefinedBehaviorSanitizer's data for each check holds pointers, about 1.8 million of them in a
 # test executable, which a position-independent executable relocates at every start (50 MB of
 # pages written, a third of a second per test process on a 2-core VM); without PIE the linker
-# fixes them, and each of the ~1,200 test processes starts in about half the time.
+# fixes them, and each test process starts in about half the time.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 JOBS=${PIPEPROF_JOBS:-$(nproc)}
+SHARDS=${PIPEPROF_TEST_SHARDS:-4}
 WHICH=${1:-all}
 [ $# -gt 0 ] && shift
 
@@ -35,7 +42,7 @@ case "$WHICH" in
   tsan) PRESETS=(tsan) ;;
   asan) PRESETS=(asan) ;;
   all) PRESETS=(tsan asan) ;;
-  -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) die "unknown run '$WHICH' (expected tsan, asan or all; see --help)" ;;
 esac
 
@@ -52,11 +59,12 @@ TIMINGS=()
 since() { local s=$(( $(date +%s) - $1 )); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
 
 run_preset() {
-  local preset=$1 dir=$ROOT/build-$1 start configure=() targets=() runner=()
+  local preset=$1 dir=$ROOT/build-$1 start configure=(-DPIPEPROF_TEST_SHARDS="$SHARDS") targets=()
+  local runner=()
   shift
   case "$preset" in
     tsan)
-      configure=(-DPIPEPROF_CUDA=OFF -DPIPEPROF_VIEWER=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+      configure+=(-DPIPEPROF_CUDA=OFF -DPIPEPROF_VIEWER=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
       targets=(pipelines_conformance_test pipelines_ops_test pipelines_unit_test pipelines_mp_test
                pipelines_storage_test pipelines_formats_test autotune_unit_test trace_chrome_json_test)
       # GCC 12's ThreadSanitizer cannot map its shadow memory with more than 28 bits of mmap
@@ -66,7 +74,7 @@ run_preset() {
       fi
       ;;
     asan)
-      configure=(-DPIPEPROF_CUDA=OFF "-DCMAKE_CXX_FLAGS_DEBUG=-g1" "-DCMAKE_EXE_LINKER_FLAGS=-no-pie")
+      configure+=(-DPIPEPROF_CUDA=OFF "-DCMAKE_CXX_FLAGS_DEBUG=-g1" "-DCMAKE_EXE_LINKER_FLAGS=-no-pie")
       targets=(pipeprof_unit_tests)
       ;;
   esac
@@ -83,7 +91,13 @@ run_preset() {
 
   start=$(date +%s)
   say "$preset: running the tests"
-  "${runner[@]}" ctest --test-dir "$dir" -L unit --output-on-failure -j "$JOBS" --no-tests=error "$@"
+  # Only the binaries built here (pipeprof_unit_tests builds every unit test binary).
+  local only=()
+  if [ "${targets[*]}" != pipeprof_unit_tests ]; then
+    only=(-R "^($(IFS='|'; echo "${targets[*]}"))/")
+  fi
+  "${runner[@]}" ctest --test-dir "$dir" -L unit "${only[@]}" --output-on-failure -j "$JOBS" \
+    --no-tests=error "$@"
   TIMINGS+=("$preset tests $(since "$start")")
 }
 
