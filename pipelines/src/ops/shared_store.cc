@@ -66,6 +66,9 @@ void store_element(int fd, std::byte* base, int index, const Element& e) {
   for (const Tensor& t : e)
     fault_in_for_read(std::span<const std::byte>(t.data(), t.nbytes()));
   {
+    // In a timeline, the producer's span of its turn and its copy into the store.
+    static const trace::NameId kWrite = trace::Recorder::global().intern("shared_store: write");
+    trace::ScopedSpan span(kWrite, trace::category::pipeline());
     const mp::CpuTurn turn;  // the copy is CPU work; the wait for space above is not
     // The object's pages mapped in one call rather than one fault per page.
     const std::span<std::byte> object(base + grant[1], layout.payload_bytes);
