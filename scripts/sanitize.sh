@@ -10,7 +10,8 @@
 #
 # Each configures with its CMake preset, builds only those test targets and runs their `unit`
 # tests with ctest. Any sanitizer report fails its test. Extra arguments go to ctest. Environment:
-# PIPEPROF_JOBS (default: the number of cores), PIPEPROF_TEST_SHARDS (default 4).
+# PIPEPROF_JOBS (default: the number of cores), PIPEPROF_TEST_SHARDS (default 4; 0 runs each test
+# in its own process).
 #
 # A test binary runs as a few CTest tests here, each a share of its tests in one process
 # (GoogleTest's sharding; PIPEPROF_TEST_SHARDS in cmake/PipeprofTargets.cmake), not one process per
@@ -37,6 +38,7 @@ WHICH=${1:-all}
 
 say() { printf '\033[1m[sanitize]\033[0m %s\n' "$*"; }
 die() { printf '[sanitize] error: %s\n' "$*" >&2; exit 2; }
+[[ "$SHARDS" =~ ^[0-9]+$ ]] || die "PIPEPROF_TEST_SHARDS must be a whole number, got '$SHARDS'"
 
 case "$WHICH" in
   tsan) PRESETS=(tsan) ;;
@@ -91,9 +93,10 @@ run_preset() {
 
   start=$(date +%s)
   say "$preset: running the tests"
-  # Only the binaries built here (pipeprof_unit_tests builds every unit test binary).
+  # Only the binaries built here (pipeprof_unit_tests builds every unit test binary). Without
+  # shards (PIPEPROF_TEST_SHARDS=0), the binaries not built are placeholders without a label.
   local only=()
-  if [ "${targets[*]}" != pipeprof_unit_tests ]; then
+  if [ "$SHARDS" -gt 0 ] && [ "${targets[*]}" != pipeprof_unit_tests ]; then
     only=(-R "^($(IFS='|'; echo "${targets[*]}"))/")
   fi
   "${runner[@]}" ctest --test-dir "$dir" -L unit "${only[@]}" --output-on-failure -j "$JOBS" \
