@@ -279,6 +279,24 @@ TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {
       << reuse.out;
 }
 
+// Ctrl-C while a request of the probe waits on the server (here its first, for the size of the
+// first file, which the server answers after 30 s): the reader ends that request, and the run
+// exits 130 within a few seconds, not 2 naming the data folder as one that could not be read.
+TEST(PredictCommand, CtrlCDuringARequestExits130) {
+  REQUIRE_NGINX();
+  const TempDir tmp;
+  const fs::path w = generated(tmp);
+  pipeprof::testbed::ObjectServer server({.root = tmp / "data", .latency = std::chrono::seconds(30)});
+  const std::string cmd = std::string(PIPEPROF_BINARY) + " predict " + w.string() +
+                          " --probe --out " + (tmp / "out").string() + " --data-folder " + server.url();
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = pipeprof::testing::run_command(
+      "sh -c '" + cmd + " & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << r.out;
+  EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("could not read"), std::string::npos) << r.out;
+}
+
 // Ctrl-C while the probe reads through a workload's own server: exit 130 with the passes
 // measured so far written, and the server stopped (no nginx left, its folder removed).
 TEST(PredictCommand, CtrlCDuringAProbeOfAServedWorkloadStopsItsServer) {

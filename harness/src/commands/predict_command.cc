@@ -106,7 +106,7 @@ Outcome predict_command(const PredictOptions& o) {
       served = workload::storage_to_probe(probed, stop);
     } else {
       served.workload = probed;
-      served.context = workload::s3_storage(probed, stop);
+      served.context = workload::stoppable_storage(probed, stop);
     }
     if (!o.quiet) {
       std::cerr << "probing the storage (--probe): bandwidth by streams, first byte, the client's CPU"

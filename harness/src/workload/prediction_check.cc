@@ -29,10 +29,18 @@ ProbedStorage storage_to_probe(const DlioWorkload& w, const std::atomic<bool>* s
   return storage_as_runs_read(w, stop);
 }
 
+std::shared_ptr<const pipelines::StorageContext> stoppable_storage(const DlioWorkload& w,
+                                                                   const std::atomic<bool>* stop) {
+  if (w.s3) return s3_storage(w, stop);
+  const std::string& folder = w.dataset.data_folder;
+  if (!folder.starts_with("http://") && !folder.starts_with("https://")) return nullptr;
+  return std::make_shared<pipelines::StorageContext>(pipelines::RemoteReadOptions{.stop = stop});
+}
+
 ProbedStorage storage_as_runs_read(const DlioWorkload& w, const std::atomic<bool>* stop) {
   ProbedStorage out{.workload = w};
   if (!serves_own_files(w)) {
-    out.context = s3_storage(w, stop);
+    out.context = stoppable_storage(w, stop);
     return out;
   }
   (void)training_files(w);  // missing files are named here, as a run names them

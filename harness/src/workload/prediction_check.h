@@ -37,6 +37,12 @@ bool serves_own_files(const DlioWorkload& w);
 // server).
 void check_probe_mode(const DlioWorkload& w);
 
+// How `w`'s data folder is read with `stop` (Ctrl-C) ending a request in progress: an S3 dataset
+// through its storage options, http(s) URLs with the reader's defaults; null (the defaults) for
+// local files, whose reads check no flag.
+std::shared_ptr<const pipelines::StorageContext> stoppable_storage(const DlioWorkload& w,
+                                                                   const std::atomic<bool>* stop);
+
 // What a probe of `w`'s storage reads, as the workload's runs read it: for pipeprof.remote, its
 // data folder served by the workload's own object server (nginx with its latency and rate,
 // started here and stopped when this is destroyed), each file in one request, as the runs read

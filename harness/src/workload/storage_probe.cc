@@ -392,11 +392,11 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
 
 namespace {
 
-StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
+// Fills `p` as it measures: what it holds when Ctrl-C ends a read is what was measured before.
+void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
   auto say = [&](const std::string& line) {
     if (o.on_progress) o.on_progress(line);
   };
-  StorageProfile p;
   p.target = w.dataset.data_folder;
   p.measured_utc = results::utc_now();
   char host[256] = {};
@@ -489,7 +489,8 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
         });
       }
     }
-    if (failed) p.notes.push_back("a small read failed: requests_per_s counts those before it");
+    if (failed && !stopped(o))
+      p.notes.push_back("a small read failed: requests_per_s counts those before it");
     const int64_t dt = trace::now_ns() - r0;
     if (dt > 0) p.requests_per_s = static_cast<double>(requests.load()) / (static_cast<double>(dt) / 1e9);
     say(fmt::format("  first byte {:.3f} ms, {:.0f} requests/s (4 KiB, 16 streams)", p.first_byte_ms,
@@ -528,31 +529,38 @@ StorageProfile measure(const DlioWorkload& w, const ProbeOptions& o) {
                         : why,
                     p.cores, p.memory_bytes / 1073741824.0));
   }
-  if (stopped(o)) {
-    p.complete = false;
-    p.notes.push_back("interrupted: the probe's later measurements are missing");
-  } else if (p.cold.empty()) {
+  if (!stopped(o) && p.cold.empty()) {
     throw InputError(fmt::format("{}: the probe read nothing from {} in passes of {} s", w.file,
                                  w.dataset.data_folder, o.pass_seconds));
   }
-  return p;
 }
 
 }  // namespace
 
 StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
+  StorageProfile p;
   try {
-    return measure(w, o);
+    measure(w, o, p);
   } catch (const InputError&) {
     throw;
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
-    // A file that cannot be read in the middle of the probe: the data is not what the workload
-    // says (a smaller --scale generated, a server gone), bad input as a missing folder is.
-    throw InputError(fmt::format("{}: the probe could not read the data folder {}: {}", w.file,
-                                 w.dataset.data_folder, e.what()));
+    // A read that Ctrl-C ended (the reader says "stopped (interrupted)") is not the storage's
+    // fault: the profile keeps what was measured before it.
+    if (!stopped(o)) {
+      // A file that cannot be read in the middle of the probe: the data is not what the
+      // workload says (a smaller --scale generated, a server gone), bad input as a missing
+      // folder is.
+      throw InputError(fmt::format("{}: the probe could not read the data folder {}: {}", w.file,
+                                   w.dataset.data_folder, e.what()));
+    }
   }
+  if (stopped(o)) {
+    p.complete = false;
+    p.notes.push_back("interrupted: the probe's later measurements are missing");
+  }
+  return p;
 }
 
 }  // namespace pipeprof::harness::workload
