@@ -53,6 +53,9 @@ mkdir -p "$OUT" "$DATA"
 HOLDER=
 release() { if [ -n "$HOLDER" ]; then kill "$HOLDER" 2>/dev/null || true; HOLDER=; fi; }
 trap release EXIT
+# Ctrl-C: pipeprof stops cleanly and exits 130, which a script goes on from; this one stops then
+# (once the command it waits for has ended), keeping predict.csv's rows so far.
+trap 'echo "bench_predict.sh: interrupted" >&2; exit 130' INT
 hold() {
   if ! command -v vmtouch >/dev/null; then
     echo "bench_predict.sh: no vmtouch: $1 is not held in memory" >&2
