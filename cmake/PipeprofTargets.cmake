@@ -112,6 +112,9 @@ endfunction()
 # start, most of a unit test's time there, and the tests run in one process just as the binary
 # runs them by itself.
 set(PIPEPROF_TEST_SHARDS 0 CACHE STRING "CTest tests per test binary (0: one per GoogleTest test)")
+if(NOT PIPEPROF_TEST_SHARDS MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "PIPEPROF_TEST_SHARDS: expected a whole number, got '${PIPEPROF_TEST_SHARDS}'")
+endif()
 
 # pipeprof_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [WHOLE_SUITES ... [SKIP_REGEX re]]):
 # a GoogleTest binary registered with CTest (label `unit` unless given), one CTest test per

@@ -287,12 +287,19 @@ TEST(PredictCommand, CtrlCDuringARequestExits130) {
   const TempDir tmp;
   const fs::path w = generated(tmp);
   pipeprof::testbed::ObjectServer server({.root = tmp / "data", .latency = std::chrono::seconds(30)});
+  const fs::path log = tmp / "predict.log";
   const std::string cmd = std::string(PIPEPROF_BINARY) + " predict " + w.string() +
-                          " --probe --out " + (tmp / "out").string() + " --data-folder " + server.url();
+                          " --probe --out " + (tmp / "out").string() + " --data-folder " +
+                          server.url() + " >" + log.string() + " 2>&1";
+  // The interrupt comes once the run says it probes (its Ctrl-C handler is in place: a command
+  // started with & in sh ignores SIGINT until then), and a second later, in the first request.
+  const std::string wait_for_probe = "for i in $(seq 200); do grep -q \"probing the storage\" " +
+                                     log.string() + " && break; sleep 0.1; done; sleep 1";
   const auto t0 = std::chrono::steady_clock::now();
   const CliResult r = pipeprof::testing::run_command(
-      "sh -c '" + cmd + " & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << r.out;
+      "sh -c '" + cmd + " & pid=$!; " + wait_for_probe + "; kill -INT $pid; wait $pid; echo \"rc=$?\"; cat " +
+      log.string() + "'");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(25)) << r.out;
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("could not read"), std::string::npos) << r.out;
 }

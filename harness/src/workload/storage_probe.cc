@@ -546,15 +546,15 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& o) {
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
-    // A read that Ctrl-C ended (the reader says "stopped (interrupted)") is not the storage's
-    // fault: the profile keeps what was measured before it.
+    // A file that cannot be read in the middle of the probe: the data is not what the workload
+    // says (a smaller --scale generated, a server gone), bad input as a missing folder is.
     if (!stopped(o)) {
-      // A file that cannot be read in the middle of the probe: the data is not what the
-      // workload says (a smaller --scale generated, a server gone), bad input as a missing
-      // folder is.
       throw InputError(fmt::format("{}: the probe could not read the data folder {}: {}", w.file,
                                    w.dataset.data_folder, e.what()));
     }
+    // After Ctrl-C, a read it ended (the reader says "stopped (interrupted)"): the profile keeps
+    // what was measured before, and its notes the error, in case it was something else.
+    p.notes.push_back(fmt::format("interrupted while reading: {}", e.what()));
   }
   if (stopped(o)) {
     p.complete = false;

@@ -68,11 +68,15 @@ ProcessGroup::ProcessGroup(int count, const Body& body, int socket_buffer_bytes)
   if (const int cpus = usable_cpus(); count > cpus)
     turns_ = std::make_unique<SharedSemaphores>(1, static_cast<unsigned>(cpus));
   const pid_t parent = ::getpid();
-#if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer's runtime ends a child of fork() that starts a thread when the parent had
   // other threads at the fork, even idle ones: the worker cache's parked threads (which hold no
   // lock, and which a test run of several tests in one process leaves behind) go first.
+#if defined(__SANITIZE_THREAD__)
   ops::release_parked_worker_threads();
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  ops::release_parked_worker_threads();
+#endif
 #endif
   for (int i = 0; i < count; ++i) {
     int sv[2];

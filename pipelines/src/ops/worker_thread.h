@@ -71,7 +71,8 @@ class NoWorkerThreadLeaving {
 };
 
 // Ends every parked thread and waits until each has left the process (for tests that count its
-// threads; a running program never needs it). Returns how many there were.
+// threads, and before a fork under ThreadSanitizer: mp::ProcessGroup; a running program never
+// needs it). Returns how many there were.
 int release_parked_worker_threads();
 int parked_worker_threads();
 
