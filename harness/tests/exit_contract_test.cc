@@ -15,6 +15,7 @@
 #include "formats/jpeg.h"
 #include "formats/tfrecord.h"
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof_testing/mpirun.h"
 #include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "workload/scaleout_suite.h"
@@ -139,8 +140,7 @@ TEST_P(ExitContract, EveryCommandSaysBadInputNamingTheFileAndTheFault) {
   if (!pipeprof::harness::workload::find_mpirun().empty() && pipeprof::harness::cluster::mpi_built()) {
     rows.push_back({"mpirun workload",
                     pipeprof::testing::run_command(
-                        std::string("mpirun --oversubscribe --bind-to none") +
-                        (::geteuid() == 0 ? " --allow-run-as-root" : "") + " -np 2 " + bin() +
+                        pipeprof::testing_support::mpirun(2) + bin() +
                         " workload " + w.string() + " -q --no-autotune --out " +
                         (tmp / "out_mpi").string())});
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pipeprof/harness/cluster.h"
+#include "pipeprof_testing/mpirun.h"
 #include "pipeprof_testing/run_command.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "workload/scaleout_suite.h"
@@ -25,6 +26,8 @@
 namespace {
 
 using pipeprof::testing::CliResult;
+using pipeprof::testing_support::mpirun;
+using pipeprof::testing_support::mpirun_options;
 using pipeprof::testing_support::TempDir;
 namespace fs = std::filesystem;
 
@@ -36,16 +39,6 @@ namespace fs = std::filesystem;
       GTEST_SKIP() << "this build has no Open MPI (PIPEPROF_MPI)";                         \
   } while (0)
 
-// mpirun with what this machine needs: more ranks than cores, and root's permission where the
-// tests run as root.
-std::string mpirun_options() {
-  return std::string("mpirun --oversubscribe --bind-to none") +
-         (::geteuid() == 0 ? " --allow-run-as-root" : "");
-}
-
-std::string mpirun(int ranks, const std::string& env = "") {
-  return mpirun_options() + (env.empty() ? "" : " -x " + env) + " -np " + std::to_string(ranks) + " ";
-}
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
