@@ -28,15 +28,19 @@ THRESHOLD=10%
 # sample, and on a 2-core machine that runs nginx beside the loaders both sides of it move: runs
 # of the same commit gave errors from -21% to +33% (the search's maximum 18 to 27, the probe's
 # plateau 900 to 1,140 MiB/s). So an error more than 25 points above the baseline's is measured
-# again, and fails only when the second check's error is too: a broken model (a unit or a
-# resource lost) moves it by far more, and on every run.
+# again, up to PREDICTION_MEASURES times in all, and fails only when every check's error is too: a
+# broken model (a unit or a resource lost) moves it by far more, and on every run.
 PREDICTION=npz_256k_http
 PREDICTION_THRESHOLD=25%
+# Fresh-Debian runs of one week: first measures of +4.3%, +42.9%, +9.1% and +42.9% (a second of
+# +15.8% and of +47.4%), the search's maximum 19-22 throughout and the prediction 22-30 with the
+# probe's plateau (930-1,172 MiB/s): up to three measures, failing only when all three regress.
+PREDICTION_MEASURES=3
 
 [ -x "$PIPEPROF" ] || { echo "ci_quick: $PIPEPROF not built (set PIPEPROF_BUILD_DIR)" >&2; exit 2; }
 rm -rf "$OUT"
 "$PIPEPROF" suite --only "$EXPERIMENTS" --repetitions "$REPETITIONS" --no-trace --out "$OUT"
-rm -f "$PREDICT_OUT/results.json" "$PREDICT_OUT/results-first.json"
+rm -f "$PREDICT_OUT"/results*.json
 "$PIPEPROF" suite --only "$PREDICTION" --no-trace --out "$PREDICT_OUT"
 
 if [ "${1:-}" = "--refresh" ]; then
@@ -52,16 +56,19 @@ compare_prediction() {
     --threshold "$PREDICTION_THRESHOLD"
 }
 compare_prediction || second=$?
-if [ "$second" -eq 1 ]; then
-  mv "$PREDICT_OUT/results.json" "$PREDICT_OUT/results-first.json"
-  echo "ci_quick: the prediction's error regressed on one check; measuring it again" >&2
+measure=1
+while [ "$second" -eq 1 ] && [ "$measure" -lt "$PREDICTION_MEASURES" ]; do
+  mv "$PREDICT_OUT/results.json" "$PREDICT_OUT/results-$measure.json"
+  measure=$((measure + 1))
+  echo "ci_quick: the prediction's error regressed; measuring it again ($measure of $PREDICTION_MEASURES)" >&2
   if "$PIPEPROF" suite --only "$PREDICTION" --no-trace --out "$PREDICT_OUT"; then
     second=0
     compare_prediction || second=$?
   else
-    echo "ci_quick: the second measure of the prediction check failed (exit $?)" >&2
+    echo "ci_quick: measure $measure of the prediction check failed (exit $?)" >&2
     second=1
+    break
   fi
-fi
+done
 [ "$second" -gt "$rc" ] && rc=$second
 exit "$rc"
