@@ -263,8 +263,7 @@ TEST(PredictCommand, CtrlCDuringAProbeExits130WritingWhatItMeasured) {
   const fs::path out = tmp / "out";
   const std::string cmd = std::string(PIPEPROF_BINARY) + " predict " + w.string() +
                           " --probe --probe-seconds 0.5 -q --out " + out.string() + " --data-folder " + server.url();
-  const CliResult r = pipeprof::testing::run_command(
-      "sh -c '" + cmd + " & pid=$!; sleep 4; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  const CliResult r = pipeprof::testing::interrupt_after(cmd, "sleep 4");
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   // The passes measured before the interrupt are in the profile, which says it was cut short.
   const nlohmann::json p = read_json(out / "storage_profile.json");
@@ -296,9 +295,8 @@ TEST(PredictCommand, CtrlCDuringARequestExits130) {
   const std::string wait_for_probe = "for i in $(seq 200); do grep -q \"probing the storage\" " +
                                      log.string() + " && break; sleep 0.1; done; sleep 1";
   const auto t0 = std::chrono::steady_clock::now();
-  const CliResult r = pipeprof::testing::run_command(
-      "sh -c '" + cmd + " & pid=$!; " + wait_for_probe + "; kill -INT $pid; wait $pid; echo \"rc=$?\"; cat " +
-      log.string() + "'");
+  CliResult r = pipeprof::testing::interrupt_after(cmd, wait_for_probe);
+  r.out += pipeprof::testing::run_command("cat " + log.string()).out;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(25)) << r.out;
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("could not read"), std::string::npos) << r.out;
@@ -319,8 +317,7 @@ TEST(PredictCommand, CtrlCDuringAProbeOfAServedWorkloadStopsItsServer) {
   const fs::path out = tmp / "out";
   const std::string cmd = "TMPDIR=" + scratch.string() + " " + std::string(PIPEPROF_BINARY) + " predict " +
                           served.string() + " --probe --probe-seconds 0.5 -q --out " + out.string();
-  const CliResult r = pipeprof::testing::run_command(
-      "sh -c '" + cmd + " & pid=$!; sleep 4; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+  const CliResult r = pipeprof::testing::interrupt_after(cmd, "sleep 4");
   EXPECT_NE(r.out.find("rc=130"), std::string::npos) << r.out;
   const nlohmann::json p = read_json(out / "storage_profile.json");
   EXPECT_TRUE(p["target"].get<std::string>().starts_with("http://127.0.0.1:")) << p.dump(2);

@@ -49,26 +49,26 @@ if [ "${1:-}" = "--refresh" ]; then
   echo "ci_quick: wrote $BASELINE and $PREDICT_BASELINE; review and commit them"
   exit 0
 fi
-rc=0 second=0
+rc=0 prediction_rc=0
 "$PIPEPROF" compare "$BASELINE" "$OUT/results.json" --metric efficiency --threshold "$THRESHOLD" || rc=$?
 compare_prediction() {
   "$PIPEPROF" compare "$PREDICT_BASELINE" "$PREDICT_OUT/results.json" --metric prediction_error \
     --threshold "$PREDICTION_THRESHOLD"
 }
-compare_prediction || second=$?
+compare_prediction || prediction_rc=$?
 measure=1
-while [ "$second" -eq 1 ] && [ "$measure" -lt "$PREDICTION_MEASURES" ]; do
+while [ "$prediction_rc" -eq 1 ] && [ "$measure" -lt "$PREDICTION_MEASURES" ]; do
   mv "$PREDICT_OUT/results.json" "$PREDICT_OUT/results-$measure.json"
   measure=$((measure + 1))
   echo "ci_quick: the prediction's error regressed; measuring it again ($measure of $PREDICTION_MEASURES)" >&2
   if "$PIPEPROF" suite --only "$PREDICTION" --no-trace --out "$PREDICT_OUT"; then
-    second=0
-    compare_prediction || second=$?
+    prediction_rc=0
+    compare_prediction || prediction_rc=$?
   else
     echo "ci_quick: measure $measure of the prediction check failed (exit $?)" >&2
-    second=1
+    prediction_rc=1
     break
   fi
 done
-[ "$second" -gt "$rc" ] && rc=$second
+[ "$prediction_rc" -gt "$rc" ] && rc=$prediction_rc
 exit "$rc"

@@ -28,4 +28,13 @@ inline CliResult run_command(const std::string& command_line) {
   return r;
 }
 
+// Starts `command` in the background of a shell, runs `wait` (shell words: `sleep 4`, or a loop
+// that waits for a line in a log), sends SIGINT to it and waits for it; the output ends with
+// "rc=<its exit code>". A command started with & in sh ignores SIGINT until it installs its own
+// handler, so `wait` should outlast the command's start.
+inline CliResult interrupt_after(const std::string& command, const std::string& wait) {
+  return run_command("sh -c '" + command + " & pid=$!; " + wait +
+                     "; kill -INT $pid; wait $pid; echo \"rc=$?\"'");
+}
+
 }  // namespace pipeprof::testing
