@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -69,21 +71,41 @@ inline Dataset spec_dataset(std::string_view json) {
   return spec(json).dataset;
 }
 
-// Number of threads of this process (entries of /proc/self/task), parked worker threads let go
+// The ids of this process's threads that run (entries of /proc/self/task), leaving out a thread
+// that is exiting: the kernel sets PF_EXITING (0x4 in /proc/<tid>/stat's ninth field, `flags`)
+// when the thread starts to exit, and pthread_join can return, and the joiner run on, while the
+// joined thread is still listed. A thread whose entry is gone by the time it is read is gone.
+inline std::vector<int64_t> live_thread_ids() {
+  constexpr unsigned long kPfExiting = 0x4;
+  std::vector<int64_t> ids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t comm_end = line.rfind(')');  // the name may hold spaces and parentheses
+    if (comm_end == std::string::npos) continue;
+    std::istringstream fields(line.substr(comm_end + 1));
+    std::string state;
+    long long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
+    unsigned long flags = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags)) continue;
+    if ((flags & kPfExiting) != 0) continue;
+    ids.push_back(std::stoll(entry.path().filename().string()));
+  }
+  return ids;
+}
+
+// Number of threads of this process that run (live_thread_ids), parked worker threads let go
 // first (ops/worker_thread.h): what is left runs something, so a thread an iterator failed to stop
 // is still counted.
 inline int thread_count() {
   ops::release_parked_worker_threads();
-  int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    ++n;
-  return n;
+  return static_cast<int>(live_thread_ids().size());
 }
 
 // Waits (up to `limit`) for the thread count to come back to `expected` and returns the last count.
-// A joined thread may linger in /proc/self/task for a moment after pthread_join returns (the
-// kernel reaps it just after waking the joiner), so an exact comparison needs a short grace
-// period; a leaked thread never goes away.
+// A thread let go from the cache is still running for a moment after release returns, so an exact
+// comparison needs a short grace period; a leaked thread never goes away.
 inline int wait_for_thread_count(
     int expected, std::chrono::milliseconds limit = std::chrono::milliseconds(2000)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
