@@ -291,6 +291,45 @@ TEST(Predict, WhatIfTextNamesTheBadPart) {
   EXPECT_EQ(ok.clients.value_or(0), 4);
 }
 
+// The loaders' start: DLIO's AU counts the barrier after the first step, where each accelerator
+// waits for the last one's first batch. A short run (a search's probe) feels it, a run of whole
+// epochs does not, and where it alone takes AU under metric.au it is named.
+TEST(Predict, TheStartsWaitLowersTheFirstEpochOfAShortRun) {
+  // 1100 MiB/s at the plateau: 30 accelerators in the steady state (0.9 x 40 MiB/s each).
+  StorageProfile p = profile({{1, 200}, {2, 400}, {4, 700}, {8, 1000}, {16, 1100}, {32, 1100}});
+  WorkloadDemand d = small_demand(2);
+  d.samples = 8192;
+  d.batch = 8;
+  d.step_s = 0.05;
+  d.window_excluded = 1;
+  ASSERT_EQ(predict(p, d, {}).max_accelerators, 30);
+  // 40 steps an epoch, 2 epochs, and each accelerator waits 300 ms for the last first batch.
+  for (BandwidthPoint& b : p.cold)
+    b.start_wait_ms = 300;
+  d.step_cap = 40;
+  EXPECT_EQ(steps_at(d, 20), 40);
+  EXPECT_EQ(steps_at(d, 30), 34);  // floor(8192 / 8 / 30)
+  // At 20 accelerators the steady state is 100%: the first epoch's window of 39 steps (1.95 s)
+  // gets 0.3 s more, AU_1 = 1.95 / 2.25, and the run's AU is the mean with the second epoch's.
+  const PredictedPoint at20 = predict_at(p, d, 20, {});
+  EXPECT_NEAR(at20.au, (1.95 / 2.25 + 1) / 2, 1e-9);
+  EXPECT_EQ(at20.limit, "the loaders' start");
+  const Prediction shortrun = predict(p, d, {});
+  EXPECT_LT(shortrun.max_accelerators, 30);
+  EXPECT_GT(shortrun.max_accelerators, 0);
+  EXPECT_EQ(shortrun.binding, "the loaders' start");
+  // Whole epochs of a larger dataset: 2048 steps, the same wait is lost in them.
+  d.step_cap = 0;
+  d.samples = 8192.0 * 64;
+  EXPECT_EQ(predict(p, d, {}).max_accelerators, 30);
+  // Without a measured wait (an older profile), nothing changes.
+  d.step_cap = 40;
+  d.samples = 8192;
+  for (BandwidthPoint& b : p.cold)
+    b.start_wait_ms = 0;
+  EXPECT_EQ(predict(p, d, {}).max_accelerators, 30);
+}
+
 TEST(Predict, WarmEpochsReadThePageCacheWhenAClientsShareFits) {
   StorageProfile p = profile({{1, 100}, {64, 400}});
   p.warm = {{1, 2000}, {64, 10000}};
@@ -306,7 +345,7 @@ TEST(Predict, WarmEpochsReadThePageCacheWhenAClientsShareFits) {
 }
 
 TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
-  StorageProfile p = profile({{1, 100.5, 700}, {2, 190}, {4, 300}});
+  StorageProfile p = profile({{1, 100.5, 700}, {2, 190, 0, 35.5}, {4, 300}});
   p.warm = {{1, 900}};
   p.first_byte_ms = 0.25;
   p.requests_per_s = 12000;
@@ -322,6 +361,9 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   EXPECT_DOUBLE_EQ(back.cold[0].cpu_us_per_mib, 700);
   EXPECT_DOUBLE_EQ(back.cold[1].cpu_us_per_mib, 0);  // not measured: not written, read as 0
   EXPECT_FALSE(to_json(p)["bandwidth"]["cold"][1].contains("cpu_us_per_mib"));
+  EXPECT_DOUBLE_EQ(back.cold[1].start_wait_ms, 35.5);
+  EXPECT_DOUBLE_EQ(back.cold[0].start_wait_ms, 0);  // not measured: not written, read as 0
+  EXPECT_FALSE(to_json(p)["bandwidth"]["cold"][0].contains("start_wait_ms"));
   EXPECT_DOUBLE_EQ(back.cpu_us_per_sample, 42);
   EXPECT_DOUBLE_EQ(back.cpu_busy_us_per_sample, 40);
   {
@@ -354,6 +396,12 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][0]["mib_per_s"] = -3; }).find("bandwidth.cold[0].mib_per_s: expected a number > 0"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][0]["cpu_us_per_mib"] = -1; }).find("bandwidth.cold[0].cpu_us_per_mib: expected a number >= 0"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][1]["start_wait_ms"] = "soon"; })
+                .find("bandwidth.cold[1].start_wait_ms: expected a number"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["bandwidth"]["cold"][1]["start_wait_ms"] = -2; })
+                .find("bandwidth.cold[1].start_wait_ms: expected a number >= 0"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["client"]["cores"] = "many"; }).find("client.cores: expected an integer"),
             std::string::npos);
@@ -395,12 +443,18 @@ TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
   pipeprof::pipelines::formats::generate_dataset(w.dataset, {});
   const std::vector<std::string> files = training_files(w);
   for (const int64_t streams : {1, 3, 80, 100}) {
-    EXPECT_GT(probe_pass_mib_per_s(w, files, streams, 60, {}), 0) << streams;
+    const PassFigures pass = probe_pass(w, files, streams, 60, {});
+    EXPECT_GT(pass.mib_per_s, 0) << streams;
+    // One loader (up to 4 streams) waits for no other; more have a finite wait.
+    if (streams <= 4) {
+      EXPECT_EQ(pass.start_wait_ms, 0) << streams;
+    }
+    EXPECT_TRUE(pass.start_wait_ms >= 0 && std::isfinite(pass.start_wait_ms)) << streams;
   }
   // The tensorflow loader's shards (files round-robin) too.
   w.loader = Loader::kTensorFlow;
   w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
-  EXPECT_GT(probe_pass_mib_per_s(w, files, 70, 60, {}), 0);
+  EXPECT_GT(probe_pass(w, files, 70, 60, {}).mib_per_s, 0);
 }
 
 // A suite's search beside its prediction: the error is against the search's maximum, unless the

@@ -37,6 +37,11 @@ std::vector<BandwidthPoint> read_curve(const nlohmann::json& j, std::string_view
       if (!(p.cpu_us_per_mib >= 0) || !std::isfinite(p.cpu_us_per_mib))
         a.at("cpu_us_per_mib").fail(fmt::format("expected a number >= 0, got {}", p.cpu_us_per_mib));
     }
+    if (jr::find(v, "start_wait_ms")) {
+      p.start_wait_ms = jr::number(v, "start_wait_ms", a);
+      if (!(p.start_wait_ms >= 0) || !std::isfinite(p.start_wait_ms))
+        a.at("start_wait_ms").fail(fmt::format("expected a number >= 0, got {}", p.start_wait_ms));
+    }
     return p;
   });
   for (size_t i = 1; i < points.size(); ++i) {
@@ -62,6 +67,7 @@ nlohmann::ordered_json curve_json(const std::vector<BandwidthPoint>& c) {
   for (const BandwidthPoint& p : c) {
     out.push_back({{"streams", p.streams}, {"mib_per_s", p.mib_per_s}});
     if (p.cpu_us_per_mib > 0) out.back()["cpu_us_per_mib"] = p.cpu_us_per_mib;
+    if (p.start_wait_ms > 0) out.back()["start_wait_ms"] = p.start_wait_ms;
   }
   return out;
 }
@@ -94,17 +100,22 @@ double bandwidth_at(const std::vector<BandwidthPoint>& c, double k, bool* extrap
   return c.back().mib_per_s;
 }
 
-// The process's CPU per MiB at k streams, read off the points that have it as B(k) is (below the
+// A figure of the points that have it (> 0) at k streams, read off them as B(k) is (below the
 // first and beyond the last, their figure); 0 when none has it.
-double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
+double figure_at(const std::vector<BandwidthPoint>& c, double k, double BandwidthPoint::*field) {
   const BandwidthPoint* before = nullptr;
   for (const BandwidthPoint& p : c) {
-    if (!(p.cpu_us_per_mib > 0)) continue;
+    if (!(p.*field > 0)) continue;
     if (k <= static_cast<double>(p.streams))
-      return before != nullptr ? between(*before, p, k, &BandwidthPoint::cpu_us_per_mib) : p.cpu_us_per_mib;
+      return before != nullptr ? between(*before, p, k, field) : p.*field;
     before = &p;
   }
-  return before != nullptr ? before->cpu_us_per_mib : 0;
+  return before != nullptr ? (*before).*field : 0;
+}
+
+// The process's CPU per MiB at k streams.
+double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
+  return figure_at(c, k, &BandwidthPoint::cpu_us_per_mib);
 }
 
 // The curve's highest point (a null one when empty).
@@ -352,7 +363,20 @@ WorkloadDemand demand_of(const DlioWorkload& w) {
   d.epochs = std::max<int64_t>(1, w.epochs);
   d.files = w.dataset.num_files_train;
   d.files_per_accelerator = w.loader == Loader::kTensorFlow;
+  d.samples = static_cast<double>(d.samples_per_file) * static_cast<double>(w.dataset.num_files_train);
+  d.batch = std::max<int64_t>(1, w.batch_size);
+  d.step_cap = std::max<int64_t>(0, w.total_training_steps);
+  d.window_excluded = std::max<int64_t>(0, w.exclude_start_steps) + std::max<int64_t>(0, w.exclude_end_steps);
+  d.step_s = step_s;
   return d;
+}
+
+int64_t steps_at(const WorkloadDemand& d, int64_t accelerators) {
+  if (!(d.samples > 0)) return 0;
+  const double steps = std::floor(d.samples / static_cast<double>(std::max<int64_t>(1, d.batch)) /
+                                  static_cast<double>(std::max<int64_t>(1, accelerators)));
+  const auto n = static_cast<int64_t>(std::min(steps, 9e18));
+  return d.step_cap > 0 ? std::min(n, d.step_cap) : n;
 }
 
 WhatIf parse_what_if(const std::string& text, const std::string& what) {
@@ -450,6 +474,21 @@ PredictedPoint predict_at(const StorageProfile& p, const WorkloadDemand& d, int6
     use.supply = (cold.supply + (e - 1) * warm.supply) / e;
     // The epoch class that falls shorter names the limit.
     if (warm.au < cold.au) use.limit = warm.limit;
+  }
+  // The start: the first epoch's window also holds the barrier after the first step, where each
+  // accelerator waits for the last one's first batch (the first epoch's curve says how long).
+  const std::vector<BandwidthPoint>& first_curve = o.warm && !p.warm.empty() ? p.warm : p.cold;
+  const double start_s =
+      figure_at(first_curve, static_cast<double>(out.streams) / static_cast<double>(std::max<int64_t>(1, o.clients)),
+                &BandwidthPoint::start_wait_ms) / 1e3;
+  const double window_s =
+      static_cast<double>(steps_at(d, accelerators) - d.window_excluded) * d.step_s;
+  if (start_s > 0 && window_s > 0 && use.au > 0) {
+    const double first_au = (o.warm && !p.warm.empty()) ? use.au : cold.au;
+    const double started = window_s / (window_s / first_au + start_s);
+    const double au = use.au - (first_au - started) / static_cast<double>(std::max<int64_t>(1, d.epochs));
+    if (use.limit.empty() || (use.au >= d.au && au < d.au)) use.limit = "the loaders' start";
+    use.au = au;
   }
   out.au = use.au;
   out.samples_per_second = std::min(use.supply, static_cast<double>(accelerators) * d.samples_per_second);

@@ -20,6 +20,14 @@
 // bandwidth (B(k) at its measured plateau), requests in flight x latency (B(k) still rising with
 // streams: more read_threads would help), the reader threads (their CPU and preprocess time), the
 // client CPU (its cores), or the page cache (warm epochs).
+//
+// The start. A run's loaders start together, and DLIO's AU leaves out the first step's own time
+// but not the barrier after it, where every accelerator waits for the last one's first batch. The
+// probe measures that wait at each stream count (BandwidthPoint::start_wait_ms); the model adds
+// it to the first epoch's AU window: AU_1 = C / (C / AU + wait), C the window's compute (steps
+// less the excluded ones, times computation_time). Short runs (a search's probes) feel it; full
+// epochs of a real dataset do not. Where it alone takes AU under metric.au, it is the binding
+// resource ("the loaders' start").
 #pragma once
 
 #include <cstdint>
@@ -38,6 +46,10 @@ struct BandwidthPoint {
   int64_t streams = 0;
   double mib_per_s = 0;
   double cpu_us_per_mib = 0;  // the process's CPU time per MiB in that pass (0: not measured)
+  // The pass's loaders started together, as a run's accelerators do: how long each waited, on the
+  // mean, from its own first batch to the last loader's (0: one loader, or not measured). DLIO's
+  // barrier after the first step costs each accelerator that wait, and its AU counts it.
+  double start_wait_ms = 0;
 };
 
 struct StorageProfile {
@@ -92,8 +104,18 @@ struct WorkloadDemand {
   // many files as accelerators; beyond that every accelerator reads every file and keeps its
   // share of the records (N times the bytes for the same samples).
   bool files_per_accelerator = false;
+  // A run's epochs at N accelerators have steps_at(d, N) steps each: floor(samples / batch / N),
+  // at most step_cap (total_training_steps; 0: none). The AU window of an epoch leaves out
+  // window_excluded of them (exclude_start_steps + exclude_end_steps). 0 samples: steps unknown
+  // (the start's wait is then left out).
+  double samples = 0;
+  int64_t batch = 1;
+  int64_t step_cap = 0;
+  int64_t window_excluded = 1;
+  double step_s = 0;
 };
 WorkloadDemand demand_of(const DlioWorkload& w);
+int64_t steps_at(const WorkloadDemand& d, int64_t accelerators);
 
 // What-if changes to a profile or the workload's loaders: "bandwidth=x2" (the transfer part of
 // every stream's time halved), "bandwidth=5000" (MiB/s: the curve scaled to that plateau),

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <ctime>
 #include <mutex>
 #include <thread>
@@ -293,9 +294,10 @@ LoopFigure loop_cpu_us_per_sample(const DlioWorkload& w, const std::vector<std::
 
 }  // namespace
 
-double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
-                            int64_t streams, double seconds, const ProbeOptions& o, double* cpu_us_per_mib) {
-  if (files.empty() || streams < 1) return 0;
+PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& files, int64_t streams,
+                       double seconds, const ProbeOptions& o) {
+  PassFigures out;
+  if (files.empty() || streams < 1) return out;
   // As accelerators do: loaders of the workload's read_threads each (at most an interleave's 64),
   // each over its shard, as many as the streams take (at most one per file).
   const int64_t per = std::clamp<int64_t>(w.read_threads, 1, 64);
@@ -305,6 +307,11 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   // The steady state, as a run's AU window leaves its first step out: from the moment every
   // loader has its first batch (connections opened, read-ahead started), the bytes after it.
   std::atomic<int64_t> running{0};
+  // When each loader had its first batch (0: never), for the wait at the barrier after a run's
+  // first step.
+  std::vector<int64_t> first_batch_ns(static_cast<size_t>(loaders), 0);
+  std::mutex start_mutex;
+  std::condition_variable start_released;
   std::atomic<int64_t> all_running{0};
   std::atomic<int64_t> cpu_from{0};
   std::atomic<int64_t> steady{0};
@@ -338,8 +345,12 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
       consumers.emplace_back([&, mine, l] {
         try {
           auto it = open_probe_loader(mine, files, l, loaders, o);
+          const pipelines::NodeStats* output = nullptr;
+          for (const pipelines::Node* node : it->model().nodes())
+            if (node->parent().empty()) output = &node->stats();
           int64_t now = trace::now_ns();
           bool first = true;
+          int64_t held = 0;  // batches read during the start, in the loader's buffer at the release
           while (!stopped(o) && !failed.load() && now < deadline) {
             auto batch = it->next();
             if (!batch) break;
@@ -348,11 +359,23 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
             now = trace::now_ns();
             if (first) {
               first = false;
+              first_batch_ns[static_cast<size_t>(l)] = now;
               if (++running == loaders) {
                 cpu_from = trace::process_cpu_ns();
                 all_running = now;
                 deadline = std::max(deadline.load(), std::min(t0 + 4 * span, now + span));
+                start_released.notify_all();
+              } else {
+                // As a run's accelerator at the barrier after its first step: its loader reads
+                // ahead into its buffer meanwhile, and stops when that is full.
+                std::unique_lock lock(start_mutex);
+                while (all_running.load() == 0 && !stopped(o) && !failed.load() && trace::now_ns() < t0 + 4 * span)
+                  start_released.wait_for(lock, std::chrono::milliseconds(10));
               }
+              if (output != nullptr) held = output->buffered.load(std::memory_order_relaxed);
+              now = trace::now_ns();
+            } else if (held > 0) {
+              --held;  // read before the steady state began
             } else if (all_running.load() != 0) {
               steady += b;
             }
@@ -370,7 +393,15 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   }
   if (error) {
     if (!stopped(o)) std::rethrow_exception(error);
-    return 0;  // a read that Ctrl-C ended is not an error of the storage: the caller sees the stop
+    return out;  // a read that Ctrl-C ended is not an error of the storage: the caller sees the stop
+  }
+  // Every loader had its first batch: the mean wait for the last one.
+  if (loaders > 1 && std::none_of(first_batch_ns.begin(), first_batch_ns.end(), [](int64_t t) { return t == 0; })) {
+    const int64_t last_first = *std::max_element(first_batch_ns.begin(), first_batch_ns.end());
+    double wait_ns = 0;
+    for (const int64_t t : first_batch_ns)
+      wait_ns += static_cast<double>(last_first - t);
+    out.start_wait_ms = wait_ns / static_cast<double>(loaders) / 1e6;
   }
   const int64_t t1 = last.load();
   auto mib_per_s = [](int64_t b, int64_t ns) {
@@ -380,14 +411,15 @@ double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string
   // first, or the start took most of it): the whole pass otherwise.
   const int64_t from = all_running.load();
   const bool steady_span = from > 0 && steady.load() > 0 && 4 * (t1 - from) >= t1 - t0;
-  if (cpu_us_per_mib != nullptr) {
-    *cpu_us_per_mib = 0;
-    const int64_t cpu = cpu_to.load() - cpu_from.load();
-    if (steady_span && cpu_from.load() > 0 && cpu > 0 && steady_to.load() > 0)
-      *cpu_us_per_mib = static_cast<double>(cpu) / 1e3 / (static_cast<double>(steady_to.load()) / 1048576.0);
+  const int64_t cpu = cpu_to.load() - cpu_from.load();
+  if (steady_span && cpu_from.load() > 0 && cpu > 0 && steady_to.load() > 0)
+    out.cpu_us_per_mib = static_cast<double>(cpu) / 1e3 / (static_cast<double>(steady_to.load()) / 1048576.0);
+  if (steady_span) {
+    out.mib_per_s = mib_per_s(steady.load(), t1 - from);
+  } else if (t1 > t0) {
+    out.mib_per_s = mib_per_s(bytes.load(), t1 - t0);
   }
-  if (steady_span) return mib_per_s(steady.load(), t1 - from);
-  return t1 > t0 ? mib_per_s(bytes.load(), t1 - t0) : 0;
+  return out;
 }
 
 namespace {
@@ -429,16 +461,19 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
     int flat = 0;
     for (int64_t k = 1; k <= most && !stopped(o); k *= 2) {
       if (cold) drop_cold(files);
-      double cpu = 0;
-      const double mib = probe_pass_mib_per_s(w, files, k, o.pass_seconds, o, &cpu);
+      const PassFigures pass = probe_pass(w, files, k, o.pass_seconds, o);
+      const double mib = pass.mib_per_s;
       if (stopped(o)) break;
-      say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s ({:.0f} us of CPU per MiB)", cold ? "cold" : "warm", k, mib, cpu));
+      say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s ({:.0f} us of CPU per MiB{})", cold ? "cold" : "warm", k,
+                      mib, pass.cpu_us_per_mib,
+                      pass.start_wait_ms > 0 ? fmt::format(", {:.0f} ms waited for the last first batch", pass.start_wait_ms)
+                                             : std::string()));
       if (!(mib > 0)) {
         p.notes.push_back(fmt::format("{} pass of {} stream(s) read nothing in {} s: left out", cold ? "a cold" : "a warm", k, o.pass_seconds));
         continue;
       }
       if (!out.empty()) flat = mib < out.back().mib_per_s * 1.05 ? flat + 1 : 0;
-      out.push_back({k, mib, cpu});
+      out.push_back({k, mib, pass.cpu_us_per_mib, pass.start_wait_ms});
       if (flat >= 2 && k >= at_least) break;
     }
   };

@@ -2,12 +2,14 @@
 // folder, http(s)://, s3://) and this client, as a storage profile (predict.h).
 //
 //   bandwidth   k = 1, 2, 4, ... streams: the workload's own loaders with k reader threads in all
-//               (probe_pass_mib_per_s) over its training files, so that each file is read as the
+//               (probe_pass) over its training files, so that each file is read as the
 //               workload reads it, for a time-boxed pass each (cold: the files
 //               dropped from the page cache before every pass; warm: read once first, when they
 //               fit in half the memory), until two doublings in a row gain less than 5% or
-//               `max_streams`; and the process's CPU time per MiB in each pass (a cold pass
-//               beside a warm one: what a cold read costs this client's cores)
+//               `max_streams`; the process's CPU time per MiB in each pass (a cold pass
+//               beside a warm one: what a cold read costs this client's cores), and how long
+//               its loaders, started together, waited on the mean for the last one's first batch
+//               (what DLIO's barrier after a run's first step costs)
 //   first byte  open + the first 4 KiB of up to 64 files, one stream, cold
 //   requests/s  4 KiB reads of the files' heads on 16 streams
 //   CPU         the workload's loader alone (one accelerator) over a few files in the page cache,
@@ -46,14 +48,22 @@ struct ProbeOptions {
 // files cannot be listed or read. With `stop` set, returns what it measured so far (notes say so).
 StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options);
 
+// What one bandwidth pass measured.
+struct PassFigures {
+  double mib_per_s = 0;
+  double cpu_us_per_mib = 0;  // the process's CPU time per MiB over the same span (0: not measured)
+  double start_wait_ms = 0;   // each loader's wait, on the mean, from its first batch to the last one's
+};
+
 // One bandwidth pass: `streams` reader threads as the workload's accelerators run them (loaders of
 // read_threads threads each, every one over its shard of `files`; the workload's batch where a
-// shard fills one, no shuffle, no preprocess sleep), for at most `seconds` or until the files are
-// read: MiB/s of samples from the moment every loader has its first batch (the whole pass where
-// that leaves less than a quarter of it). Throws what a loader throws (a file that cannot be read or
-// parsed). `cpu_us_per_mib`, when given, receives the process's CPU time per MiB over the same span.
-double probe_pass_mib_per_s(const DlioWorkload& w, const std::vector<std::string>& files,
-                            int64_t streams, double seconds, const ProbeOptions& options,
-                            double* cpu_us_per_mib = nullptr);
+// shard fills one, no shuffle, no preprocess sleep), all started together, for at most `seconds`
+// or until the files are read. As a run's accelerators meet at the barrier after their first
+// step, each loader's consumer waits after its first batch until every loader has one (its loader
+// reads ahead into its buffer meanwhile): MiB/s of samples from that moment on, the batches
+// buffered by then left out (the whole pass where that leaves less than a quarter of it). Throws
+// what a loader throws (a file that cannot be read or parsed).
+PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& files, int64_t streams,
+                       double seconds, const ProbeOptions& options);
 
 }  // namespace pipeprof::harness::workload
