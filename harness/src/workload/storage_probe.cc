@@ -312,6 +312,15 @@ PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& fi
   std::vector<int64_t> first_batch_ns(static_cast<size_t>(loaders), 0);
   std::mutex start_mutex;
   std::condition_variable start_released;
+  // Loaders past the start: their first batch came, or they ended without one (so that the others
+  // do not wait for it).
+  std::atomic<int64_t> arrived{0};
+  auto arrive = [&] {
+    if (++arrived == loaders) {
+      const std::lock_guard lock(start_mutex);
+      start_released.notify_all();
+    }
+  };
   std::atomic<int64_t> all_running{0};
   std::atomic<int64_t> cpu_from{0};
   std::atomic<int64_t> steady{0};
@@ -364,12 +373,13 @@ PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& fi
                 cpu_from = trace::process_cpu_ns();
                 all_running = now;
                 deadline = std::max(deadline.load(), std::min(t0 + 4 * span, now + span));
-                start_released.notify_all();
-              } else {
-                // As a run's accelerator at the barrier after its first step: its loader reads
-                // ahead into its buffer meanwhile, and stops when that is full.
+              }
+              arrive();
+              // As a run's accelerator at the barrier after its first step: its loader reads
+              // ahead into its buffer meanwhile, and stops when that is full.
+              {
                 std::unique_lock lock(start_mutex);
-                while (all_running.load() == 0 && !stopped(o) && !failed.load() && trace::now_ns() < t0 + 4 * span)
+                while (arrived.load() < loaders && !stopped(o) && !failed.load() && trace::now_ns() < t0 + 4 * span)
                   start_released.wait_for(lock, std::chrono::milliseconds(10));
               }
               if (output != nullptr) held = output->buffered.load(std::memory_order_relaxed);
@@ -382,6 +392,7 @@ PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& fi
             for (int64_t seen = last.load(); now > seen && !last.compare_exchange_weak(seen, now);) {
             }
           }
+          if (first) arrive();  // ended (its shard read, the deadline, a stop) without a first batch
           end_span();
         } catch (...) {
           const std::lock_guard lock(error_mutex);
