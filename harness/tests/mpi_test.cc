@@ -39,7 +39,6 @@ namespace fs = std::filesystem;
       GTEST_SKIP() << "this build has no Open MPI (PIPEPROF_MPI)";                         \
   } while (0)
 
-
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
   return nlohmann::json::parse(in);

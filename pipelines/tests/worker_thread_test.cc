@@ -16,6 +16,7 @@
 
 #include "pipeprof/pipelines/dataset.h"
 #include "pipeprof/pipelines/functions.h"
+#include "pipeprof_testing/run_command.h"
 #include "test_util.h"
 
 namespace pipeprof::pipelines::ops {
@@ -113,6 +114,34 @@ TEST(TestUtil, AJoinedThreadIsNotCounted) {
     if (testing::live_thread_ids().size() > before) ++counted_too_many;
   }
   EXPECT_EQ(counted_too_many, 0) << "of 5000 counts right after a join";
+}
+
+// Run in a process of its own by the next test: more threads than the cache parks finish
+// together, so the extra ones leave (announced, not yet joined), and the process exits at once.
+TEST(WorkerThreadExit, DISABLED_ThreadsThatLeftBeforeTheExit) {
+  std::atomic<int> ready{0};
+  std::vector<WorkerThread> workers;
+  const int n = WorkerThread::kMaxParked + 8;
+  for (int i = 0; i < n; ++i)
+    workers.emplace_back("test exit", [&] {
+      ++ready;
+      while (ready.load() < n)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  for (WorkerThread& w : workers)
+    w.join();
+}
+
+// A thread that left the cache and ended is joined at the process's exit: one that ended unjoined
+// is a leak (ThreadSanitizer reports it, and the process exits 66, under scripts/sanitize.sh).
+TEST(WorkerThread, ThreadsThatLeftAreJoinedAtExit) {
+  const pipeprof::testing::CliResult r = pipeprof::testing::run_command(
+      // Sharded runs (scripts/sanitize.sh) must not shard the child's one test away.
+      "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX /proc/" + std::to_string(::getpid()) +
+      "/exe --gtest_also_run_disabled_tests --gtest_filter=WorkerThreadExit.DISABLED_ThreadsThatLeftBeforeTheExit");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("ThreadSanitizer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << r.out;
 }
 
 // A thread that leaves (here: the cache is full) is joined, not detached: once a

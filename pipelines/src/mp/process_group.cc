@@ -21,8 +21,22 @@
 #include "ops/worker_thread.h"
 #include "pipeprof/trace/clock.h"
 
+// Whether this is a ThreadSanitizer build (GCC defines __SANITIZE_THREAD__, Clang has the feature).
+#if defined(__SANITIZE_THREAD__)
+#define PIPEPROF_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PIPEPROF_THREAD_SANITIZER 1
+#endif
+#endif
+#ifndef PIPEPROF_THREAD_SANITIZER
+#define PIPEPROF_THREAD_SANITIZER 0
+#endif
+
 namespace pipeprof::pipelines::mp {
 namespace {
+
+constexpr bool kThreadSanitizer = PIPEPROF_THREAD_SANITIZER != 0;
 
 int pidfd_open(pid_t pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -71,13 +85,7 @@ ProcessGroup::ProcessGroup(int count, const Body& body, int socket_buffer_bytes)
   // ThreadSanitizer's runtime ends a child of fork() that starts a thread when the parent had
   // other threads at the fork, even idle ones: the worker cache's parked threads (which hold no
   // lock, and which a test run of several tests in one process leaves behind) go first.
-#if defined(__SANITIZE_THREAD__)
-  ops::release_parked_worker_threads();
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  ops::release_parked_worker_threads();
-#endif
-#endif
+  if (kThreadSanitizer) ops::release_parked_worker_threads();
   for (int i = 0; i < count; ++i) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {

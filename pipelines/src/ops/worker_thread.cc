@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -50,11 +51,25 @@ struct Cache {
 // the fork, and its parked threads were not copied).
 Cache* g_cache = nullptr;
 
+void join_all(std::vector<std::thread>& threads) {
+  for (std::thread& t : threads)
+    t.join();
+  threads.clear();
+}
+
 Cache& cache() {
   static std::once_flag once;
   std::call_once(once, [] {
     g_cache = new Cache;  // NOLINT(cppcoreguidelines-owning-memory): intentionally never freed
     ::pthread_atfork(nullptr, nullptr, [] { g_cache = new Cache; });
+    // At exit, the threads that have left are joined: nothing else would (a spawn, a release
+    // or a NoWorkerThreadLeaving joins them otherwise), and a thread that ended unjoined is a leak
+    // to ThreadSanitizer. Parked ones keep waiting: the process's end takes them. An exit while
+    // the lock is held (a NoWorkerThreadLeaving around a fork) does not wait for it.
+    std::atexit([] {
+      const std::unique_lock<std::mutex> lock(g_cache->mu, std::try_to_lock);
+      if (lock.owns_lock()) join_all(g_cache->leaving);
+    });
   });
   return *g_cache;
 }
@@ -77,12 +92,6 @@ void announce_leaving(Cache& c, ParkedWorker& w) {
 void done_starting(Cache& c) {
   --c.starting;
   c.started.notify_all();
-}
-
-void join_all(std::vector<std::thread>& threads) {
-  for (std::thread& t : threads)
-    t.join();
-  threads.clear();
 }
 
 void run_worker(std::shared_ptr<ParkedWorker> w) {
