@@ -11,9 +11,13 @@
 #pragma once
 
 #include <simdjson.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -231,21 +235,41 @@ class Reader {
     return jt::unescape(inner, scratch_);
   }
 
-  // A field's key without a copy (keys with escapes are unescaped into storage that lives until
-  // the next event).
-  std::string_view key_text(simdjson::simdjson_result<od::field>& field) {
-    const od::raw_json_string raw = field.key();
-    const char* p = raw.raw();
+  // A string's text from its first byte (after the opening quote), without a copy: a view into
+  // the document when it holds no escape, else unescaped into storage that lives as long as the
+  // event (for a part's events, as long as the part). simdjson's first stage has checked that
+  // the string ends and holds no raw control character; the escapes are checked here. `key`: the
+  // key whose value it is (named in errors), or nullptr for a key itself.
+  std::string_view string_at(const char* p, const char* key) {
+    const auto what = [key] { return key != nullptr ? "\"" + std::string(key) + "\"" : std::string("a key"); };
     const char* end = json_.data() + json_.size();
-    // Most keys are a few plain characters: a byte loop finds their end before a call would.
     const char* q = p;
-    while (q < end && *q != '"' && *q != '\\')
+#if defined(__SSE2__)
+    // Most keys and many values are plain: 16 bytes at a time, the first quote with no backslash
+    // before it ends them (the text is padded, so reading past its end is safe).
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (int round = 0; round < 32 && q < end; ++round, q += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, quote)));
+      const auto escapes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, backslash)));
+      if (quotes != 0 && (escapes & ((quotes & -quotes) - 1)) == 0) {
+        const char* close = q + std::countr_zero(quotes);
+        if (close >= end) break;
+        return std::string_view(p, static_cast<size_t>(close - p));
+      }
+      if (escapes != 0) break;
+    }
+    q = p;
+#else
+    // Most keys and many values are a few plain characters: a byte loop finds their end before
+    // a call would.
+    for (int i = 0; i < 16 && q < end && *q != '"' && *q != '\\'; ++i)
       ++q;
     if (q < end && *q == '"') return std::string_view(p, static_cast<size_t>(q - p));
-    q = p;
+#endif
     for (;;) {
       q = static_cast<const char*>(std::memchr(q, '"', static_cast<size_t>(end - q)));
-      if (q == nullptr) fail(offset_of(p), "unterminated key");
+      if (q == nullptr) fail(offset_of(p), "unterminated string: " + what());
       ptrdiff_t backslashes = 0;
       while (q - backslashes > p && q[-1 - backslashes] == '\\')
         ++backslashes;
@@ -253,10 +277,20 @@ class Reader {
       ++q;
     }
     const std::string_view inner(p, static_cast<size_t>(q - p));
-    if (inner.find('\\') == std::string_view::npos) return inner;
+    if (std::memchr(inner.data(), '\\', inner.size()) == nullptr) return inner;
     std::string& unescaped = key_storage_.emplace_back();
-    if (!jt::unescape(inner, unescaped)) fail(offset_of(p), "invalid escape in a key");
+    if (!jt::unescape(inner, unescaped)) fail(offset_of(p), "invalid escape in " + what());
     return unescaped;
+  }
+
+  // A field's key.
+  std::string_view key_text(simdjson::simdjson_result<od::field>& field) {
+    return string_at(field.key().raw(), nullptr);
+  }
+
+  // A string value's text (string_at) of `key`.
+  std::string_view string_text(od::value& v, const char* key) {
+    return string_at(v.get_raw_json_string().value().raw(), key);
   }
 
   void read_events(od::array events) {
@@ -337,7 +371,7 @@ class Reader {
   std::string_view string_field(od::value v, const char* key) {
     if (v.type() != od::json_type::string)
       fail_event(std::string("\"") + key + "\" must be a string");
-    return v.get_string();
+    return string_text(v, key);
   }
 
   int64_t time_field(od::value v, const char* key) {
@@ -395,26 +429,32 @@ class Reader {
     if (v.type() != od::json_type::object) fail_event("\"args\" must be an object");
     // The args' text is kept only when asked for (args_index).
     const char* start = keep_args_ ? json_.data() + location() : nullptr;
+    // Counters and metadata read their numeric args; events of other phases only "stream" and
+    // "device" (the phase comes first in the files of every tracer we know).
+    const bool every_number = !ev_->has(EventFields::kPh) || ev_->ph == "C" || ev_->ph == "M";
     for (auto field : v.get_object()) {
       const std::string_view key = key_text(field);
       od::value value = field.value();
       const od::json_type type = value.type();
       if (type == od::json_type::number) {
         const std::string_view text = check_scalar(value);
-        args_->emplace_back(key, text);
-        ev_->args_end = static_cast<uint32_t>(args_->size());
+        if (every_number) {
+          args_->emplace_back(key, text);
+          ev_->args_end = static_cast<uint32_t>(args_->size());
+        }
         if (key == "stream" && ev_->stream_arg.empty()) {  // the first, as numeric_arg finds
           ev_->stream_arg = text;
         } else if (key == "device" && ev_->device_arg.empty()) {
           ev_->device_arg = text;
         }
       } else if (type == od::json_type::string && key == "name") {
-        ev_->arg_name = value.get_string().value();
+        ev_->arg_name = string_text(value, "args.name");
+        ev_->given |= EventFields::kArgName;
       } else {
         validate(value);
       }
     }
-    ev_->has_args = true;
+    ev_->given |= EventFields::kArgs;
     if (start != nullptr) {
       const char* end = json_.data() + location();
       ev_->args_raw = trim_right(std::string_view(start, static_cast<size_t>(end - start)));
@@ -434,12 +474,16 @@ class Reader {
     if (key.size() == 2) {
       switch (short_key(key)) {
         case short_key("ph"):
+          ev_->given |= EventFields::kPh;
           return void(ev_->ph = string_field(v, "ph"));
         case short_key("ts"):
+          ev_->given |= EventFields::kTs;
           return void(ev_->ts = time_field(v, "ts"));
         case short_key("id"):
+          ev_->given |= EventFields::kId;
           return void(ev_->id = flow_id_field(v));
         case short_key("bp"):
+          ev_->given |= EventFields::kBp;
           return void(ev_->bp = string_field(v, "bp"));
         default:
           break;
@@ -451,8 +495,10 @@ class Reader {
         case short_key("tid"):
           return void(ev_->tid = id_field(v, "tid", ev_->tid_text));
         case short_key("cat"):
+          ev_->given |= EventFields::kCat;
           return void(ev_->cat = string_field(v, "cat"));
         case short_key("dur"):
+          ev_->given |= EventFields::kDur;
           return void(ev_->dur = time_field(v, "dur"));
         default:
           break;
@@ -460,6 +506,7 @@ class Reader {
     } else if (key.size() == 4) {
       switch (short_key(key)) {
         case short_key("name"):
+          ev_->given |= EventFields::kName;
           return void(ev_->name = string_field(v, "name"));
         case short_key("args"):
           return read_args(v);
@@ -498,9 +545,8 @@ class Reader {
   // Names and categories repeat from event to event: the strings interned last are found again by
   // a cheap key (the length, the first and the last 8 bytes) and one compare, without hashing the
   // whole text.
-  StrId intern(const std::optional<std::string_view>& s) {
-    if (!s) return kNoStr;
-    const std::string_view v = *s;
+  StrId name_id() { return ev_->has(EventFields::kName) ? intern(ev_->name) : kNoStr; }
+  StrId intern(std::string_view v) {
     uint64_t head = 0, tail = 0;
     std::memcpy(&head, v.data(), std::min<size_t>(8, v.size()));
     if (v.size() > 8) std::memcpy(&tail, v.data() + v.size() - 8, 8);
@@ -512,23 +558,23 @@ class Reader {
     return id;
   }
   uint32_t args_index() {
-    if (!keep_args_ || !ev_->has_args || ev_->args_raw.size() <= 2) return kNoArgs;  // absent or {}
+    if (!keep_args_ || !ev_->has(EventFields::kArgs) || ev_->args_raw.size() <= 2) return kNoArgs;  // absent or {}
     return builder_.add_args(ev_->args_raw);
   }
   int64_t need_ts() {
-    if (!ev_->ts) fail_event("\"ts\" is missing");
-    return *ev_->ts;
+    if (!ev_->has(EventFields::kTs)) fail_event("\"ts\" is missing");
+    return ev_->ts;
   }
 
   void handle_event() {
-    if (!ev_->ph) fail_event("\"ph\" (the event's phase) is missing");
+    if (!ev_->has(EventFields::kPh)) fail_event("\"ph\" (the event's phase) is missing");
     if (!ev_->pid_text.empty()) ev_->pid = builder_.pid_from_string(ev_->pid_text);
     if (!ev_->tid_text.empty()) ev_->tid = builder_.tid_from_string(ev_->pid, ev_->tid_text);
-    cat_ = intern(ev_->cat);
+    cat_ = ev_->has(EventFields::kCat) ? intern(ev_->cat) : kNoStr;
     cat_kind_ = category_kind(cat_);
     const bool gpu = (cat_kind_ & kGpuCategory) != 0;
     if ((cat_kind_ & kKinetoCategory) != 0) kineto_ = true;
-    const std::string_view ph = *ev_->ph;
+    const std::string_view ph = ev_->ph;
     if (ph.size() != 1) return;  // unknown phase: ignored
     switch (ph[0]) {
       case 'X':
@@ -536,7 +582,7 @@ class Reader {
       case 'B': {
         const uint32_t lane = builder_.lane(ev_->pid, ev_->tid);
         if (!gpu) builder_.note_host_span(lane);
-        return builder_.begin(lane, need_ts(), intern(ev_->name), cat_, args_index());
+        return builder_.begin(lane, need_ts(), name_id(), cat_, args_index());
       }
       case 'E': {
         const uint32_t lane = builder_.lane(ev_->pid, ev_->tid);
@@ -547,7 +593,7 @@ class Reader {
       case 'n': {
         Instant i;
         i.ts_ns = need_ts();
-        i.name = intern(ev_->name);
+        i.name = name_id();
         i.category = cat_;
         i.args = args_index();
         return builder_.add_instant(builder_.lane(ev_->pid, ev_->tid), i);
@@ -568,12 +614,12 @@ class Reader {
   void complete_event(bool gpu) {
     Span s;
     s.start_ns = need_ts();
-    if (!ev_->dur) fail_event("complete event (ph \"X\") has no \"dur\"");
-    if (*ev_->dur < 0) fail_event("\"dur\" is negative");
-    if (s.start_ns > 0 && *ev_->dur > std::numeric_limits<int64_t>::max() - s.start_ns)
+    if (!ev_->has(EventFields::kDur)) fail_event("complete event (ph \"X\") has no \"dur\"");
+    if (ev_->dur < 0) fail_event("\"dur\" is negative");
+    if (s.start_ns > 0 && ev_->dur > std::numeric_limits<int64_t>::max() - s.start_ns)
       fail_event("\"ts\" + \"dur\" is out of range");
-    s.dur_ns = *ev_->dur;
-    s.name = intern(ev_->name);
+    s.dur_ns = ev_->dur;
+    s.name = name_id();
     s.category = cat_;
     s.args = args_index();
     const uint32_t lane = builder_.lane(ev_->pid, ev_->tid);
@@ -595,7 +641,7 @@ class Reader {
 
   void counter_event() {
     const int64_t ts = need_ts();
-    const std::string_view name = ev_->name.value_or("");
+    const std::string_view name = ev_->text_or_empty(EventFields::kName, ev_->name);
     builder_.note_process(ev_->pid);
     for (uint32_t k = ev_->args_begin; k < ev_->args_end; ++k) {
       const auto& [key, text] = (*args_)[k];
@@ -614,11 +660,11 @@ class Reader {
   }
 
   void metadata_event() {
-    const std::string_view kind = ev_->name.value_or("");
+    const std::string_view kind = ev_->text_or_empty(EventFields::kName, ev_->name);
     if (kind == "process_name" || kind == "thread_name") {
-      if (!ev_->arg_name) return;
-      if (kind == "process_name") return builder_.process_name(ev_->pid, *ev_->arg_name);
-      builder_.thread_name(ev_->pid, ev_->tid, *ev_->arg_name);
+      if (!ev_->has(EventFields::kArgName)) return;
+      if (kind == "process_name") return builder_.process_name(ev_->pid, ev_->arg_name);
+      builder_.thread_name(ev_->pid, ev_->tid, ev_->arg_name);
       const auto device = arg_value(ev_->device_arg);
       const auto stream = arg_value(ev_->stream_arg);
       if (device && stream && *device >= 0 && *device < 1e9 && *stream >= -1 && *stream < 9e18)
@@ -637,11 +683,11 @@ class Reader {
 
   void flow_event(char ph) {
     const int64_t ts = need_ts();
-    if (!ev_->id) fail_event("flow event (ph \"" + std::string(1, ph) + "\") has no \"id\"");
+    if (!ev_->has(EventFields::kId)) fail_event("flow event (ph \"" + std::string(1, ph) + "\") has no \"id\"");
     const FlowPhase phase = ph == 's'   ? FlowPhase::kStart
                             : ph == 't' ? FlowPhase::kStep
                                         : FlowPhase::kFinish;
-    builder_.flow(phase, *ev_->id, cat_, intern(ev_->name), builder_.lane(ev_->pid, ev_->tid),
+    builder_.flow(phase, ev_->id, cat_, name_id(), builder_.lane(ev_->pid, ev_->tid),
                   ts);
   }
 

@@ -32,32 +32,45 @@ inline bool is_kineto_category(std::string_view cat) {
 // An event's top-level numeric arg: its key and its number's text.
 using NumericArg = std::pair<std::string_view, std::string_view>;
 
-// The fields of one event that the model uses; string views point into the parser's buffers. Its
-// numeric args are [args_begin, args_end) of a list beside it (the reader's, or a part's), so that
-// an event is a few words to copy and reading one allocates nothing.
+// The fields of one event that the model uses; string views point into the part's text or the
+// reader's key storage. Its numeric args are [args_begin, args_end) of a list beside it (the
+// reader's, or a part's), so that an event is a few words to copy and reading one allocates
+// nothing. A part's list is reused from part to part: clear() resets the bits of `given` and the
+// few fields that have defaults, not every field (a field whose bit is clear holds a stale value).
 struct EventFields {
-  std::optional<std::string_view> ph, name, cat, bp;
+  enum Given : uint16_t {
+    kPh = 1 << 0,
+    kName = 1 << 1,
+    kCat = 1 << 2,
+    kBp = 1 << 3,
+    kTs = 1 << 4,
+    kDur = 1 << 5,
+    kId = 1 << 6,
+    kArgs = 1 << 7,
+    kArgName = 1 << 8,  // the args' top-level "name" string
+  };
+  uint16_t given = 0;
+  std::string_view ph, name, cat, bp;
   int64_t pid = 0, tid = 0;
   std::string_view pid_text, tid_text;  // set when given as strings
-  std::optional<int64_t> ts, dur;
-  std::optional<uint64_t> id;
-  bool has_args = false;
+  int64_t ts = 0, dur = 0;
+  uint64_t id = 0;
   std::string_view args_raw;
   uint32_t args_begin = 0, args_end = 0;
   std::string_view stream_arg, device_arg;  // two of them, found as they are read (GPU events')
-  std::optional<std::string_view> arg_name;  // top-level "name" string
+  std::string_view arg_name;
 
+  bool has(Given field) const { return (given & field) != 0; }
+  // The field's text, or "" when the event does not give it.
+  std::string_view text_or_empty(Given field, std::string_view text) const {
+    return has(field) ? text : std::string_view();
+  }
   void clear() {
-    ph = name = cat = bp = std::nullopt;
+    given = 0;
     pid = tid = 0;
     pid_text = tid_text = {};
-    ts = dur = std::nullopt;
-    id = std::nullopt;
-    has_args = false;
     args_raw = {};
-    args_begin = args_end = 0;
     stream_arg = device_arg = {};
-    arg_name = std::nullopt;
   }
   static std::optional<double> to_double(std::string_view text) {
     if (!text.empty() && text.size() <= 15) {  // most are small integers (streams, devices)

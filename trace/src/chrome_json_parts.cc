@@ -34,6 +34,7 @@ namespace {
 
 constexpr size_t kMostPrefixBytes = size_t{64} << 20;  // the top level before "traceEvents"
 constexpr size_t kMostPartBytes = size_t{1} << 30;     // one event (or cut) larger: read whole
+constexpr size_t kPartsBeyondWorkers = 5;              // read_parts_in_parallel's
 
 // Text read so far, with simdjson's padding behind it; grows as needed.
 class Window {
@@ -305,14 +306,17 @@ struct PartJob {
 
 // The main thread reads and cuts the parts; `workers` threads parse them (simdjson, every value
 // checked: most of the time), and so does the main thread while it waits for one; the main thread
-// hands their events to the builder in the trace's order. Parts in flight: workers + 2.
+// hands their events to the builder in the trace's order. Parts in flight: workers +
+// kPartsBeyondWorkers, so that a worker finds a part to parse while this thread parses one and
+// others wait to be handled (with two more, the one worker of a 2-core machine waited for parts a
+// third of the time: a 500 MB trace read in 0.77 s, with five more in 0.69).
 Trace read_parts_in_parallel(const std::filesystem::path& path, const ReadOptions& options, size_t workers) {
   Start start(path, options);
   Window& w = start.w;
   Reader reader(path.string(), options);
   std::vector<std::unique_ptr<PartJob>> jobs;
   std::deque<PartJob*> idle, in_flight;  // in_flight: in the trace's order
-  for (size_t k = 0; k < workers + 2; ++k) {
+  for (size_t k = 0; k < workers + kPartsBeyondWorkers; ++k) {
     jobs.push_back(std::make_unique<PartJob>(path.string(), options));
     idle.push_back(jobs.back().get());
   }

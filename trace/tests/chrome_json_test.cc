@@ -278,6 +278,85 @@ TEST(ChromeJson, ReadingWithoutArgsKeepsEverythingElse) {
                TraceFormatError);
 }
 
+// Strings are read from the text without a copy, 16 bytes at a time: names of every length
+// around those steps, with and without escapes (anywhere in them), read back as written; an
+// invalid escape is an error at the string, naming its key.
+TEST(ChromeJson, StringsOfEveryLengthAndEscapeReadBack) {
+  for (const bool keep_args : {true, false}) {
+    std::string text = "[";
+    std::vector<std::string> expected;
+    for (size_t length = 0; length < 70; ++length) {
+      for (const int escape_at : {-1, 0, 15, 16, 31, 32}) {
+        if (escape_at >= static_cast<int>(length)) continue;
+        std::string json, plain;
+        for (size_t i = 0; i < length; ++i) {
+          const char c = static_cast<char>('a' + i % 26);
+          if (static_cast<int>(i) == escape_at) {
+            json += "\\\"";  // an escaped quote
+            plain += '"';
+          } else {
+            json += c;
+            plain += c;
+          }
+        }
+        if (text.size() > 1) text += ",";
+        text += R"({"ph": "X", "cat": "c)" + json + R"(", "name": ")" + json +
+                R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(expected.size()) +
+                R"(, "dur": 1, "args": {")" + json + R"(": 1}})";
+        expected.push_back(plain);
+      }
+    }
+    const std::string long_name(3000, 'x');
+    text += R"(, {"ph": "X", "name": ")" + long_name + R"(\u00e9", "pid": 1, "tid": 1, "ts": 9999, "dur": 1},)";
+    text += R"({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "lo\top"}}])";
+    expected.push_back(long_name + "\xc3\xa9");
+    const Trace t = parse_chrome_json(text, "strings.json", {.keep_args = keep_args});
+    const Lane* lane = lane_named(t, "lo\top");
+    ASSERT_NE(lane, nullptr);
+    ASSERT_EQ(lane->spans.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const Span& s = lane->spans[i];
+      EXPECT_EQ(str(t, s.name), expected[i]) << i;
+      if (i + 1 < expected.size()) EXPECT_EQ(str(t, s.category), "c" + expected[i]) << i;
+    }
+  }
+  for (const std::string_view bad :
+       {R"([{"ph": "X", "name": "abc\qdef", "pid": 1, "tid": 1, "ts": 1, "dur": 1}])",
+        R"([{"ph": "X", "name": "a long name of more than sixteen bytes \u12", "pid": 1, "tid": 1, "ts": 1, "dur": 1}])",
+        R"([{"ph": "X", "cat": "\x", "pid": 1, "tid": 1, "ts": 1, "dur": 1}])",
+        R"([{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "\z"}}])",
+        R"([{"ph": "X", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "ke\y": 1}])"}) {
+    try {
+      (void)parse_chrome_json(bad, "bad.json");
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const TraceFormatError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("invalid escape"), std::string::npos) << what;
+      EXPECT_EQ(bad.substr(e.offset() - 1, 1), "\"") << what;  // at the string's first byte
+    }
+  }
+}
+
+// The phase may come after the args: counters and metadata still read their numbers.
+TEST(ChromeJson, CountersAndMetadataReadTheirArgsWhereverThePhaseIs) {
+  const Trace t = parse_chrome_json(R"([
+    {"name": "queue", "pid": 1, "ts": 5, "args": {"value": 3, "other": 4}, "ph": "C"},
+    {"ph": "C", "name": "depth", "pid": 1, "ts": 6, "args": {"value": 7}},
+    {"name": "thread_sort_index", "pid": 1, "tid": 2, "args": {"sort_index": -5}, "ph": "M"},
+    {"ph": "X", "name": "s", "pid": 1, "tid": 2, "ts": 1, "dur": 1, "args": {"value": 9}}
+  ])", "order.json", {.keep_args = false});
+  const Counter* queue = counter_named(t, "queue");
+  ASSERT_NE(queue, nullptr);
+  ASSERT_EQ(queue->points.size(), 1u);
+  EXPECT_EQ(queue->points[0].second, 3.0);
+  ASSERT_NE(counter_named(t, "queue.other"), nullptr);
+  const Counter* depth = counter_named(t, "depth");
+  ASSERT_NE(depth, nullptr);
+  EXPECT_EQ(depth->points.at(0).second, 7.0);
+  ASSERT_EQ(t.lanes.size(), 1u);
+  EXPECT_EQ(t.lanes[0].sort_index, -5);
+}
+
 TEST(ChromeJson, MatchesBeginEndPairsPerThread) {
   const std::string_view text = R"([
     {"ph": "B", "name": "outer", "cat": "c", "pid": 1, "tid": 1, "ts": 10, "args": {"a": 1}},
