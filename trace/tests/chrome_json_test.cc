@@ -317,7 +317,9 @@ TEST(ChromeJson, StringsOfEveryLengthAndEscapeReadBack) {
     for (size_t i = 0; i < expected.size(); ++i) {
       const Span& s = lane->spans[i];
       EXPECT_EQ(str(t, s.name), expected[i]) << i;
-      if (i + 1 < expected.size()) EXPECT_EQ(str(t, s.category), "c" + expected[i]) << i;
+      if (i + 1 < expected.size()) {
+        EXPECT_EQ(str(t, s.category), "c" + expected[i]) << i;
+      }
     }
   }
   for (const std::string_view bad :
