@@ -11,13 +11,9 @@
 #pragma once
 
 #include <simdjson.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -242,42 +238,10 @@ class Reader {
   // key whose value it is (named in errors), or nullptr for a key itself.
   std::string_view string_at(const char* p, const char* key) {
     const auto what = [key] { return key != nullptr ? "\"" + std::string(key) + "\"" : std::string("a key"); };
-    const char* end = json_.data() + json_.size();
-    const char* q = p;
-#if defined(__SSE2__)
-    // Most keys and many values are plain: 16 bytes at a time, the first quote with no backslash
-    // before it ends them (the text is padded, so reading past its end is safe).
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-    for (int round = 0; round < 32 && q < end; ++round, q += 16) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-      const auto quotes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, quote)));
-      const auto escapes = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, backslash)));
-      if (quotes != 0 && (escapes & ((quotes & -quotes) - 1)) == 0) {
-        const char* close = q + std::countr_zero(quotes);
-        if (close >= end) break;
-        return std::string_view(p, static_cast<size_t>(close - p));
-      }
-      if (escapes != 0) break;
-    }
-    q = p;
-#else
-    // Most keys and many values are a few plain characters: a byte loop finds their end before
-    // a call would.
-    for (int i = 0; i < 16 && q < end && *q != '"' && *q != '\\'; ++i)
-      ++q;
-    if (q < end && *q == '"') return std::string_view(p, static_cast<size_t>(q - p));
-#endif
-    for (;;) {
-      q = static_cast<const char*>(std::memchr(q, '"', static_cast<size_t>(end - q)));
-      if (q == nullptr) fail(offset_of(p), "unterminated string: " + what());
-      ptrdiff_t backslashes = 0;
-      while (q - backslashes > p && q[-1 - backslashes] == '\\')
-        ++backslashes;
-      if (backslashes % 2 == 0) break;
-      ++q;
-    }
-    const std::string_view inner(p, static_cast<size_t>(q - p));
-    if (std::memchr(inner.data(), '\\', inner.size()) == nullptr) return inner;
+    const auto found = jt::find_string_end(p, json_.data() + json_.size());
+    if (!found) fail(offset_of(p), "unterminated string: " + what());
+    const std::string_view inner(p, static_cast<size_t>(found->close - p));
+    if (!found->escaped) return inner;
     std::string& unescaped = key_storage_.emplace_back();
     if (!jt::unescape(inner, unescaped)) fail(offset_of(p), "invalid escape in " + what());
     return unescaped;
