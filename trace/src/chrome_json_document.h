@@ -237,7 +237,12 @@ class Reader {
   // the string ends and holds no raw control character; the escapes are checked here. `key`: the
   // key whose value it is (named in errors), or nullptr for a key itself.
   std::string_view string_at(const char* p, const char* key) {
-    const auto what = [key] { return key != nullptr ? "\"" + std::string(key) + "\"" : std::string("a key"); };
+    const auto what = [key] {
+      if (key == nullptr) return std::string("a key");
+      std::string quoted(1, '"');
+      quoted.append(key).push_back('"');
+      return quoted;
+    };
     const auto found = jt::find_string_end(p, json_.data() + json_.size());
     if (!found) fail(offset_of(p), "unterminated string: " + what());
     const std::string_view inner(p, static_cast<size_t>(found->close - p));
