@@ -610,7 +610,7 @@ class Reader {
 
   void counter_event() {
     const int64_t ts = need_ts();
-    const std::string_view name = ev_->text_or_empty(EventFields::kName, ev_->name);
+    const std::string_view name = ev_->name_or_empty();
     builder_.note_process(ev_->pid);
     for (uint32_t k = ev_->args_begin; k < ev_->args_end; ++k) {
       const auto& [key, text] = (*args_)[k];
@@ -629,7 +629,7 @@ class Reader {
   }
 
   void metadata_event() {
-    const std::string_view kind = ev_->text_or_empty(EventFields::kName, ev_->name);
+    const std::string_view kind = ev_->name_or_empty();
     if (kind == "process_name" || kind == "thread_name") {
       if (!ev_->has(EventFields::kArgName)) return;
       if (kind == "process_name") return builder_.process_name(ev_->pid, ev_->arg_name);

@@ -61,10 +61,8 @@ struct EventFields {
   std::string_view arg_name;
 
   bool has(Given field) const { return (given & field) != 0; }
-  // The field's text, or "" when the event does not give it.
-  std::string_view text_or_empty(Given field, std::string_view text) const {
-    return has(field) ? text : std::string_view();
-  }
+  // The event's name, or "" when it gives none.
+  std::string_view name_or_empty() const { return has(kName) ? name : std::string_view(); }
   void clear() {
     given = 0;
     pid = tid = 0;

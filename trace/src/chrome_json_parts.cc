@@ -261,11 +261,12 @@ struct CutInsideAString {};
 // A part handed to a worker: its text ("[" + events + "]", padded), the reader that parses it (its
 // parser holds the events' strings) and the events it collected, kept until they are handled.
 struct PartJob {
-  // The events' list is reserved for a part of short events at once: its pages are touched only
-  // as events fill them, where growing it by doubling touched twice as many (first-touch page
-  // faults are most of what a small trace's reading costs on some virtual machines).
+  // The events' list is reserved for a part of short events at once (up to 64 Ki events, for
+  // whatever part size a caller asks): its pages are touched only as events fill them, where
+  // growing it by doubling touched twice as many (first-touch page faults are most of what a
+  // small trace's reading costs on some virtual machines).
   PartJob(const std::string& source, const ReadOptions& options) : reader(source, options) {
-    events.reserve(options.part_bytes / 128 + 16);
+    events.reserve(std::min<size_t>(options.part_bytes / 128, size_t{1} << 16) + 16);
   }
   // Room for n bytes, the text so far kept.
   void reserve(size_t n) {
