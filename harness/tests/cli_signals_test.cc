@@ -150,6 +150,11 @@ TEST(Run, AStallIsReportedAndTheStallTimeoutEndsIt) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    // A process group of its own, with this process (its parent) outside it in the same session:
+    // the group is never orphaned while the test runs, so the kernel never sends its stopped
+    // producers SIGHUP (which it does to the stopped members of a group that becomes orphaned,
+    // as this test's own group may where the test runner starts it in a session of its own).
+    setpgid(0, 0);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
