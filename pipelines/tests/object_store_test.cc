@@ -1,13 +1,15 @@
 // The shared-memory object store and its allocator: first fit, merging of freed neighbours,
-// objects through their life (create, seal, take, release), full stores, a forked writer, and no
-// descriptor or mapping left afterwards.
+// objects through their life (create, seal, take, release), full stores, a forked writer, a closed
+// store's pages given back, and no descriptor or mapping left afterwards.
 #include "mp/object_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "mp/arena_allocator.h"
 #include "mp_test_util.h"
@@ -128,6 +130,48 @@ TEST(ObjectStore, AForkedWriterIsSeenWithoutACopy) {
     auto data = store->take(o->id);
     for (uint64_t k = 0; k < o->size; k += 997)
       ASSERT_EQ(data.get()[k], static_cast<std::byte>(k % 251)) << k;
+  }
+  leaks.verify();
+}
+
+// The store's pages that hold memory now (mincore: a shared mapping's pages in the page cache).
+uint64_t resident_bytes(const ObjectStore& store) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((store.capacity() + page - 1) / page);
+  if (::mincore(store.base(), store.capacity(), in.data()) != 0) return ~uint64_t{0};
+  uint64_t n = 0;
+  for (unsigned char c : in) n += c & 1U;
+  return n * page;
+}
+
+TEST(ObjectStore, AClosedStoreGivesFreedPagesBackAndCreatesNoMore) {
+  testing::LeakCheck leaks;
+  {
+    auto store = ObjectStore::create(64 * kA);
+    EXPECT_EQ(store->trim(), 0u);  // open: nothing is given back
+    auto a = store->create_object(16 * kA, 0);
+    auto b = store->create_object(8 * kA, 1);
+    std::memset(store->base() + a->offset, 1, a->size);
+    std::memset(store->base() + b->offset, 2, b->size);
+    store->seal(a->id, 0);
+    store->seal(b->id, 1);
+    auto ta = store->take(a->id);
+    auto tb = store->take(b->id);
+    ta.reset();  // freed while open: kept for a next object
+    EXPECT_EQ(resident_bytes(*store), 24 * kA);
+    EXPECT_EQ(store->trim(), 0u);
+
+    store->close();
+    EXPECT_THROW(store->create_object(kA, 0), std::logic_error);
+    EXPECT_EQ(store->trim(), 56 * kA);  // all the free space at close, a's pages among it
+    EXPECT_EQ(resident_bytes(*store), 8 * kA);
+    EXPECT_EQ(store->trim(), 0u);  // given back once
+
+    // b, still taken, keeps its bytes until it is released; then its pages go back too.
+    for (uint64_t k = 0; k < b->size; k += 1021) ASSERT_EQ(tb.get()[k], std::byte{2}) << k;
+    tb.reset();
+    EXPECT_EQ(store->trim(), 8 * kA);
+    EXPECT_EQ(resident_bytes(*store), 0u);
   }
   leaks.verify();
 }

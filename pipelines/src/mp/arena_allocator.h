@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace pipeprof::pipelines::mp {
 
@@ -29,6 +31,10 @@ class ArenaAllocator {
   size_t blocks() const { return allocated_.size(); }
   uint64_t largest_free() const;
   size_t free_ranges() const { return free_.size(); }
+  // The free ranges, as (offset, size), by offset.
+  std::vector<std::pair<uint64_t, uint64_t>> free_list() const {
+    return {free_.begin(), free_.end()};
+  }
 
  private:
   uint64_t capacity_;

@@ -50,6 +50,7 @@ ObjectStore::~ObjectStore() {
 
 std::optional<ObjectStore::Object> ObjectStore::create_object(uint64_t bytes, int owner) {
   std::lock_guard lock(mu_);
+  if (closed_) throw std::logic_error("the object store is closed: no object is created any more");
   if (ArenaAllocator::block_size(bytes) > allocator_.capacity()) {
     throw std::length_error(fmt::format("an object of {} bytes cannot fit in a store of {} bytes",
                                         bytes, allocator_.capacity()));
@@ -91,7 +92,7 @@ void ObjectStore::release(uint64_t id) {
     std::lock_guard lock(mu_);
     auto it = objects_.find(id);
     if (it == objects_.end()) return;
-    allocator_.free(it->second.offset);
+    free_space(it->second);
     objects_.erase(it);
   }
   wake();
@@ -102,7 +103,7 @@ void ObjectStore::drop_owner(int owner) {
     std::lock_guard lock(mu_);
     for (auto it = objects_.begin(); it != objects_.end();) {
       if (it->second.owner == owner && it->second.state != State::kTaken) {
-        allocator_.free(it->second.offset);
+        free_space(it->second);
         it = objects_.erase(it);
       } else {
         ++it;
@@ -110,6 +111,31 @@ void ObjectStore::drop_owner(int owner) {
     }
   }
   wake();
+}
+
+void ObjectStore::free_space(const Object& o) {
+  allocator_.free(o.offset);
+  if (closed_) to_trim_.emplace_back(o.offset, ArenaAllocator::block_size(o.size));
+}
+
+void ObjectStore::close() {
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  to_trim_ = allocator_.free_list();
+}
+
+uint64_t ObjectStore::trim() {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  {
+    std::lock_guard lock(mu_);
+    ranges.swap(to_trim_);
+  }
+  // Outside the lock: a closed store never hands these ranges out again.
+  uint64_t given = 0;
+  for (const auto& [offset, bytes] : ranges)
+    if (::madvise(base_ + offset, bytes, MADV_REMOVE) == 0) given += bytes;
+  return given;
 }
 
 void ObjectStore::wake() const {

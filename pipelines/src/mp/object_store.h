@@ -4,6 +4,10 @@
 // mappings alone and is freed when the last process unmaps it: nothing is left in /dev/shm or in
 // the descriptor table, whatever happens to the processes.
 //
+// When no object will be created any more (every producer has ended), close() says so, and trim()
+// gives the pages of free space back to the kernel (at close all of it, afterwards each object as
+// it is released), so that the unmapping at the end has only what is still taken left to free.
+//
 // An object's life: create (a producer asks for space; the consumer side allocates it) -> written
 // by the producer -> sealed (its layout is known) -> taken by the consumer (zero copy: tensors
 // point into the mapping) -> released when the last tensor viewing it goes away, which returns its
@@ -21,6 +25,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mp/arena_allocator.h"
 #include "mp/unique_fd.h"
@@ -49,7 +55,7 @@ class ObjectStore : public std::enable_shared_from_this<ObjectStore> {
   uint64_t capacity() const { return allocator_.capacity(); }
 
   // A new object of `bytes` for `owner`, or nullopt when it does not fit now. Throws
-  // std::length_error when it could never fit.
+  // std::length_error when it could never fit, std::logic_error after close().
   std::optional<Object> create_object(uint64_t bytes, int owner);
   // Marks a written object sealed; throws std::invalid_argument for an unknown id, an object not
   // being written, or an owner that is not its creator.
@@ -59,6 +65,14 @@ class ObjectStore : public std::enable_shared_from_this<ObjectStore> {
   std::shared_ptr<std::byte> take(uint64_t id);
   // Frees the objects a dead producer was writing or had sealed (nobody will take them).
   void drop_owner(int owner);
+
+  // No object will be created any more: the free space, and from now on each released object's
+  // space, is left for trim() to give back.
+  void close();
+  // Gives back to the kernel (MADV_REMOVE) the pages of the space freed since close() (at the first
+  // call, all free space at close); returns the bytes given back. It frees pages, which takes time
+  // in proportion: call it from a thread that nobody waits on. A no-op before close().
+  uint64_t trim();
 
   // Readable after a release or a drop (an eventfd): space may have become free.
   int release_fd() const { return release_fd_.get(); }
@@ -79,6 +93,8 @@ class ObjectStore : public std::enable_shared_from_this<ObjectStore> {
  private:
   ObjectStore(uint64_t capacity, std::byte* base, uint64_t mapped, UniqueFd release_fd);
   void release(uint64_t id);
+  // Under mu_: frees an object's space (left for trim() once closed).
+  void free_space(const Object& o);
 
   mutable std::mutex mu_;
   ArenaAllocator allocator_;
@@ -87,6 +103,8 @@ class ObjectStore : public std::enable_shared_from_this<ObjectStore> {
   UniqueFd release_fd_;
   std::map<uint64_t, Object> objects_;
   uint64_t next_id_ = 1;
+  bool closed_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> to_trim_;  // (offset, bytes) freed since close()
 };
 
 }  // namespace pipeprof::pipelines::mp

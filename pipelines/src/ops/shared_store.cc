@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -231,6 +232,9 @@ class SharedStoreIterator final : public Iterator {
         if (!receive(i)) watch[static_cast<size_t>(i)] = false;
       }
       grant();
+      // Once every producer has ended, the space the consumer releases goes back to the kernel
+      // here, while it still works on what it took, rather than in the unmapping at its end.
+      store_->trim();
     }
   }
 
@@ -268,6 +272,8 @@ class SharedStoreIterator final : public Iterator {
           std::lock_guard lock(mu_);
           ended_[static_cast<size_t>(i)] = true;
           cv_.notify_all();
+          if (std::all_of(ended_.begin(), ended_.end(), [](bool e) { return e; }))
+            store_->close();  // nobody asks for space any more
           return false;
         }
         case mp::MessageKind::kError:
