@@ -46,9 +46,7 @@ SimResult simulate(const nlohmann::json& pipeline, const SimOptions& options) {
                        .autotune_parallelism = options.autotune_parallelism > 0
                                                    ? options.autotune_parallelism
                                                    : pipelines::default_autotune_parallelism(),
-                       .rates = {.memcpy_gb_per_s = options.memcpy_gb_per_s,
-                                 .fill_gb_per_s = options.fill_gb_per_s,
-                                 .socket_gb_per_s = options.socket_gb_per_s}};
+                       .rates = options.rates};
   try {
     NodePtr root = build_chain(pipeline, ctx);
     Time t = 0, waited = 0;

@@ -124,6 +124,8 @@ constexpr RateKind kRateKinds[] = {
     {"fill_gb_per_s", &MachineRates::fill_gb_per_s, [] { return measure_fill_gb_per_s(); }},
     {"socket_gb_per_s", &MachineRates::socket_gb_per_s,
      [] { return pipelines::measure_socket_receive_gb_per_s(); }},
+    {"store_first_write_gb_per_s", &MachineRates::store_first_write_gb_per_s,
+     [] { return pipelines::measure_store_first_write_gb_per_s(); }},
 };
 
 }  // namespace
@@ -136,11 +138,7 @@ nlohmann::json to_json(const MachineRates& rates) {
 }
 
 SimResult simulate_measured(const nlohmann::json& spec, SimOptions options, MachineRates& rates) {
-  auto use = [&] {
-    options.memcpy_gb_per_s = rates.memcpy_gb_per_s;
-    options.fill_gb_per_s = rates.fill_gb_per_s;
-    options.socket_gb_per_s = rates.socket_gb_per_s;
-  };
+  auto use = [&] { options.rates = rates; };
   use();
   SimResult r = simulate(spec, options);
   // Each missing rate the simulation asks for, measured once (every pass measures a rate that was
@@ -253,9 +251,7 @@ ExperimentResult run_experiment(const Experiment& x, const RunOptions& options) 
   const SimResult ideal = simulate_measured(r.spec, sim, rates);
   sim.bound = true;
   const SimResult bound = simulate_measured(r.spec, sim, rates);
-  r.memcpy_gb_per_s = rates.memcpy_gb_per_s;
-  r.fill_gb_per_s = rates.fill_gb_per_s;
-  r.socket_gb_per_s = rates.socket_gb_per_s;
+  r.rates = rates;
   if (bound.supported) r.bound_ms = bound.total_ms;
   if (ideal.supported) {
     r.ideal_ms = ideal.total_ms;
@@ -298,8 +294,8 @@ double bytes_copied_per_element(const ExperimentResult& r) {
 }
 
 std::optional<double> copy_floor_ms_per_element(const ExperimentResult& r) {
-  if (r.memcpy_gb_per_s <= 0) return std::nullopt;
-  return bytes_copied_per_element(r) / (r.memcpy_gb_per_s * 1e9) * 1e3;
+  if (r.rates.memcpy_gb_per_s <= 0) return std::nullopt;
+  return bytes_copied_per_element(r) / (r.rates.memcpy_gb_per_s * 1e9) * 1e3;
 }
 
 nlohmann::json to_json(const ExperimentResult& r) {
@@ -377,16 +373,13 @@ nlohmann::json to_json(const ExperimentResult& r) {
   if (r.producers > 0) out["producers"] = r.producers;
   // A process-based transport's cost against its physical floor: the copies it made per element
   // at the machine's memcpy bandwidth.
-  if (r.memcpy_gb_per_s > 0) {
-    out["transport"] = {{"memcpy_gb_per_s", r.memcpy_gb_per_s},
+  if (r.rates.memcpy_gb_per_s > 0) {
+    out["transport"] = {{"memcpy_gb_per_s", r.rates.memcpy_gb_per_s},
                         {"bytes_copied_per_element", bytes_copied_per_element(r)},
                         {"copy_floor_ms_per_element", *copy_floor_ms_per_element(r)}};
   }
   // The rates the simulator's ideal was computed with (CPU fills, copies, socket receives).
-  if (nlohmann::json rates = to_json(MachineRates{.memcpy_gb_per_s = r.memcpy_gb_per_s,
-                                                  .fill_gb_per_s = r.fill_gb_per_s,
-                                                  .socket_gb_per_s = r.socket_gb_per_s});
-      !rates.empty()) {
+  if (nlohmann::json rates = to_json(r.rates); !rates.empty()) {
     out["measured_rates"] = std::move(rates);
   }
   if (r.ideal_wait_ms) out["ideal_wait_ms"] = *r.ideal_wait_ms;

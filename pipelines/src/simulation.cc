@@ -59,6 +59,12 @@ Time SimContext::receive_ms(double bytes, std::string_view who) const {
                  "socket receive rate", "socket_gb_per_s");
 }
 
+Time SimContext::first_write_ms(double bytes, std::string_view who) const {
+  return at_rate(bytes, rates.store_first_write_gb_per_s, who, "writes",
+                 "producer's first element into store pages never written before",
+                 "rate of first writes into a store", "store_first_write_gb_per_s");
+}
+
 nlohmann::json substitute_element(const nlohmann::json& j, double value, std::string_view who) {
   if (j.is_string()) {
     const std::string s = j.get<std::string>();

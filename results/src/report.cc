@@ -97,6 +97,12 @@ std::string transport_line(const nlohmann::json& x) {
                           "transport's buffers in the same run.",
                           *socket);
     }
+    if (auto first = opt_number(*rates, "store_first_write_gb_per_s"); first && *first > 0) {
+      line += fmt::format(" The ideal writes each producer's first element into pages no process "
+                          "has written before at {:.2f} GB/s, the rate measured into a fresh "
+                          "store in the same run.",
+                          *first);
+    }
   }
   return line + "\n\n";
 }

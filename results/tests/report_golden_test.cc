@@ -87,6 +87,20 @@ TEST(ReportGolden, AMissingTraceIsNotedNotFatal) {
             std::string::npos);
 }
 
+TEST(ReportGolden, TheTransportLineNamesTheFirstWriteRateWhereTheIdealUsedIt) {
+  ResultsFile file = load_results(kGolden / "results.json");
+  const std::string sentence = "first element into pages no process has written before at 0.63 GB/s";
+  EXPECT_EQ(render_report(file.doc, kGolden).markdown.find(sentence), std::string::npos);
+  int with_rates = 0;
+  for (auto& x : file.doc["experiments"]) {
+    if (!x.contains("measured_rates")) continue;
+    x["measured_rates"]["store_first_write_gb_per_s"] = 0.634;
+    ++with_rates;
+  }
+  ASSERT_GT(with_rates, 0);
+  EXPECT_NE(render_report(file.doc, kGolden).markdown.find(sentence), std::string::npos);
+}
+
 TEST(ReportGolden, ReadsSchemaVersion1) {
   const nlohmann::json v1 = nlohmann::json::parse(R"({
     "schema_version": 1, "pipeprof_version": "0.0.9", "repetitions": 2, "interrupted": true,

@@ -86,6 +86,10 @@ Outcome tune_command(const TuneCommandOptions& o) {
       measured.push_back(fmt::format("fill {:.2f} GB/s", rates.fill_gb_per_s));
     if (rates.socket_gb_per_s > 0)
       measured.push_back(fmt::format("socket receive {:.1f} GB/s", rates.socket_gb_per_s));
+    if (rates.store_first_write_gb_per_s > 0) {
+      measured.push_back(
+          fmt::format("first writes into a store {:.2f} GB/s", rates.store_first_write_gb_per_s));
+    }
     std::cerr << (measured.empty() ? std::string("model: no machine rate needed\n")
                                    : fmt::format("model: {}, measured now\n",
                                                  fmt::join(measured, ", ")));

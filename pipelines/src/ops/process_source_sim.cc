@@ -2,9 +2,12 @@
 // each running the nested pipeline with "$element" = its index (so a generator's fetch latency and
 // CPU fill are the nested stages' rules), a queue of `queue_capacity` slots, and the transport's
 // cost of each element at a rate measured in the same run: shared_store's copy into the store at
-// the memcpy bandwidth (copy = bytes / memcpy), multiprocess's receive out of the socket at the
-// rate a large element is received through a socket pair with the transport's buffers
-// (receive = bytes / socket rate: the kernel's copies, which run at about half a memcpy's rate).
+// the memcpy bandwidth (copy = bytes / memcpy), except each producer's first, which writes pages
+// no process has written before and pays the kernel's first touch of each (copy = bytes / the
+// rate of such first writes, measured into a fresh store), multiprocess's receive out of the
+// socket at the rate a large element is received through a socket pair with the transport's
+// buffers (receive = bytes / socket rate: the kernel's copies, which run at about half a memcpy's
+// rate).
 //
 // Producer p, its element j (started at the first request, like the real producers, which are
 // forked when the iterator is created):
@@ -99,6 +102,7 @@ struct Producer {
   Time ended_at = 0;
   std::deque<Held> held;
   Time read_end = 0;  // socket: when the consumer finished reading its previous element
+  bool wrote = false;  // store: it wrote an object before (its process touched store pages)
 };
 
 struct Settings {
@@ -178,6 +182,16 @@ class ProcessSourceIterator final : public SimIterator {
   SlotPool& pool(size_t i) { return pools_[s_.deterministic ? i : 0]; }
 
   Time copy_ms(const Elem& e) const { return s_.context.copy_ms(*e.bytes, s_.op); }
+  // The copy into the store of an element that gets its slot at `a`. A producer's first object,
+  // created before the consumer has taken anything, is written into pages that no process has
+  // written: the store is fresh, and no space is freed for reuse before an object is taken. Every
+  // other object may go into pages its process or another wrote before: memcpy, so that the ideal
+  // stays a lower bound.
+  Time store_write_ms(Producer& p, const Elem& e, Time a) const {
+    const bool fresh = !p.wrote && a < first_take_;
+    p.wrote = true;
+    return fresh ? s_.context.first_write_ms(*e.bytes, s_.op) : copy_ms(e);
+  }
   Time receive_ms(const Elem& e) const { return s_.context.receive_ms(*e.bytes, s_.op); }
 
   // When producer p's next held element is there for the consumer (socket: its bytes start to
@@ -238,7 +252,7 @@ class ProcessSourceIterator final : public SimIterator {
     Elem e = std::move(*p.pulled);
     p.pulled.reset();
     if (s_.transport == Transport::kStore) {
-      const Time written = a + copy_ms(e);
+      const Time written = a + store_write_ms(p, e, a);
       p.held.push_back({std::move(e), written});
       pull(p, written);
     } else {
@@ -252,6 +266,7 @@ class ProcessSourceIterator final : public SimIterator {
     Producer& p = producers_[static_cast<size_t>(who)];
     Time at = std::max(t, ready(p));
     if (s_.transport == Transport::kSocket) at += receive_ms(p.held.front().elem);
+    first_take_ = std::min(first_take_, at);
     Elem e = std::move(p.held.front().elem);
     p.held.pop_front();
     if (s_.transport == Transport::kSocket) p.read_end = at;
@@ -265,6 +280,7 @@ class ProcessSourceIterator final : public SimIterator {
   std::vector<Producer> producers_;
   std::vector<SlotPool> pools_;
   int turn_ = 0;
+  Time first_take_ = kUnbounded;  // when the consumer took its first element
 };
 
 class ProcessSourceNode final : public sim::SimNode {

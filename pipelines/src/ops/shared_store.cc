@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "mp/channel.h"
 #include "mp/cpu_turns.h"
@@ -438,6 +441,28 @@ const OpRegistration& shared_store_registration() {
 }
 
 }  // namespace ops
+
+double measure_store_first_write_gb_per_s(size_t bytes, int tries) {
+  bytes = std::max<size_t>(bytes, 1);
+  try {
+    const std::vector<std::byte> source(bytes, std::byte{1});  // written: its pages are touched
+    int64_t best = 0;
+    for (int i = 0; i < std::max(1, tries); ++i) {
+      const auto store = mp::ObjectStore::create(bytes);
+      const auto object = store->create_object(bytes, 0);
+      if (!object) return 0;
+      const std::span<std::byte> to(store->base() + object->offset, bytes);
+      const int64_t t0 = trace::now_ns();
+      fault_in_for_write(to);  // the producer's own steps (store_element)
+      std::memcpy(to.data(), source.data(), bytes);
+      const int64_t dt = trace::now_ns() - t0;
+      if (best == 0 || dt < best) best = dt;
+    }
+    return best > 0 ? static_cast<double>(bytes) / static_cast<double>(best) : 0;
+  } catch (const std::exception&) {
+    return 0;  // no memory for the store or the source
+  }
+}
 
 Dataset shared_store(DatasetFn producer, SharedStoreOptions options) {
   if (!producer.fn) throw std::invalid_argument("shared_store: empty producer function");

@@ -18,9 +18,10 @@
 // function states its timing next to its definition (pipelines/functions.cc); this file runs them.
 //
 // Process sources (multiprocess, shared_store) are modelled as `producers` timelines, each running
-// its nested pipeline, sharing a queue of `queue_capacity` slots, with the transport's copies
-// at the measured memcpy bandwidth (see pipelines/src/ops/process_source_sim.cc). CPU fills
-// (random_tensors, fill_random) take their bytes at the fill rate measured in the same run.
+// its nested pipeline, sharing a queue of `queue_capacity` slots, with the transport's costs at
+// rates measured in the same run: memcpy, a socket's receive, and first writes into a fresh store
+// (see pipelines/src/ops/process_source_sim.cc). CPU fills (random_tensors, fill_random) take
+// their bytes at the fill rate measured in the same run.
 //
 // Unsupported: latencies that are not known in advance (a C++ callable), parallel
 // interleave with fewer workers than cycle_length, non-deterministic parallel stages, and stages
@@ -32,6 +33,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeprof/pipelines/machine_rates.h"
+
 namespace pipeprof::autotune {
 
 struct SimOptions {
@@ -40,11 +43,9 @@ struct SimOptions {
   bool bound = false;                // knobs at their best instead of their starting values
   int64_t autotune_parallelism = 0;  // 0: pipelines::default_autotune_parallelism()
   // The machine's rates, measured in the same run (0: not measured): the copies of shared_store's
-  // transport, the CPU fill of random_tensors / fill_random, and multiprocess's socket receive
-  // (pipelines::measure_socket_receive_gb_per_s).
-  double memcpy_gb_per_s = 0;
-  double fill_gb_per_s = 0;
-  double socket_gb_per_s = 0;
+  // transport and its producers' first writes, the CPU fill of random_tensors / fill_random, and
+  // multiprocess's socket receive.
+  pipelines::sim::MeasuredRates rates;
 };
 
 struct SimResult {
@@ -54,8 +55,8 @@ struct SimResult {
   int64_t elements = 0;     // elements the consumer received
   double wait_mean_ms = 0;  // the consumer's mean wait per element (the ends' waits left out)
   // Unsupported only for want of a measured rate (SimOptions): measure it and simulate again.
-  // needed_rate names the first missing one as SimOptions' member ("memcpy_gb_per_s",
-  // "fill_gb_per_s", "socket_gb_per_s"); others may be missing too.
+  // needed_rate names the first missing one as SimOptions::rates' member ("memcpy_gb_per_s", ...);
+  // others may be missing too.
   bool needs_rates = false;
   std::string needed_rate;
 };

@@ -32,11 +32,7 @@ double measure_fill_gb_per_s(size_t bytes = size_t{64} << 20, int fills = 3);
 // The simulator on `spec` with the machine's rates: those in `rates` (non-zero: measured before);
 // when the simulation needs a rate still missing, that rate (only those it asks for) is measured,
 // written back to `rates`, and the spec simulated again. `options`' own rates are replaced.
-struct MachineRates {
-  double memcpy_gb_per_s = 0;
-  double fill_gb_per_s = 0;
-  double socket_gb_per_s = 0;  // pipelines::measure_socket_receive_gb_per_s
-};
+using MachineRates = pipelines::sim::MeasuredRates;
 autotune::SimResult simulate_measured(const nlohmann::json& spec, autotune::SimOptions options,
                                       MachineRates& rates);
 // The rates measured (those above 0) as {"memcpy_gb_per_s": ..., ...}: results' and tune logs'
@@ -102,15 +98,10 @@ struct ExperimentResult {
   std::string ideal_basis;  // why ideal_ms is not the configured knobs' ideal, when it is not
   std::string trace_file;   // where that trace was written, relative to the results file
   double median_steady_wait_ms = 0;
-  // For pipelines with a process-based transport (multiprocess, shared_store): the memcpy
-  // bandwidth measured in the same run, GB/s (0 when not measured).
-  double memcpy_gb_per_s = 0;
-  // The fill rate of random_tensors / fill_random measured in the same run, GB/s (0 when the
-  // simulation did not need it).
-  double fill_gb_per_s = 0;
-  // The rate a multiprocess element is received through its socket, measured in the same run,
-  // GB/s (0 when the simulation did not need it): what the ideal charges for the receive.
-  double socket_gb_per_s = 0;
+  // The machine's rates measured in the same run (0: not measured): memcpy for pipelines with a
+  // process-based transport (multiprocess, shared_store; it gives their floor too), the others
+  // where the simulation of the ideal needed them.
+  MachineRates rates;
   // The consumer's mean wait per element in the ideal (the simulator's), beside median_wait.
   std::optional<double> ideal_wait_ms;
   // Part B (the Ray article): its metric is the mean wait per batch, published as seed_wait_ms.

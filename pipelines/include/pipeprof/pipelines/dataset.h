@@ -213,6 +213,13 @@ Dataset multiprocess(DatasetFn producer, MultiprocessOptions options = {});
 // measured (no socket, thread or memory, a failed or a 30 s receive); it throws nothing.
 double measure_socket_receive_gb_per_s(size_t bytes = size_t{48} << 20, int copies = 6);
 Dataset shared_store(DatasetFn producer, SharedStoreOptions options = {});
+// The rate in GB/s at which a large element is written into object-store pages that no process
+// has written before: a fresh store of `bytes`, the object's pages mapped for writing and the
+// element copied in, as a shared_store producer does, from a buffer touched beforehand; the best of
+// `tries`. The simulator charges each shared_store producer's first object at this rate
+// (sim::MeasuredRates::store_first_write_gb_per_s). 0 when it could not be measured (no memory
+// for the store); it throws nothing.
+double measure_store_first_write_gb_per_s(size_t bytes = size_t{48} << 20, int tries = 3);
 
 // A node of the graph: one operation and its inputs. Immutable once built (the cache's store is
 // the one piece of shared state, and it is internally synchronized).

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeprof/pipelines/machine_rates.h"
 #include "pipeprof/pipelines/tensor.h"
 
 namespace pipeprof::pipelines {
@@ -249,19 +250,9 @@ inline NodePtr counting_stage(NodePtr input,
   });
 }
 
-// Rates measured on the machine in the same run (the harness's microbenchmarks), for costs that
-// are CPU or memory work rather than a stated latency. 0: not measured.
-struct MeasuredRates {
-  double memcpy_gb_per_s = 0;  // one memcpy of a large buffer: a transport's copies
-  double fill_gb_per_s = 0;    // the pseudo-random fill of fill_random and random_tensors
-  // A large element received through a socket pair with the multiprocess transport's buffers
-  // (measure_socket_receive_gb_per_s): the kernel's copies into its buffers and out.
-  double socket_gb_per_s = 0;
-};
-
 // Unsupported only because a measured rate is missing: the caller may measure it and simulate
 // again (autotune::SimResult::needs_rates). `rate` names it as MeasuredRates' member does
-// ("memcpy_gb_per_s", "fill_gb_per_s", "socket_gb_per_s").
+// ("memcpy_gb_per_s", "fill_gb_per_s", "socket_gb_per_s", "store_first_write_gb_per_s").
 struct NeedsMeasurement : Unsupported {
   NeedsMeasurement(const std::string& what, std::string missing)
       : Unsupported(what), rate(std::move(missing)) {}
@@ -281,6 +272,8 @@ struct SimContext {
   Time fill_ms(double bytes, std::string_view who) const;
   // The time to receive `bytes` through a socket at the measured rate (NeedsMeasurement likewise).
   Time receive_ms(double bytes, std::string_view who) const;
+  // The time to write `bytes` into object-store pages no process has written before (likewise).
+  Time first_write_ms(double bytes, std::string_view who) const;
 };
 
 // A nested pipeline with "$element" / "$element[0]" replaced by `value` (interleave's inputs, a
