@@ -294,9 +294,9 @@ TEST(Simulator, OneProducerIsItsFetchPlusFill) {
   EXPECT_DOUBLE_EQ(ss.total_ms, 20 * 52 + 10);
 }
 
-// A shared_store producer's first object goes into pages that no process has written, while the
-// consumer has taken nothing (no space freed for reuse): it is written at the rate of such first
-// writes, every later object at memcpy's.
+// A shared_store producer's first object may go into pages that no process has written until the
+// earliest time any space could be freed for reuse: it is written at the rate of such first
+// writes, or, if that ends later, at memcpy's from that time; every later object at memcpy's.
 TEST(Simulator, AProducersFirstObjectBeforeAnyTakePaysTheFirstWrites) {
   auto total = [](int producers, int queue_capacity, double first_write_gb_per_s,
                   double step_ms = 10) {
@@ -313,8 +313,9 @@ TEST(Simulator, AProducersFirstObjectBeforeAnyTakePaysTheFirstWrites) {
   EXPECT_DOUBLE_EQ(total(1, 16, 0.5), 20 * 52 + 1 + 10);
   EXPECT_DOUBLE_EQ(total(1, 16, 0.5) - total(1, 16, 1), 1);
   // Two producers, one slot, a short step: the second producer gets the slot when the consumer
-  // takes the first one's object, and may write into that object's space, so only the first
-  // producer pays (the consumer waits for the second's write too).
+  // takes the first one's object, at 53, the earliest any space could be reused (51 + 2): priced
+  // at memcpy from there, only the first producer pays (the consumer waits for the second's
+  // write too).
   EXPECT_DOUBLE_EQ(total(2, 1, 0.5, 0.5) - total(2, 1, 1, 0.5), 1);
 }
 

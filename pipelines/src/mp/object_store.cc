@@ -131,10 +131,16 @@ uint64_t ObjectStore::trim() {
     std::lock_guard lock(mu_);
     ranges.swap(to_trim_);
   }
-  // Outside the lock: a closed store never hands these ranges out again.
+  // Outside the lock: a closed store never hands these ranges out again. Only the whole pages
+  // inside a range: where the page is larger than the arena's alignment (64 KiB pages), a page
+  // that reaches past the range may hold an object still taken.
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   uint64_t given = 0;
-  for (const auto& [offset, bytes] : ranges)
-    if (::madvise(base_ + offset, bytes, MADV_REMOVE) == 0) given += bytes;
+  for (const auto& [offset, bytes] : ranges) {
+    const uint64_t from = (offset + page - 1) / page * page;
+    const uint64_t to = (offset + bytes) / page * page;
+    if (from < to && ::madvise(base_ + from, to - from, MADV_REMOVE) == 0) given += to - from;
+  }
   return given;
 }
 

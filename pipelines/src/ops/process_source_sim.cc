@@ -2,10 +2,9 @@
 // each running the nested pipeline with "$element" = its index (so a generator's fetch latency and
 // CPU fill are the nested stages' rules), a queue of `queue_capacity` slots, and the transport's
 // cost of each element at a rate measured in the same run: shared_store's copy into the store at
-// the memcpy bandwidth (copy = bytes / memcpy), except each producer's first, which writes pages
-// no process has written before and pays the kernel's first touch of each (copy = bytes / the
-// rate of such first writes, measured into a fresh store), multiprocess's receive out of the
-// socket at the rate a large element is received through a socket pair with the transport's
+// the memcpy bandwidth (copy = bytes / memcpy), except for a producer's first element, which may
+// have to write pages no process has written before (below), and multiprocess's receive out of
+// the socket at the rate a large element is received through a socket pair with the transport's
 // buffers (receive = bytes / socket rate: the kernel's copies, which run at about half a memcpy's
 // rate).
 //
@@ -16,9 +15,17 @@
 //   a = max(r, the earliest free slot)       a slot of the queue: queue_capacity slots shared by
 //                                            all producers (deterministic: ceil(capacity /
 //                                            producers) each), taken in the order of r
-//   shared_store: the producer writes the element into the store (its one copy) and pulls the
-//                 next at a + copy; the consumer asked at t has it at max(t, a + copy) (zero
-//                 copy), which frees the slot.
+//   shared_store: the producer writes the element into the store (its one copy, w) and pulls the
+//                 next at a + w; the consumer asked at t has it at max(t, a + w) (zero copy),
+//                 which frees the slot. w = copy, but for a producer's first element
+//                 w = min(first, max(0, L - a) + copy), where first = bytes / the rate of first
+//                 writes into a fresh store (the kernel's first touch of each page) and L, the
+//                 earliest any space can be freed for reuse, is the earliest a producer's first
+//                 element can be written at that rate: a fresh store hands out no space twice
+//                 before a release, no object is released before it is taken, and the first one
+//                 taken went into pages never written. So a first element written before L pays
+//                 the first touches, one after L may go into reused pages, and w is never more
+//                 than a run pays either way.
 //   multiprocess: the producer's pipeline pulls the next at a while its sender thread writes the
 //                 element into the socket; the consumer reads it out as it arrives (the two copies
 //                 overlap through the socket's buffer), so it has it at
@@ -162,6 +169,10 @@ class ProcessSourceIterator final : public SimIterator {
       producers_.push_back(std::move(p));
       pull(producers_.back(), t);
     }
+    if (s_.transport == Transport::kStore) {
+      for (const Producer& p : producers_)
+        if (p.pulled) reuse_from_ = std::min(reuse_from_, p.pulled_at + first_write_ms(*p.pulled));
+    }
   }
 
   void pull(Producer& p, Time s) {
@@ -182,16 +193,13 @@ class ProcessSourceIterator final : public SimIterator {
   SlotPool& pool(size_t i) { return pools_[s_.deterministic ? i : 0]; }
 
   Time copy_ms(const Elem& e) const { return s_.context.copy_ms(*e.bytes, s_.op); }
-  // The copy into the store of an element that gets its slot at `a`. A producer's first object,
-  // created before the consumer has taken anything, is written into pages that no process has
-  // written: the store is fresh, and no space is freed for reuse before an object is taken. Every
-  // other object may go into pages its process or another wrote before: memcpy, so that the ideal
-  // stays a lower bound.
+  // w, the write into the store of an element that gets its slot at `a` (the header's rule).
   Time store_write_ms(Producer& p, const Elem& e, Time a) const {
-    const bool fresh = !p.wrote && a < first_take_;
+    if (p.wrote) return copy_ms(e);
     p.wrote = true;
-    return fresh ? s_.context.first_write_ms(*e.bytes, s_.op) : copy_ms(e);
+    return std::min(first_write_ms(e), std::max<Time>(0, reuse_from_ - a) + copy_ms(e));
   }
+  Time first_write_ms(const Elem& e) const { return s_.context.first_write_ms(*e.bytes, s_.op); }
   Time receive_ms(const Elem& e) const { return s_.context.receive_ms(*e.bytes, s_.op); }
 
   // When producer p's next held element is there for the consumer (socket: its bytes start to
@@ -266,7 +274,6 @@ class ProcessSourceIterator final : public SimIterator {
     Producer& p = producers_[static_cast<size_t>(who)];
     Time at = std::max(t, ready(p));
     if (s_.transport == Transport::kSocket) at += receive_ms(p.held.front().elem);
-    first_take_ = std::min(first_take_, at);
     Elem e = std::move(p.held.front().elem);
     p.held.pop_front();
     if (s_.transport == Transport::kSocket) p.read_end = at;
@@ -280,7 +287,7 @@ class ProcessSourceIterator final : public SimIterator {
   std::vector<Producer> producers_;
   std::vector<SlotPool> pools_;
   int turn_ = 0;
-  Time first_take_ = kUnbounded;  // when the consumer took its first element
+  Time reuse_from_ = kUnbounded;  // store: L, the earliest space can be freed for reuse
 };
 
 class ProcessSourceNode final : public sim::SimNode {

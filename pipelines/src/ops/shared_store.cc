@@ -275,8 +275,10 @@ class SharedStoreIterator final : public Iterator {
           std::lock_guard lock(mu_);
           ended_[static_cast<size_t>(i)] = true;
           cv_.notify_all();
-          if (std::all_of(ended_.begin(), ended_.end(), [](bool e) { return e; }))
+          if (std::all_of(ended_.begin(), ended_.end(), [](bool e) { return e; })) {
             store_->close();  // nobody asks for space any more
+            requests_.clear();
+          }
           return false;
         }
         case mp::MessageKind::kError:

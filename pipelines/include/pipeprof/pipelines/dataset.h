@@ -216,8 +216,10 @@ Dataset shared_store(DatasetFn producer, SharedStoreOptions options = {});
 // The rate in GB/s at which a large element is written into object-store pages that no process
 // has written before: a fresh store of `bytes`, the object's pages mapped for writing and the
 // element copied in, as a shared_store producer does, from a buffer touched beforehand; the best of
-// `tries`. The simulator charges each shared_store producer's first object at this rate
-// (sim::MeasuredRates::store_first_write_gb_per_s). 0 when it could not be measured (no memory
+// `tries`. The simulator charges a shared_store producer's first object at this rate where it
+// may be written before any space could be reused (sim::MeasuredRates::store_first_write_gb_per_s;
+// pipelines/src/ops/process_source_sim.cc). With a CUDA step alive the store is registered, its
+// pages faulted in, and the rate comes out faster, which keeps the ideal a lower bound. 0 when it could not be measured (no memory
 // for the store); it throws nothing.
 double measure_store_first_write_gb_per_s(size_t bytes = size_t{48} << 20, int tries = 3);
 
