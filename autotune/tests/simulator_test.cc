@@ -246,12 +246,14 @@ TEST(Simulator, CopiesAndFillsNeedTheMeasuredRates) {
   const nlohmann::json g = nlohmann::json::parse(
       R"({"stages": [{"op": "generator", "fn": "random_tensors",
                       "args": {"count": 2, "shapes": [[1000]], "delay_ms": 5}}]})");
-  const SimResult nofill = simulate(g, {.step_ms = 1, .epochs = 1, .rates = {.memcpy_gb_per_s = 1}});
+  const SimResult nofill =
+      simulate(g, {.step_ms = 1, .epochs = 1, .rates = {.memcpy_gb_per_s = 1}});
   EXPECT_TRUE(nofill.needs_rates);
   EXPECT_NE(nofill.reason.find("fill rate"), std::string::npos) << nofill.reason;
   EXPECT_EQ(nofill.needed_rate, "fill_gb_per_s");
   // 4000 bytes at 0.001 GB/s (1000 bytes per ms): 4 ms of fill after each 5 ms fetch.
-  const SimResult filled = simulate(g, {.step_ms = 1, .epochs = 1, .rates = {.fill_gb_per_s = 0.001}});
+  const SimResult filled =
+      simulate(g, {.step_ms = 1, .epochs = 1, .rates = {.fill_gb_per_s = 0.001}});
   ASSERT_TRUE(filled.supported) << filled.reason;
   EXPECT_DOUBLE_EQ(filled.total_ms, 2 * 9 + 1 + 1);
 }
@@ -374,8 +376,8 @@ TEST(Simulator, QueueCapacityMattersForABurstyFetch) {
       "producers": 1, "queue_capacity": "autotune", "pipeline": {"stages": [
       {"op": "artificial", "open_ms": 100, "read_ms": 0, "num_samples": 8},
       {"op": "repeat", "count": 3}]}}]})");
-  const SimResult bound =
-      simulate(autotuned, {.step_ms = 10, .epochs = 1, .bound = true, .rates = {.socket_gb_per_s = 1e6}});
+  const SimResult bound = simulate(
+      autotuned, {.step_ms = 10, .epochs = 1, .bound = true, .rates = {.socket_gb_per_s = 1e6}});
   ASSERT_TRUE(bound.supported) << bound.reason;
   EXPECT_NEAR(bound.total_ms, roomy.total_ms, 1e-6);
 }

@@ -95,13 +95,15 @@ TEST(CatalogIdeal, PartBFollowsTheProcessSourcesModel) {
   EXPECT_NEAR(sim("generator", false, 2, all).total_ms, 10 * fetch_fill + 100, 1e-6);
   // multiprocess needs the socket's receive rate, not the store's rates; shared_store the
   // reverse: memcpy, and the first writes into its fresh pages.
-  const SimResult no_socket = sim("multiprocess", false, 2, without(&MachineRates::socket_gb_per_s));
+  const SimResult no_socket =
+      sim("multiprocess", false, 2, without(&MachineRates::socket_gb_per_s));
   EXPECT_TRUE(no_socket.needs_rates);
   EXPECT_NE(no_socket.reason.find("socket receive rate"), std::string::npos) << no_socket.reason;
   EXPECT_TRUE(sim("multiprocess", false, 2,
                   without(&MachineRates::store_first_write_gb_per_s)).supported);
   EXPECT_TRUE(sim("shared_store", false, 2, without(&MachineRates::socket_gb_per_s)).supported);
-  const SimResult no_memcpy = sim("shared_store", false, 2, without(&MachineRates::memcpy_gb_per_s));
+  const SimResult no_memcpy =
+      sim("shared_store", false, 2, without(&MachineRates::memcpy_gb_per_s));
   EXPECT_TRUE(no_memcpy.needs_rates);
   EXPECT_EQ(no_memcpy.needed_rate, "memcpy_gb_per_s");
   const SimResult no_first =

@@ -89,7 +89,8 @@ TEST(ReportGolden, AMissingTraceIsNotedNotFatal) {
 
 TEST(ReportGolden, TheTransportLineNamesTheFirstWriteRateWhereTheIdealUsedIt) {
   ResultsFile file = load_results(kGolden / "results.json");
-  const std::string sentence = "first element into pages no process has written before at 0.63 GB/s";
+  const std::string sentence =
+      "first element into pages no process has written before at 0.63 GB/s";
   EXPECT_EQ(render_report(file.doc, kGolden).markdown.find(sentence), std::string::npos);
   int with_rates = 0;
   for (auto& x : file.doc["experiments"]) {

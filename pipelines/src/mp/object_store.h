@@ -69,9 +69,9 @@ class ObjectStore : public std::enable_shared_from_this<ObjectStore> {
   // No object will be created any more: the free space, and from now on each released object's
   // space, is left for trim() to give back.
   void close();
-  // Gives back to the kernel (MADV_REMOVE) the whole pages of the space freed since close() (at the
-  // first call, all free space at close); returns the bytes given back. It frees pages, which takes time
-  // in proportion: call it from a thread that nobody waits on. A no-op before close().
+  // Gives back to the kernel (MADV_REMOVE) the whole pages of the space freed since close() (at
+  // the first call, all free space at close); returns the bytes given back. It frees pages, which
+  // takes time in proportion: call it from a thread that nobody waits on. A no-op before close().
   uint64_t trim();
 
   // Readable after a release or a drop (an eventfd): space may have become free.

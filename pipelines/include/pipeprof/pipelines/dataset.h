@@ -219,8 +219,8 @@ Dataset shared_store(DatasetFn producer, SharedStoreOptions options = {});
 // `tries`. The simulator charges a shared_store producer's first object at this rate where it
 // may be written before any space could be reused (sim::MeasuredRates::store_first_write_gb_per_s;
 // pipelines/src/ops/process_source_sim.cc). With a CUDA step alive the store is registered, its
-// pages faulted in, and the rate comes out faster, which keeps the ideal a lower bound. 0 when it could not be measured (no memory
-// for the store); it throws nothing.
+// pages faulted in, and the rate comes out faster, which keeps the ideal a lower bound. 0 when it
+// could not be measured (no memory for the store); it throws nothing.
 double measure_store_first_write_gb_per_s(size_t bytes = size_t{48} << 20, int tries = 3);
 
 // A node of the graph: one operation and its inputs. Immutable once built (the cache's store is
