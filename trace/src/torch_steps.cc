@@ -258,62 +258,109 @@ TorchAnalysis analyze_torch(const Trace& t) {
       return kHostOther;
     });
   };
-  for (const Lane& lane : t.lanes) {
+  // Each list is reserved at its exact size first (a count of every span's kind, which KindMemo
+  // makes cheap): grown by doubling, a large trace's lists were copied and their pages touched
+  // about twice, which was half of this analysis's time.
+  enum Target : size_t {
+    kKernelList,
+    kCommList,
+    kMemcpyList,
+    kMemsetList,
+    kPageableList,
+    kStepList,
+    kDataLoaderList,
+    kSyncCopyList,
+    kRuntimeList,
+    kOptimizerList,
+    kCpuExecList,
+    kTargets
+  };
+  // The lists a span of each kind goes to (at most two).
+  const auto targets_of = [&](const Lane& lane, const Span& s, Target(&out)[2]) -> int {
     if (lane.kind == LaneKind::kGpuStream) {
-      a.has_gpu = a.has_gpu || !lane.spans.empty();
-      for (const Span& s : lane.spans) {
-        const Interval i{s.start_ns, s.end_ns()};
-        switch (gpu_kind(s)) {
-          case kGpuKernel:
-            cat[idx(StepCategory::kKernel)].push_back(i);
-            break;
-          case kGpuNccl:
-            cat[idx(StepCategory::kCommunication)].push_back(i);
-            break;
-          case kGpuPageableHtoD:
-            pageable.push_back(i);
-            [[fallthrough]];
-          case kGpuMemcpy:
-            cat[idx(StepCategory::kMemcpy)].push_back(i);
-            break;
-          case kGpuMemset:
-            cat[idx(StepCategory::kMemset)].push_back(i);
-            break;
-          default:
-            break;
-        }
-      }
-      continue;
-    }
-    for (const Span& s : lane.spans) {
-      const Interval i{s.start_ns, s.end_ns()};
-      const uint8_t kind = host_kind(s);
-      switch (kind) {
-        case kHostStep:
-          steps_cpu.push_back(i);
-          step_names.emplace_back(t.name(s));
-          break;
-        case kHostDataLoader:
-        case kHostDataPipe: {
-          cat[idx(StepCategory::kDataLoader)].push_back(i);
-          std::string& it = kind == kHostDataPipe ? datapipe_iter : dataloader_iter;
-          if (it.empty()) it = iterator_of(t.name(s));
-          break;
-        }
-        case kHostSyncRuntime:
-          sync_copy.push_back(i);
-          [[fallthrough]];
-        case kHostRuntime:
-          cat[idx(StepCategory::kRuntime)].push_back(i);
-          break;
-        case kHostOptimizer:
-          optimizer.push_back(i);
-          [[fallthrough]];
-        case kHostCpuExec:
-          cat[idx(StepCategory::kCpuExec)].push_back(i);
-          break;
+      switch (gpu_kind(s)) {
+        case kGpuKernel:
+          out[0] = kKernelList;
+          return 1;
+        case kGpuNccl:
+          out[0] = kCommList;
+          return 1;
+        case kGpuPageableHtoD:
+          out[0] = kPageableList;
+          out[1] = kMemcpyList;
+          return 2;
+        case kGpuMemcpy:
+          out[0] = kMemcpyList;
+          return 1;
+        case kGpuMemset:
+          out[0] = kMemsetList;
+          return 1;
         default:
-          break;
+          return 0;
+      }
+    }
+    switch (host_kind(s)) {
+      case kHostStep:
+        out[0] = kStepList;
+        return 1;
+      case kHostDataLoader:
+      case kHostDataPipe:
+        out[0] = kDataLoaderList;
+        return 1;
+      case kHostSyncRuntime:
+        out[0] = kSyncCopyList;
+        out[1] = kRuntimeList;
+        return 2;
+      case kHostRuntime:
+        out[0] = kRuntimeList;
+        return 1;
+      case kHostOptimizer:
+        out[0] = kOptimizerList;
+        out[1] = kCpuExecList;
+        return 2;
+      case kHostCpuExec:
+        out[0] = kCpuExecList;
+        return 1;
+      default:
+        return 0;
+    }
+  };
+  Intervals* const lists[kTargets] = {&cat[idx(StepCategory::kKernel)],
+                                      &cat[idx(StepCategory::kCommunication)],
+                                      &cat[idx(StepCategory::kMemcpy)],
+                                      &cat[idx(StepCategory::kMemset)],
+                                      &pageable,
+                                      &steps_cpu,
+                                      &cat[idx(StepCategory::kDataLoader)],
+                                      &sync_copy,
+                                      &cat[idx(StepCategory::kRuntime)],
+                                      &optimizer,
+                                      &cat[idx(StepCategory::kCpuExec)]};
+  {
+    size_t counts[kTargets] = {};
+    Target to[2];
+    for (const Lane& lane : t.lanes)
+      for (const Span& s : lane.spans)
+        for (int k = targets_of(lane, s, to); k > 0; --k)
+          ++counts[to[k - 1]];
+    for (size_t k = 0; k < kTargets; ++k)
+      lists[k]->reserve(counts[k]);
+    step_names.reserve(counts[kStepList]);
+  }
+  for (const Lane& lane : t.lanes) {
+    a.has_gpu = a.has_gpu || (lane.kind == LaneKind::kGpuStream && !lane.spans.empty());
+    Target to[2];
+    for (const Span& s : lane.spans) {
+      const int k = targets_of(lane, s, to);
+      if (k == 0) continue;
+      const Interval i{s.start_ns, s.end_ns()};
+      for (int j = 0; j < k; ++j)
+        lists[to[j]]->push_back(i);
+      if (lane.kind == LaneKind::kGpuStream) continue;
+      if (to[0] == kStepList) step_names.emplace_back(t.name(s));
+      if (to[0] == kDataLoaderList) {
+        std::string& it = host_kind(s) == kHostDataPipe ? datapipe_iter : dataloader_iter;
+        if (it.empty()) it = iterator_of(t.name(s));
       }
     }
   }

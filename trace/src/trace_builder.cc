@@ -187,6 +187,11 @@ void TraceBuilder::resolve_flows(const std::vector<uint32_t>& lane_of_raw) {
   };
   if (!std::is_sorted(flow_points_.begin(), flow_points_.end(), before))  // a file's are, often
     std::stable_sort(flow_points_.begin(), flow_points_.end(), before);
+  // At most one arrow per point that is not a start: reserved at once, the arrows' pages are
+  // touched once and never copied (a large trace has millions).
+  trace_.flows.reserve(static_cast<size_t>(
+      std::count_if(flow_points_.begin(), flow_points_.end(),
+                    [](const FlowPoint& p) { return p.phase != FlowPhase::kStart; })));
   const FlowPoint* open = nullptr;
   for (const FlowPoint& p : flow_points_) {
     if (open != nullptr && (open->category != p.category || open->id != p.id)) open = nullptr;

@@ -288,6 +288,24 @@ TEST(TorchAnalysis, StepsWithoutDataLoaderSayWhy) {
   EXPECT_TRUE(noted);
 }
 
+// A synchronizing runtime call is runtime in the breakdown and, inside the steps, the time the
+// non_blocking suggestion names; other runtime calls are not.
+TEST(TorchAnalysis, SynchronousCopiesAreRuntimeAndSuggestNonBlocking) {
+  const Analysis a = analyze(parse_chrome_json(
+      R"([{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::to", "pid": 1, "tid": 1, "ts": 10, "dur": 30},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 15, "dur": 20},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 50, "dur": 5}])"));
+  ASSERT_EQ(a.torch.steps.size(), 1u);
+  EXPECT_EQ(cat(a.torch.steps[0], StepCategory::kRuntime), 25 * kUs);
+  EXPECT_EQ(cat(a.torch.steps[0], StepCategory::kCpuExec), 10 * kUs);
+  ASSERT_TRUE(has_suggestion(a.torch, "non_blocking"));
+  for (const Suggestion& s : a.torch.suggestions)
+    if (s.knob == "non_blocking") {
+      EXPECT_NE(s.text.find("0.020 ms per step (20.0% of the step)"), std::string::npos) << s.text;
+    }
+}
+
 // A DataLoader over a DataPipe nests the DataPipe's spans in __next__: counted once.
 TEST(TorchAnalysis, NestedDataPipeSpansAreNotCountedTwice) {
   const Analysis a = analyze(parse_chrome_json(
