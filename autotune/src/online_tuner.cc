@@ -226,6 +226,7 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
     Window& w = window_of(s.key);
     const int64_t waited = std::max<int64_t>(0, s.blocked_ns - w.blocked_ns);
     const int64_t outputs = std::max<int64_t>(0, root_elements - w.root_elements);
+    const bool started = w.root_elements > 0;  // the output had elements before this tick's
     w.blocked_ns = s.blocked_ns;
     w.root_elements = root_elements;
 
@@ -291,7 +292,10 @@ bool OnlineTuner::decide(const PerformanceModel& model, double unknown_share) {
           candidates.push_back(std::move(c));
         }
       }
-      if (k && s.buffer_size < k->max() && w.full && waited > 0 && outputs > 0) {
+      // The wait for the first element is the pipeline's start, which no buffer shortens: a tick
+      // that comes late (a loaded machine) sees it beside the buffer that the first element
+      // filled, before the consumer woke to take it.
+      if (k && s.buffer_size < k->max() && w.full && started && waited > 0 && outputs > 0) {
         Candidate c{&s, "buffer_size", std::min(k->max(), s.buffer_size * 2)};
         c.known = true;
         c.gain_ns = static_cast<double>(waited) / static_cast<double>(outputs);

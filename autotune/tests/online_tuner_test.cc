@@ -224,6 +224,34 @@ TEST(OnlineTuner, GrowsABurstyProducersBufferBeforeItsNextGap) {
   });
 }
 
+// The consumer's wait for the first element is the pipeline's start, which no buffer shortens. A
+// tick that first looks after it, with the buffer already filled again (a tuner thread that ran
+// late on a loaded machine), moves nothing.
+TEST(OnlineTuner, TheStartsWaitIsNoReasonToGrowABuffer) {
+  const auto ds =
+      pipelines::artificial({.open_ms = 30, .read_ms = 2, .num_samples = 10}).prefetch(kAutotune);
+  auto it = ds.iterate();
+  pipelines::Knob* buffer = find_knob(it->model(), "buffer_size");
+  ASSERT_NE(buffer, nullptr);
+  buffer->set(1);
+  OnlineTuner tuner(it->model(), {.cpu_budget = 2});
+  ASSERT_TRUE(it->next().has_value());  // waits out the 30 ms open
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  const auto buffered = [&] {
+    int64_t n = 0;
+    for (const pipelines::Node* node : it->model().nodes())
+      n += node->stats().buffered.load();
+    return n;
+  };
+  while (buffered() < 1 && std::chrono::steady_clock::now() < deadline)  // filled again
+    std::this_thread::sleep_for(1ms);
+  ASSERT_GE(buffered(), 1);
+  EXPECT_FALSE(tuner.tick());
+  EXPECT_EQ(buffer->value(), 1);
+  for (const auto& c : tuner.changes())
+    ADD_FAILURE() << c.knob << ": " << c.reason;
+}
+
 TEST(OnlineTuner, FinalValuesWarmStartAnotherIterator) {
   const auto ds = pipelines::range(10)
                       .map(pipelines::make_function("identity"), {.parallelism = kAutotune})

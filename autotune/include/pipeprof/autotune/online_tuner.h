@@ -22,7 +22,8 @@
 //   gain is available.
 // - A buffer_size knob is a candidate when the consumer waited for the buffer and the buffer was
 //   also seen full since the last decision (a bursty producer); the gain is the consumer's wait
-//   per element. It doubles.
+//   per element. It doubles. The wait for the output's first element (the pipeline's start) does
+//   not count.
 // - The candidate with the largest gain is taken if the gain is at least `min_gain` of the
 //   predicted output interval and the move keeps the CPU demand (sum over stages of workers x
 //   CPU share) within `cpu_budget` cores and the buffered bytes within `memory_budget_bytes`.
