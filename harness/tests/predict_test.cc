@@ -457,6 +457,33 @@ TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
   EXPECT_GT(probe_pass(w, files, 70, 60, {}).mib_per_s, 0);
 }
 
+// A start alone ends once every loader has its first batch: it reads a few batches (and the
+// loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
+TEST(StorageProbe, AStartAloneEndsAfterEveryLoadersFirstBatch) {
+  const pipeprof::testing_support::TempDir tmp;
+  DlioWorkload w;
+  w.file = "probe.yaml";
+  w.name = "probe";
+  w.loader = Loader::kPyTorch;
+  w.dataset.data_folder = (tmp / "data").string();
+  w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
+  w.dataset.num_files_train = 400;
+  w.dataset.num_samples_per_file = 1;
+  w.dataset.record_length = 4096;
+  w.read_threads = 2;
+  w.computation_time = pipeprof::pipelines::TimeDistribution::constant(0.01);
+  pipeprof::pipelines::formats::generate_dataset(w.dataset, {});
+  const std::vector<std::string> files = training_files(w);
+  const PassFigures pass = probe_pass(w, files, 8, 60, {});
+  const PassFigures start = probe_start(w, files, 8, {.pass_seconds = 60});
+  EXPECT_GT(pass.mib_per_s, 0);
+  EXPECT_EQ(start.mib_per_s, 0);
+  EXPECT_GT(start.bytes, 0);
+  EXPECT_LT(start.bytes, pass.bytes / 4)
+      << "a start read " << start.bytes << " of " << pass.bytes << " bytes";
+  EXPECT_TRUE(start.start_wait_ms > 0 && std::isfinite(start.start_wait_ms)) << start.start_wait_ms;
+}
+
 // A suite's search beside its prediction: the error is against the search's maximum, unless the
 // search or the prediction stopped at the search's limit (then both say "at least").
 TEST(PredictionCheck, TheErrorIsAgainstTheSearchUnlessEitherStoppedAtItsLimit) {

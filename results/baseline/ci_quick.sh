@@ -37,7 +37,9 @@ PREDICTION_THRESHOLD=25%
 # probe's plateau (930-1,172 MiB/s). Later fresh-Debian runs gave first measures of -48.0% and
 # -41.7%, and one run -42.9%, -42.1% and then +0.0% (predictions of 11-12 where the searches
 # measured 19-21, the loaders' start measured long by the probe): up to five measures, failing only
-# when all five regress (each about a minute and a half).
+# when all five regress (each about a minute and a half). The probe now keeps the median of three
+# starts at each stream count (single starts ranged 21-201 ms at 128 streams and 83-433 at 256 in
+# one session): three checks predicted 23, 24 and 24 where the searches measured 22, 22 and 20.
 PREDICTION_MEASURES=5
 
 [ -x "$PIPEPROF" ] || { echo "ci_quick: $PIPEPROF not built (set PIPEPROF_BUILD_DIR)" >&2; exit 2; }

@@ -9,7 +9,8 @@
 //               `max_streams`; the process's CPU time per MiB in each pass (a cold pass
 //               beside a warm one: what a cold read costs this client's cores), and how long
 //               its loaders, started together, waited on the mean for the last one's first batch
-//               (what DLIO's barrier after a run's first step costs)
+//               (what DLIO's barrier after a run's first step costs; the median of three starts,
+//               the pass's and two alone, each cold where the pass is)
 //   first byte  open + the first 4 KiB of up to 64 files, one stream, cold
 //   requests/s  4 KiB reads of the files' heads on 16 streams
 //   CPU         the workload's loader alone (one accelerator) over a few files in the page cache,
@@ -53,6 +54,7 @@ struct PassFigures {
   double mib_per_s = 0;
   double cpu_us_per_mib = 0;  // the process's CPU time per MiB over the same span (0: not measured)
   double start_wait_ms = 0;   // each loader's wait, on the mean, from its first batch to the last one's
+  int64_t bytes = 0;          // what the loaders read, start included
 };
 
 // One bandwidth pass: `streams` reader threads as the workload's accelerators run them (loaders of
@@ -65,5 +67,12 @@ struct PassFigures {
 // what a loader throws (a file that cannot be read or parsed).
 PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& files, int64_t streams,
                        double seconds, const ProbeOptions& options);
+
+// A pass's start alone: the loaders start as probe_pass's do and end once every one has its first
+// batch (start_wait_ms and bytes; no bandwidth). The probe measures each stream count's start
+// kStartMeasures times, the pass's own included, and keeps the median.
+PassFigures probe_start(const DlioWorkload& w, const std::vector<std::string>& files,
+                        int64_t streams, const ProbeOptions& options);
+inline constexpr size_t kStartMeasures = 3;
 
 }  // namespace pipeprof::harness::workload
