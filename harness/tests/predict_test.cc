@@ -425,22 +425,29 @@ TEST(StorageProfileFile, RoundTripsAndNamesTheKeyOfEveryBadValue) {
   }
 }
 
-// A probe pass reads with any number of streams: one, more than one loader's 64 threads (loaders
-// of read_threads each, over their shards), as many as there are files.
-TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
-  const pipeprof::testing_support::TempDir tmp;
+// A PyTorch workload of `files` npz files of 4 KiB samples under tmp/data, generated.
+DlioWorkload npz_probe_workload(const pipeprof::testing_support::TempDir& tmp, int64_t files,
+                                int64_t samples_per_file, int64_t read_threads) {
   DlioWorkload w;
   w.file = "probe.yaml";
   w.name = "probe";
   w.loader = Loader::kPyTorch;
   w.dataset.data_folder = (tmp / "data").string();
   w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
-  w.dataset.num_files_train = 100;
-  w.dataset.num_samples_per_file = 2;
+  w.dataset.num_files_train = files;
+  w.dataset.num_samples_per_file = samples_per_file;
   w.dataset.record_length = 4096;
-  w.read_threads = 4;
+  w.read_threads = read_threads;
   w.computation_time = pipeprof::pipelines::TimeDistribution::constant(0.01);
   pipeprof::pipelines::formats::generate_dataset(w.dataset, {});
+  return w;
+}
+
+// A probe pass reads with any number of streams: one, more than one loader's 64 threads (loaders
+// of read_threads each, over their shards), as many as there are files.
+TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
+  const pipeprof::testing_support::TempDir tmp;
+  DlioWorkload w = npz_probe_workload(tmp, 100, 2, 4);
   const std::vector<std::string> files = training_files(w);
   for (const int64_t streams : {1, 3, 80, 100}) {
     const PassFigures pass = probe_pass(w, files, streams, 60, {});
@@ -461,18 +468,7 @@ TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
 // loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
 TEST(StorageProbe, AStartAloneEndsAfterEveryLoadersFirstBatch) {
   const pipeprof::testing_support::TempDir tmp;
-  DlioWorkload w;
-  w.file = "probe.yaml";
-  w.name = "probe";
-  w.loader = Loader::kPyTorch;
-  w.dataset.data_folder = (tmp / "data").string();
-  w.dataset.format = pipeprof::pipelines::formats::DataFormat::kNpz;
-  w.dataset.num_files_train = 400;
-  w.dataset.num_samples_per_file = 1;
-  w.dataset.record_length = 4096;
-  w.read_threads = 2;
-  w.computation_time = pipeprof::pipelines::TimeDistribution::constant(0.01);
-  pipeprof::pipelines::formats::generate_dataset(w.dataset, {});
+  const DlioWorkload w = npz_probe_workload(tmp, 400, 1, 2);
   const std::vector<std::string> files = training_files(w);
   const PassFigures pass = probe_pass(w, files, 8, 60, {});
   const PassFigures start = probe_start(w, files, 8, {.pass_seconds = 60});
