@@ -15,6 +15,7 @@
 #include "pipeprof/pipelines/files.h"
 #include "pipeprof/pipelines/spec.h"
 #include "pipeprof/pipelines/storage_io.h"
+#include "pipeprof/results/compare.h"
 #include "pipeprof/results/document.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/dlio_metrics.h"
@@ -504,15 +505,14 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
         starts.push_back(wait);
       }
       if (stopped(o)) break;
-      std::sort(starts.begin(), starts.end());
-      if (!starts.empty()) pass.start_wait_ms = starts[(starts.size() - 1) / 2];
       std::string start;
-      if (starts.size() == 1) {
-        start = fmt::format(", {:.0f} ms waited for the last first batch", starts.front());
-      } else if (starts.size() > 1) {
-        start = fmt::format(
-            ", {:.0f} ms waited for the last first batch: the median of {} starts, {:.0f}-{:.0f}",
-            pass.start_wait_ms, starts.size(), starts.front(), starts.back());
+      if (!starts.empty()) {
+        pass.start_wait_ms = results::median(starts);
+        start = fmt::format(", {:.0f} ms waited for the last first batch", pass.start_wait_ms);
+      }
+      if (starts.size() > 1) {
+        const auto [low, high] = std::minmax_element(starts.begin(), starts.end());
+        start += fmt::format(": the median of {} starts, {:.0f}-{:.0f}", starts.size(), *low, *high);
       }
       say(fmt::format("  {} {:>3} stream(s): {:.1f} MiB/s ({:.0f} us of CPU per MiB{})",
                       cold ? "cold" : "warm", k, mib, pass.cpu_us_per_mib, start));
