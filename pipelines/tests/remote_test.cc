@@ -71,6 +71,28 @@ TEST_F(RemoteTest, FoldersOfKilledRunsAreRemovedAtTheNextStart) {
   EXPECT_TRUE(fs::exists(other));
 }
 
+// Loaders open their connections together (256 at a run's start): the server takes every waiting
+// connection in one pass of its event loop, not one a pass while the first ones stream (which made
+// the last connections of a burst wait seconds for their first bytes). Its generated
+// configuration says so; the figures that show the difference are in docs/remote.md.
+TEST_F(RemoteTest, ServerAcceptsEveryWaitingConnectionAtOnce) {
+  REQUIRE_NGINX(false);
+  make_objects("a", 1, 10);
+  ObjectServer server({.root = root_ / "data"});
+  std::string conf;
+  for (const auto& entry : fs::directory_iterator(root_ / "tmp")) {
+    if (entry.path().filename().string().starts_with("pipeprof-nginx-")) {
+      std::ifstream in(entry.path() / "nginx.conf");
+      conf.assign(std::istreambuf_iterator<char>(in), {});
+    }
+  }
+  ASSERT_FALSE(conf.empty()) << "no nginx.conf in the server's folder under " << root_ / "tmp";
+  const auto events = conf.find("events {");
+  ASSERT_NE(events, std::string::npos) << conf;
+  const std::string block = conf.substr(events, conf.find('}', events) - events);
+  EXPECT_NE(block.find("multi_accept on;"), std::string::npos) << block;
+}
+
 TEST_F(RemoteTest, BadServerSettingsAreClearErrors) {
   REQUIRE_NGINX(false);
   try {

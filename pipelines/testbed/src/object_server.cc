@@ -158,10 +158,15 @@ void ObjectServer::launch() {
       // Started as root, nginx's workers would run as nobody and could not read a private folder:
       // they keep the user that started the server.
       if (::geteuid() == 0) out << "user root;\n";
+      // multi_accept: a worker takes every connection waiting at once. nginx otherwise accepts one
+      // per pass of its event loop, and a run whose loaders open hundreds of connections together
+      // has them accepted over seconds while the first ones already stream: at 256 streams of
+      // 2.3 MB objects an accelerator waited 1.4-2.2 s on the mean for the last one's first batch
+      // (0.18-0.24 s with it).
       out << "daemon off;\nworker_processes " << std::max(1, options_.workers) << ";\n"
           << "pid " << quoted((dir_ / "nginx.pid").string()) << ";\n"
           << "error_log " << quoted(log.string()) << " warn;\n"
-          << "events { worker_connections 4096; }\n"
+          << "events { worker_connections 4096; multi_accept on; }\n"
           << "http {\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n"
           << "  keepalive_requests 1000000;\n  keepalive_timeout 300s;\n"
           << "  default_type application/octet-stream;\n";
