@@ -296,7 +296,8 @@ TEST(Predict, WhatIfTextNamesTheBadPart) {
 // epochs does not, and where it alone takes AU under metric.au it is named.
 TEST(Predict, TheStartsWaitLowersTheFirstEpochOfAShortRun) {
   // 1100 MiB/s at the plateau: 30 accelerators in the steady state (0.9 x 40 MiB/s each).
-  StorageProfile p = profile({{1, 200}, {2, 400}, {4, 700}, {8, 1000}, {16, 1100}, {32, 1100}});
+  StorageProfile p =
+      profile({{1, 200}, {2, 400}, {4, 700}, {8, 1000}, {16, 1100}, {32, 1100}, {64, 1100}});
   WorkloadDemand d = small_demand(2);
   d.samples = 8192;
   d.batch = 8;
@@ -322,9 +323,15 @@ TEST(Predict, TheStartsWaitLowersTheFirstEpochOfAShortRun) {
   d.step_cap = 0;
   d.samples = 8192.0 * 64;
   EXPECT_EQ(predict(p, d, {}).max_accelerators, 30);
-  // Without a measured wait (an older profile), nothing changes.
+  // Beyond the last stream count with a measured start, the wait grows with the streams: the
+  // bandwidth has levelled off, and every further loader's first batch comes out of it. Measured
+  // up to 32 streams here, 20 accelerators (40 streams) wait 300 x 40 / 32 ms.
   d.step_cap = 40;
   d.samples = 8192;
+  p.cold.back().start_wait_ms = 0;
+  EXPECT_NEAR(predict_at(p, d, 20, {}).au, (1.95 / (1.95 + 0.375) + 1) / 2, 1e-9);
+  EXPECT_NEAR(predict_at(p, d, 16, {}).au, (1.95 / (1.95 + 0.3) + 1) / 2, 1e-9);  // 32 streams
+  // Without a measured wait (an older profile), nothing changes.
   for (BandwidthPoint& b : p.cold)
     b.start_wait_ms = 0;
   EXPECT_EQ(predict(p, d, {}).max_accelerators, 30);

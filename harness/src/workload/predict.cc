@@ -113,6 +113,21 @@ double figure_at(const std::vector<BandwidthPoint>& c, double k, double Bandwidt
   return before != nullptr ? (*before).*field : 0;
 }
 
+// The loaders' start (start_wait_ms) at k streams: within the measured points as figure_at reads
+// it; beyond the last that has one, in proportion to the streams. Past the bandwidth's plateau
+// every further stream's first batch comes out of the same bandwidth, so the wait for the last
+// one grows at least as the streams do (the probes measured 3 to 5 times the wait for twice the
+// streams there).
+double start_wait_at(const std::vector<BandwidthPoint>& c, double k) {
+  const BandwidthPoint* last = nullptr;
+  for (const BandwidthPoint& p : c)
+    if (p.start_wait_ms > 0) last = &p;
+  if (last == nullptr) return 0;
+  if (k <= static_cast<double>(last->streams))
+    return figure_at(c, k, &BandwidthPoint::start_wait_ms);
+  return last->start_wait_ms * k / static_cast<double>(last->streams);
+}
+
 // The process's CPU per MiB at k streams.
 double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
   return figure_at(c, k, &BandwidthPoint::cpu_us_per_mib);
@@ -479,8 +494,9 @@ PredictedPoint predict_at(const StorageProfile& p, const WorkloadDemand& d, int6
   // accelerator waits for the last one's first batch (the first epoch's curve says how long).
   const std::vector<BandwidthPoint>& first_curve = o.warm && !p.warm.empty() ? p.warm : p.cold;
   const double start_s =
-      figure_at(first_curve, static_cast<double>(out.streams) / static_cast<double>(std::max<int64_t>(1, o.clients)),
-                &BandwidthPoint::start_wait_ms) / 1e3;
+      start_wait_at(first_curve, static_cast<double>(out.streams) /
+                                     static_cast<double>(std::max<int64_t>(1, o.clients))) /
+      1e3;
   const double window_s =
       static_cast<double>(steps_at(d, accelerators) - d.window_excluded) * d.step_s;
   if (start_s > 0 && window_s > 0 && use.au > 0) {
