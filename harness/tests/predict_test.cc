@@ -473,6 +473,25 @@ TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
 
 // A start alone ends once every loader has its first batch: it reads a few batches (and the
 // loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
+// The probe's curve ends at a plateau (two doublings in a row under 5%), but not before it covers
+// the streams that plateau would feed at the workload's demand: the prediction then reads the
+// storage at the counts it predicts, where a server sharing the cores may give less.
+TEST(StorageProbe, ACurveGoesOnPastItsPlateauToTheStreamsItWouldFeed) {
+  std::vector<BandwidthPoint> c = {{1, 100}, {2, 200}, {4, 400}, {8, 410}};
+  EXPECT_FALSE(curve_ends(c, 0, 0));  // one doubling without gain
+  c.push_back({16, 415});
+  EXPECT_TRUE(curve_ends(c, 0, 0));    // two: a plateau, and no demand known
+  EXPECT_FALSE(curve_ends(c, 32, 0));  // short of at_least
+  // 415 MiB/s feeds 41.5 streams of 10 MiB/s: on to 64.
+  EXPECT_FALSE(curve_ends(c, 0, 10));
+  c.push_back({32, 420});
+  EXPECT_FALSE(curve_ends(c, 0, 10));
+  c.push_back({64, 300});  // less to more streams
+  EXPECT_TRUE(curve_ends(c, 0, 10));
+  c.push_back({128, 600});  // rising again: no plateau
+  EXPECT_FALSE(curve_ends(c, 0, 10));
+}
+
 TEST(StorageProbe, AStartAloneEndsAfterEveryLoadersFirstBatch) {
   const pipeprof::testing_support::TempDir tmp;
   const DlioWorkload w = npz_probe_workload(tmp, 400, 1, 2);

@@ -443,6 +443,18 @@ PassFigures run_pass(const DlioWorkload& w, const std::vector<std::string>& file
 
 }  // namespace
 
+bool curve_ends(const std::vector<BandwidthPoint>& c, int64_t at_least, double stream_mib) {
+  const size_t n = c.size();
+  if (n < 3 || c[n - 1].streams < at_least) return false;
+  if (!(c[n - 1].mib_per_s < c[n - 2].mib_per_s * 1.05 &&
+        c[n - 2].mib_per_s < c[n - 3].mib_per_s * 1.05))
+    return false;
+  double top = 0;
+  for (const BandwidthPoint& b : c)
+    top = std::max(top, b.mib_per_s);
+  return !(stream_mib > 0) || static_cast<double>(c[n - 1].streams) >= top / stream_mib;
+}
+
 PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& files,
                        int64_t streams, double seconds, const ProbeOptions& o) {
   return run_pass(w, files, streams, seconds, o, false);
@@ -486,10 +498,19 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
 
   // More streams than files cannot all read at once.
   const int64_t most = std::min<int64_t>(o.max_streams, static_cast<int64_t>(files.size()));
+  // What a stream of the workload's takes at metric.au (its accelerator's MiB/s over its reader
+  // threads; 0 without a step): a curve that levels off goes on until it covers the streams its
+  // plateau would feed, so that the prediction reads the storage at the counts it predicts rather
+  // than holding the plateau beyond the last pass (a server sharing this machine's cores gives
+  // less to more streams than it gave to fewer).
+  double stream_mib = 0;
+  if (w.computation_time.mean() > 0) {
+    const WorkloadDemand d = demand_of(w);
+    stream_mib = d.mib_per_second * std::max(0.01, d.au) / static_cast<double>(d.threads);
+  }
   // `at_least`: streams the curve reaches even past its plateau (the warm curve goes as far as
   // the cold one did, so that their CPU per MiB compare at the same streams).
   auto curve = [&](std::vector<BandwidthPoint>& out, bool cold, int64_t at_least) {
-    int flat = 0;
     for (int64_t k = 1; k <= most && !stopped(o); k *= 2) {
       if (cold) drop_cold(files);
       PassFigures pass = probe_pass(w, files, k, o.pass_seconds, o);
@@ -520,9 +541,8 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
         p.notes.push_back(fmt::format("{} pass of {} stream(s) read nothing in {} s: left out", cold ? "a cold" : "a warm", k, o.pass_seconds));
         continue;
       }
-      if (!out.empty()) flat = mib < out.back().mib_per_s * 1.05 ? flat + 1 : 0;
       out.push_back({k, mib, pass.cpu_us_per_mib, pass.start_wait_ms});
-      if (flat >= 2 && k >= at_least) break;
+      if (curve_ends(out, at_least, stream_mib)) break;
     }
   };
   curve(p.cold, true, 0);

@@ -5,7 +5,8 @@
 //               (probe_pass) over its training files, so that each file is read as the
 //               workload reads it, for a time-boxed pass each (cold: the files
 //               dropped from the page cache before every pass; warm: read once first, when they
-//               fit in half the memory), until two doublings in a row gain less than 5% or
+//               fit in half the memory), until two doublings in a row gain less than 5% and
+//               the streams reach what the plateau would feed at the workload's demand, or
 //               `max_streams`; the process's CPU time per MiB in each pass (a cold pass
 //               beside a warm one: what a cold read costs this client's cores), and how long
 //               its loaders, started together, waited on the mean for the last one's first batch
@@ -48,6 +49,12 @@ struct ProbeOptions {
 // Probes the storage of `w`'s training files. Throws InputError naming the folder or URL when the
 // files cannot be listed or read. With `stop` set, returns what it measured so far (notes say so).
 StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options);
+
+// Whether a bandwidth curve ends at its last point (the pass just measured): its last two
+// doublings each gained less than 5%, it reached `at_least` streams, and it covers the streams its
+// highest point would feed at `stream_mib` MiB/s a stream (the workload's demand at metric.au over
+// its reader threads; 0: not known, the plateau alone ends it).
+bool curve_ends(const std::vector<BandwidthPoint>& c, int64_t at_least, double stream_mib);
 
 // What one bandwidth pass measured.
 struct PassFigures {
