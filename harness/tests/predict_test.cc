@@ -471,8 +471,6 @@ TEST(StorageProbe, APassReadsTheFilesWithAnyNumberOfStreams) {
   EXPECT_GT(probe_pass(w, files, 70, 60, {}).mib_per_s, 0);
 }
 
-// A start alone ends once every loader has its first batch: it reads a few batches (and the
-// loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
 // The probe's curve ends at a plateau (two doublings in a row under 5%), but not before it covers
 // the streams that plateau would feed at the workload's demand: the prediction then reads the
 // storage at the counts it predicts, where a server sharing the cores may give less.
@@ -492,6 +490,8 @@ TEST(StorageProbe, ACurveGoesOnPastItsPlateauToTheStreamsItWouldFeed) {
   EXPECT_FALSE(curve_ends(c, 0, 10));
 }
 
+// A start alone ends once every loader has its first batch: it reads a few batches (and the
+// loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
 TEST(StorageProbe, AStartAloneEndsAfterEveryLoadersFirstBatch) {
   const pipeprof::testing_support::TempDir tmp;
   const DlioWorkload w = npz_probe_workload(tmp, 400, 1, 2);

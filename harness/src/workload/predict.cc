@@ -141,8 +141,6 @@ BandwidthPoint peak_point(const std::vector<BandwidthPoint>& c) {
   return m;
 }
 
-double peak(const std::vector<BandwidthPoint>& c) { return peak_point(c).mib_per_s; }
-
 struct Terms {
   double au = 1;
   double supply = 0;        // samples/s, all accelerators
@@ -241,6 +239,8 @@ bool warm_epochs(const StorageProfile& p, const WorkloadDemand& d, const Predict
 }
 
 }  // namespace
+
+double peak(const std::vector<BandwidthPoint>& c) { return peak_point(c).mib_per_s; }
 
 nlohmann::ordered_json to_json(const StorageProfile& p) {
   nlohmann::ordered_json j{{"kind", kProfileKind},

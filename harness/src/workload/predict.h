@@ -52,6 +52,9 @@ struct BandwidthPoint {
   double start_wait_ms = 0;
 };
 
+// A curve's highest MiB/s (0 when empty).
+double peak(const std::vector<BandwidthPoint>& c);
+
 struct StorageProfile {
   std::string source;  // where it was read from (for messages); empty when measured here
   std::string target;  // what was measured: the data folder (a path or URL)

@@ -449,10 +449,7 @@ bool curve_ends(const std::vector<BandwidthPoint>& c, int64_t at_least, double s
   if (!(c[n - 1].mib_per_s < c[n - 2].mib_per_s * 1.05 &&
         c[n - 2].mib_per_s < c[n - 3].mib_per_s * 1.05))
     return false;
-  double top = 0;
-  for (const BandwidthPoint& b : c)
-    top = std::max(top, b.mib_per_s);
-  return !(stream_mib > 0) || static_cast<double>(c[n - 1].streams) >= top / stream_mib;
+  return !(stream_mib > 0) || static_cast<double>(c[n - 1].streams) >= peak(c) / stream_mib;
 }
 
 PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& files,
