@@ -14,6 +14,7 @@
 
 #include "chrome_json_document.h"
 #include "padded_buffer.h"
+#include "pipeprof/trace/huge_pages.h"
 #include "text_source.h"
 
 namespace pipeprof::trace::detail {
@@ -258,6 +259,13 @@ Trace read_parts(const std::filesystem::path& path, const ReadOptions& options) 
 // can cut again.
 struct CutInsideAString {};
 
+// Text in a block of allocate_maybe_huge.
+struct HugeFree {
+  size_t bytes;
+  void operator()(char* p) const noexcept { free_maybe_huge(p, bytes); }
+};
+using HugeText = std::unique_ptr<char[], HugeFree>;
+
 // A part handed to a worker: its text ("[" + events + "]", padded), the reader that parses it (its
 // parser holds the events' strings) and the events it collected, kept until they are handled.
 struct PartJob {
@@ -268,13 +276,17 @@ struct PartJob {
   PartJob(const std::string& source, const ReadOptions& options) : reader(source, options) {
     events.reserve(std::min<size_t>(options.part_bytes / 128, size_t{1} << 16) + 16);
   }
-  // Room for n bytes, the text so far kept.
+  // Room for n bytes, the text so far kept. The buffer is whole huge pages (at least one): it is
+  // written once per part, and a part of 1 MiB in 4 KiB pages took 257 first-touch faults per
+  // job, a quarter of a 500 MB trace's faults.
   void reserve(size_t n) {
     if (n <= capacity) return;
-    const size_t grown = std::max(n, capacity * 2);
+    const size_t want = std::max(n, capacity * 2) + PaddedBuffer::kPadding;
+    const size_t block = (want + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    const size_t grown = block - PaddedBuffer::kPadding;
     // Only the padding is zeroed: the text is written before it is read (and a reused buffer
     // holds an earlier part's bytes past `size` anyway).
-    std::unique_ptr<char[]> bigger(new char[grown + PaddedBuffer::kPadding]);
+    HugeText bigger(static_cast<char*>(allocate_maybe_huge(block)), HugeFree{block});
     std::memset(bigger.get() + grown, 0, PaddedBuffer::kPadding);
     if (size > 0) std::memcpy(bigger.get(), text.get(), size);
     text = std::move(bigger);
@@ -300,7 +312,7 @@ struct PartJob {
     }
     return true;
   }
-  std::unique_ptr<char[]> text;
+  HugeText text{nullptr, HugeFree{0}};
   size_t size = 0, capacity = 0;
   const TextSource* file = nullptr;  // load()'s: set when the part is read where it is parsed
   uint64_t from = 0;
