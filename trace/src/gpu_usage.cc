@@ -73,7 +73,7 @@ GpuUsage analyze_gpu(const Trace& trace) {
           break;
       }
     }
-    const Intervals merged = merge_intervals(busy);
+    const Intervals merged = merge_intervals(std::move(busy));
     s.busy_ns = total_length(merged);
     s.busy_pct = percent_of(s.busy_ns, g.window_ns);
     s.idle_pct = g.window_ns > 0 ? 100.0 - s.busy_pct : 0.0;

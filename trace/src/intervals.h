@@ -29,16 +29,25 @@ inline void sort_runs(Intervals& v) {
     }
   }
   bounds.push_back(v.size());
+  if (bounds.size() <= 2) return;
+  // Each round merges pairs of runs from v into `other` and swaps the two: one buffer on huge
+  // pages for every round, where std::inplace_merge took a fresh one for every pair (each
+  // page of it a first-touch fault).
+  Intervals other(v.size());
   while (bounds.size() > 2) {
     const size_t runs = bounds.size() - 1;
     std::vector<size_t> merged{0};
+    const auto at = [](Intervals& x, size_t i) { return x.begin() + static_cast<std::ptrdiff_t>(i); };
     for (size_t k = 0; k + 2 <= runs; k += 2) {
-      std::inplace_merge(v.begin() + static_cast<std::ptrdiff_t>(bounds[k]),
-                         v.begin() + static_cast<std::ptrdiff_t>(bounds[k + 1]),
-                         v.begin() + static_cast<std::ptrdiff_t>(bounds[k + 2]));
+      std::merge(at(v, bounds[k]), at(v, bounds[k + 1]), at(v, bounds[k + 1]), at(v, bounds[k + 2]),
+                 at(other, bounds[k]));
       merged.push_back(bounds[k + 2]);
     }
-    if (runs % 2 == 1) merged.push_back(bounds[runs]);  // the last run waits for the next round
+    if (runs % 2 == 1) {  // the last run waits for the next round
+      std::copy(at(v, bounds[runs - 1]), at(v, bounds[runs]), at(other, bounds[runs - 1]));
+      merged.push_back(bounds[runs]);
+    }
+    v.swap(other);
     bounds = std::move(merged);
   }
 }
