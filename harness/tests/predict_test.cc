@@ -1,16 +1,23 @@
 // The prediction's model (workload/predict.h) on profiles written by hand: the demand arithmetic
 // of EXPERIMENTS.md C1, the binding resource of each kind, what-ifs, clients, warm epochs, and the
 // storage profile's file (round trip, and the key named for every bad value).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "pipeprof/harness/errors.h"
 #include "pipeprof/results/results_error.h"
 #include "workload/dlio_workload.h"
 #include "pipeprof/pipelines/datagen.h"
+#include "pipeprof/pipelines/files.h"
 #include "pipeprof_testing/temp_dir.h"
 #include "workload/dlio_training.h"
 #include "workload/predict.h"
@@ -488,6 +495,51 @@ TEST(StorageProbe, ACurveGoesOnPastItsPlateauToTheStreamsItWouldFeed) {
   EXPECT_TRUE(curve_ends(c, 0, 10));
   c.push_back({128, 600});  // rising again: no plateau
   EXPECT_FALSE(curve_ends(c, 0, 10));
+}
+
+// The pages of a local file in the page cache, of its pages (mincore over a mapping of it).
+double resident_fraction(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  double fraction = -1;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    const auto bytes = static_cast<size_t>(st.st_size);
+    void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> in((bytes + page - 1) / page);
+      if (::mincore(map, bytes, in.data()) == 0) {
+        fraction = static_cast<double>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; })) /
+                   static_cast<double>(in.size());
+      }
+      ::munmap(map, bytes);
+    }
+  }
+  ::close(fd);
+  return fraction;
+}
+
+// The local files behind a test-bed server are in the page cache before the probe's passes (a
+// run's epochs after its first read them from there): here files the passes never read, dropped
+// from the cache first, are all cached after the probe, and its notes say so.
+TEST(StorageProbe, TheServersFilesAreReadIntoThePageCacheFirst) {
+  const pipeprof::testing_support::TempDir tmp, other;
+  const DlioWorkload w = npz_probe_workload(tmp, 16, 1, 2);
+  const DlioWorkload served = npz_probe_workload(other, 24, 1, 2);
+  const std::vector<std::string> served_files = training_files(served);
+  for (const std::string& f : served_files)
+    pipeprof::pipelines::drop_from_page_cache(f);
+  if (resident_fraction(served_files.front()) != 0)
+    GTEST_SKIP() << "this file system keeps files in memory (tmpfs?): nothing to drop";
+  const StorageProfile p = probe_storage(
+      w, {.max_streams = 2, .pass_seconds = 0.2, .warm = false, .served_files = served_files});
+  for (const std::string& f : served_files)
+    EXPECT_EQ(resident_fraction(f), 1.0) << f;
+  EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+    return n.find("the server's files") != std::string::npos &&
+           n.find("page cache before the passes") != std::string::npos;
+  })) << ::testing::PrintToString(p.notes);
 }
 
 // A start alone ends once every loader has its first batch: it reads a few batches (and the

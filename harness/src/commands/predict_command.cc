@@ -123,7 +123,8 @@ Outcome predict_command(const PredictOptions& o) {
             .storage = served.context,
             .on_progress = [&](const std::string& line) {
               if (!o.quiet) std::cerr << line << "\n";
-            }});
+            },
+            .served_files = served.served_files});
     const fs::path file = out / "storage_profile.json";
     if (!profile.cold.empty()) {
       results::write_text_file(file, to_json(profile).dump(2) + "\n");

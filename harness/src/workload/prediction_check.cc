@@ -43,7 +43,7 @@ ProbedStorage storage_as_runs_read(const DlioWorkload& w, const std::atomic<bool
     out.context = stoppable_storage(w, stop);
     return out;
   }
-  (void)training_files(w);  // missing files are named here, as a run names them
+  out.served_files = training_files(w);  // missing files are named here, as a run names them
   out.storage = fmt::format("http {:g} ms, {}", w.remote.latency_ms,
                             w.remote.rate_mib_s > 0 ? fmt::format("{:g} MiB/s", w.remote.rate_mib_s)
                                                     : std::string("unlimited"));
@@ -71,7 +71,8 @@ SearchPrediction predict_search(const DlioWorkload& w, bool cold, int64_t limit,
                  .storage = served.context,
                  .on_progress = [&](const std::string& line) {
                    if (log) log(w.name + ": " + line);
-                 }};
+                 },
+                 .served_files = served.served_files};
   PredictOptions po{.cold = cold || remote, .limit = limit};
   if (remote) {
     out.storage = served.storage;

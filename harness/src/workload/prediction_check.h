@@ -52,6 +52,7 @@ struct ProbedStorage {
   DlioWorkload workload;  // `w`, with data_folder at the server's URL when there is one
   std::string storage;    // "http 5 ms, 32 MiB/s" when served; empty otherwise
   std::shared_ptr<const pipelines::StorageContext> context;  // how to read (null: the defaults)
+  std::vector<std::string> served_files;  // the local files the server serves (none: no server)
 };
 // `stop` (Ctrl-C) ends a request in progress. Throws InputError for training files that are not
 // there (naming the folder, as a run would), and pipelines::RemoteError when the server fails to

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -57,6 +58,37 @@ void read_warm(const std::vector<std::string>& files, const ProbeOptions& o) {
   for (const std::string& f : files)
     paths.push_back(local_path(f));
   (void)measure_storage_mib_per_s(paths, 8, false, o.stop);
+}
+
+// The local files behind a test-bed server into the page cache, where they fit in half of this
+// machine's memory: a run's epochs after its first read them from there (every epoch reads every
+// file), so the curve measured against a server reading from disk predicted a third fewer
+// accelerators than the searches' runs then fed (16-18 against 24-25 for npz_256k over nginx).
+void warm_served(const ProbeOptions& o, StorageProfile& p,
+                 const std::function<void(const std::string&)>& say) {
+  if (o.served_files.empty() || stopped(o)) return;
+  double bytes = 0;
+  for (const std::string& f : o.served_files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(local_path(f), ec);
+    if (!ec) bytes += static_cast<double>(size);
+  }
+  const double gib = bytes / 1073741824.0;
+  if (bytes > p.memory_bytes / 2) {
+    p.notes.push_back(fmt::format(
+        "the server's files ({:.1f} GiB) exceed half of this machine's memory: read as found "
+        "(from disk, mostly), as a run's epochs read them",
+        gib));
+    return;
+  }
+  say(fmt::format("reading the server's {} files ({:.1f} GiB) into the page cache first, as a "
+                  "run's epochs after its first find them",
+                  o.served_files.size(), gib));
+  read_warm(o.served_files, o);
+  p.notes.push_back(fmt::format(
+      "the server's files ({:.1f} GiB) were read into this machine's page cache before the "
+      "passes, as a run's epochs after its first find them",
+      gib));
 }
 
 // The files' mean size, from up to 8 of them asked at once (a request to a remote store may take
@@ -492,6 +524,7 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
   say(fmt::format("probing {}: {} of {} files, {:.1f} MiB each, {:.0f} KiB requests{}",
                   p.target, files.size(), all.size(), p.file_bytes / 1048576.0,
                   p.request_bytes / 1024.0, remote ? "" : " (local)"));
+  warm_served(o, p, say);
 
   // More streams than files cannot all read at once.
   const int64_t most = std::min<int64_t>(o.max_streams, static_cast<int64_t>(files.size()));

@@ -44,6 +44,10 @@ struct ProbeOptions {
   const std::atomic<bool>* stop = nullptr;
   std::shared_ptr<const pipelines::StorageContext> storage;  // how to read (null: the defaults)
   std::function<void(const std::string&)> on_progress;       // a line per measurement
+  // The local files behind the server the probe reads through (ProbedStorage::served_files):
+  // read into this machine's page cache before the first pass where they fit in half its memory,
+  // as a run finds them after its first epoch (the server reads them through that cache).
+  std::vector<std::string> served_files;
 };
 
 // Probes the storage of `w`'s training files. Throws InputError naming the folder or URL when the
