@@ -542,6 +542,16 @@ TEST(StorageProbe, TheServersFilesAreReadIntoThePageCacheFirst) {
   })) << ::testing::PrintToString(p.notes);
 }
 
+// Remote objects: the client's CPU per sample is the loader's calibration, or the cold curve's
+// figure at one loader's streams where that is lower (the same loader over the same server).
+TEST(StorageProbe, RemoteCpuIsTheLowerOfTheLoadersAndTheCurvesAtItsStreams) {
+  const std::vector<BandwidthPoint> cold = {{8, 300, 1800}, {16, 500, 1600}, {32, 600, 0}};
+  EXPECT_DOUBLE_EQ(remote_cpu_us_per_sample(950, cold, 16, 0.25), 400);  // 1600 us/MiB x 0.25
+  EXPECT_DOUBLE_EQ(remote_cpu_us_per_sample(350, cold, 16, 0.25), 350);  // the loader's, lower
+  EXPECT_DOUBLE_EQ(remote_cpu_us_per_sample(0, cold, 16, 0.25), 400);    // no calibration
+  EXPECT_DOUBLE_EQ(remote_cpu_us_per_sample(950, {{16, 500, 0}}, 16, 0.25), 950);  // no figure
+}
+
 // A start alone ends once every loader has its first batch: it reads a few batches (and the
 // loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
 TEST(StorageProbe, AStartAloneEndsAfterEveryLoadersFirstBatch) {

@@ -128,10 +128,6 @@ double start_wait_at(const std::vector<BandwidthPoint>& c, double k) {
   return last->start_wait_ms * k / static_cast<double>(last->streams);
 }
 
-// The process's CPU per MiB at k streams.
-double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
-  return figure_at(c, k, &BandwidthPoint::cpu_us_per_mib);
-}
 
 // The curve's highest point (a null one when empty).
 BandwidthPoint peak_point(const std::vector<BandwidthPoint>& c) {
@@ -241,6 +237,10 @@ bool warm_epochs(const StorageProfile& p, const WorkloadDemand& d, const Predict
 }  // namespace
 
 double peak(const std::vector<BandwidthPoint>& c) { return peak_point(c).mib_per_s; }
+
+double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k) {
+  return figure_at(c, k, &BandwidthPoint::cpu_us_per_mib);
+}
 
 nlohmann::ordered_json to_json(const StorageProfile& p) {
   nlohmann::ordered_json j{{"kind", kProfileKind},

@@ -54,6 +54,9 @@ struct BandwidthPoint {
 
 // A curve's highest MiB/s (0 when empty).
 double peak(const std::vector<BandwidthPoint>& c);
+// The process's CPU per MiB at k streams, piecewise linear in log2(streams) between the points
+// that have it (below the first and beyond the last, their figure); 0 when none has it.
+double cpu_per_mib_at(const std::vector<BandwidthPoint>& c, double k);
 
 struct StorageProfile {
   std::string source;  // where it was read from (for messages); empty when measured here

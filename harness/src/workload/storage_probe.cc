@@ -475,6 +475,12 @@ PassFigures run_pass(const DlioWorkload& w, const std::vector<std::string>& file
 
 }  // namespace
 
+double remote_cpu_us_per_sample(double loader_us, const std::vector<BandwidthPoint>& cold,
+                                double streams, double mib_per_sample) {
+  const double from_curve = cpu_per_mib_at(cold, streams) * mib_per_sample;
+  return from_curve > 0 && (!(loader_us > 0) || from_curve < loader_us) ? from_curve : loader_us;
+}
+
 bool curve_ends(const std::vector<BandwidthPoint>& c, int64_t at_least, double stream_mib) {
   const size_t n = c.size();
   if (n < 3 || c[n - 1].streams < at_least) return false;
@@ -637,7 +643,20 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
     size_t count = static_cast<size_t>(std::clamp<int64_t>((1024 + per_file - 1) / per_file, 2, 256));
     count = std::min(count, static_cast<size_t>(std::max(1.0, std::floor(268435456.0 / std::max(1.0, p.file_bytes)))));
     const std::vector<std::string> some(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(count, all.size())));
-    const double loader = loader_cpu_us_per_sample(w, some, o);
+    const double calibrated = loader_cpu_us_per_sample(w, some, o);
+    const double mib_per_sample =
+        p.file_bytes / static_cast<double>(std::max<int64_t>(1, w.dataset.num_samples_per_file)) / 1048576.0;
+    const double loader =
+        remote ? remote_cpu_us_per_sample(calibrated, p.cold,
+                                          static_cast<double>(std::clamp<int64_t>(w.read_threads, 1, 64)),
+                                          mib_per_sample)
+               : calibrated;
+    if (loader < calibrated) {
+      p.notes.push_back(fmt::format(
+          "client CPU: {:.1f} us per sample from the cold curve at {} streams (one loader's), "
+          "where the loader's own calibration measured {:.1f}",
+          loader, std::clamp<int64_t>(w.read_threads, 1, 64), calibrated));
+    }
     // The training loop reads the workload's own files from the page cache, as many as fit in
     // half the memory. Remote objects keep the loader's figure (their loop waits on the server,
     // not on this client's cores).

@@ -60,6 +60,13 @@ StorageProfile probe_storage(const DlioWorkload& w, const ProbeOptions& options)
 // its reader threads; 0: not known, the plateau alone ends it).
 bool curve_ends(const std::vector<BandwidthPoint>& c, int64_t at_least, double stream_mib);
 
+// What a sample costs this client when it reads remote objects: the loader's own calibration
+// (`loader_us`), or where lower the cold curve's CPU per MiB at one loader's streams (`streams`)
+// times the MiB a sample reads: that pass ran the same loader over the same server, measured over
+// its steady state, and a machine's other load only adds to a process's CPU time.
+double remote_cpu_us_per_sample(double loader_us, const std::vector<BandwidthPoint>& cold,
+                                double streams, double mib_per_sample);
+
 // What one bandwidth pass measured.
 struct PassFigures {
   double mib_per_s = 0;
