@@ -510,7 +510,8 @@ double resident_fraction(const std::string& path) {
       const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
       std::vector<unsigned char> in((bytes + page - 1) / page);
       if (::mincore(map, bytes, in.data()) == 0) {
-        fraction = static_cast<double>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; })) /
+        fraction = static_cast<double>(std::count_if(
+                       in.begin(), in.end(), [](unsigned char c) { return (c & 1) != 0; })) /
                    static_cast<double>(in.size());
       }
       ::munmap(map, bytes);

@@ -37,7 +37,9 @@ inline void sort_runs(Intervals& v) {
   while (bounds.size() > 2) {
     const size_t runs = bounds.size() - 1;
     std::vector<size_t> merged{0};
-    const auto at = [](Intervals& x, size_t i) { return x.begin() + static_cast<std::ptrdiff_t>(i); };
+    const auto at = [](Intervals& x, size_t i) {
+      return x.begin() + static_cast<std::ptrdiff_t>(i);
+    };
     for (size_t k = 0; k + 2 <= runs; k += 2) {
       std::merge(at(v, bounds[k]), at(v, bounds[k + 1]), at(v, bounds[k + 1]), at(v, bounds[k + 2]),
                  at(other, bounds[k]));

@@ -1,5 +1,6 @@
 #include "json_text.h"
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -47,13 +48,14 @@ bool is_digit(char c) {
 // The bytes are read as one little-endian word (the first digit lowest) and combined in pairs,
 // then fours, then the eight: three multiplications where a loop takes eight.
 std::optional<uint64_t> eight_digits(const char* p) {
+  if constexpr (std::endian::native != std::endian::little) return std::nullopt;  // digit by digit
   uint64_t v = 0;
   std::memcpy(&v, p, 8);
   constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL, kZeros = 0x3030303030303030ULL;
   if ((v & kHigh) != kZeros || ((v + 0x0606060606060606ULL) & kHigh) != kZeros) return std::nullopt;
   v -= kZeros;
-  v = (v * (10 * 256 + 1)) >> 8;                                          // 10 a + b per 16 bits
-  v = ((v & 0x00FF00FF00FF00FFULL) * (100 * 65536 + 1)) >> 16;             // 100 ab + cd per 32
+  v = (v * (10 * 256 + 1)) >> 8;                                // 10 a + b per 16 bits
+  v = ((v & 0x00FF00FF00FF00FFULL) * (100 * 65536 + 1)) >> 16;  // 100 ab + cd per 32
   return ((v & 0x0000FFFF0000FFFFULL) * ((uint64_t{10000} << 32) + 1)) >> 32;  // 10^4 abcd + efgh
 }
 

@@ -128,7 +128,6 @@ double start_wait_at(const std::vector<BandwidthPoint>& c, double k) {
   return last->start_wait_ms * k / static_cast<double>(last->streams);
 }
 
-
 // The curve's highest point (a null one when empty).
 BandwidthPoint peak_point(const std::vector<BandwidthPoint>& c) {
   BandwidthPoint m;

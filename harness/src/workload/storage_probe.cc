@@ -645,12 +645,14 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
     const std::vector<std::string> some(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(count, all.size())));
     const double calibrated = loader_cpu_us_per_sample(w, some, o);
     const double mib_per_sample =
-        p.file_bytes / static_cast<double>(std::max<int64_t>(1, w.dataset.num_samples_per_file)) / 1048576.0;
+        p.file_bytes / static_cast<double>(std::max<int64_t>(1, w.dataset.num_samples_per_file)) /
+        1048576.0;
     const double loader =
-        remote ? remote_cpu_us_per_sample(calibrated, p.cold,
-                                          static_cast<double>(std::clamp<int64_t>(w.read_threads, 1, 64)),
-                                          mib_per_sample)
-               : calibrated;
+        remote
+            ? remote_cpu_us_per_sample(
+                  calibrated, p.cold,
+                  static_cast<double>(std::clamp<int64_t>(w.read_threads, 1, 64)), mib_per_sample)
+            : calibrated;
     if (loader < calibrated) {
       p.notes.push_back(fmt::format(
           "client CPU: {:.1f} us per sample from the cold curve at {} streams (one loader's), "
