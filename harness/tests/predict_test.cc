@@ -553,6 +553,23 @@ TEST(StorageProbe, RemoteCpuIsTheLowerOfTheLoadersAndTheCurvesAtItsStreams) {
   EXPECT_DOUBLE_EQ(remote_cpu_us_per_sample(950, {{16, 500, 0}}, 16, 0.25), 950);  // no figure
 }
 
+// A pass that reads less than the point before it is measured again and the median pass kept
+// (its MiB/s and CPU together); a rising curve is taken as measured.
+TEST(StorageProbe, AFallingPointIsMeasuredAgainAndItsMedianKept) {
+  const std::vector<BandwidthPoint> so_far = {{64, 600}, {128, 668}};
+  EXPECT_FALSE(measure_again({}, 100));       // the first point
+  EXPECT_FALSE(measure_again(so_far, 700));   // rising
+  EXPECT_TRUE(measure_again(so_far, 369));    // falling
+  EXPECT_FALSE(measure_again(so_far, 0));     // read nothing: left out, not measured again
+  const PassFigures median =
+      median_pass({{.mib_per_s = 369, .cpu_us_per_mib = 1800}, {.mib_per_s = 811, .cpu_us_per_mib = 1500},
+                   {.mib_per_s = 650, .cpu_us_per_mib = 1700}});
+  EXPECT_DOUBLE_EQ(median.mib_per_s, 650);
+  EXPECT_DOUBLE_EQ(median.cpu_us_per_mib, 1700);
+  EXPECT_DOUBLE_EQ(median_pass({{.mib_per_s = 369}, {.mib_per_s = 811}}).mib_per_s, 369);
+  EXPECT_DOUBLE_EQ(median_pass({{.mib_per_s = 5}}).mib_per_s, 5);
+}
+
 // A start alone ends once every loader has its first batch: it reads a few batches (and the
 // loaders' read-ahead), where a pass reads every file, and measures the start's wait only.
 TEST(StorageProbe, AStartAloneEndsAfterEveryLoadersFirstBatch) {
