@@ -30,9 +30,9 @@ inline void sort_runs(Intervals& v) {
   }
   bounds.push_back(v.size());
   if (bounds.size() <= 2) return;
-  // Each round merges pairs of runs from v into `other` and swaps the two: one buffer on huge
-  // pages for every round, where std::inplace_merge took a fresh one for every pair (each
-  // page of it a first-touch fault).
+  // Each round merges pairs of runs from v into `other` and swaps the two: one buffer (on huge
+  // pages from 2 MiB) for every round, where std::inplace_merge took a fresh one for every pair
+  // (each page of it a first-touch fault).
   Intervals other(v.size());
   while (bounds.size() > 2) {
     const size_t runs = bounds.size() - 1;

@@ -85,6 +85,7 @@ void warm_served(const ProbeOptions& o, StorageProfile& p,
                   "run's epochs after its first find them",
                   o.served_files.size(), gib));
   read_warm(o.served_files, o);
+  if (stopped(o)) return;  // Ctrl-C: not all of them were read
   p.notes.push_back(fmt::format(
       "the server's files ({:.1f} GiB) were read into this machine's page cache before the "
       "passes, as a run's epochs after its first find them",
@@ -476,14 +477,14 @@ PassFigures run_pass(const DlioWorkload& w, const std::vector<std::string>& file
 }  // namespace
 
 bool measure_again(const std::vector<BandwidthPoint>& so_far, double mib_per_s) {
-  return !so_far.empty() && mib_per_s > 0 && mib_per_s < so_far.back().mib_per_s;
+  return !so_far.empty() && mib_per_s > 0 && mib_per_s < 0.95 * so_far.back().mib_per_s;
 }
 
 PassFigures median_pass(std::vector<PassFigures> passes) {
   std::sort(passes.begin(), passes.end(), [](const PassFigures& a, const PassFigures& b) {
     return a.mib_per_s < b.mib_per_s;
   });
-  return passes[(passes.size() - 1) / 2];
+  return passes[passes.size() / 2];
 }
 
 double remote_cpu_us_per_sample(double loader_us, const std::vector<BandwidthPoint>& cold,
@@ -569,11 +570,13 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
           if (!(more.mib_per_s > 0)) break;  // stopped, or the files read nothing this time
           passes.push_back(more);
         }
-        const auto [low, high] = std::minmax_element(
-            passes.begin(), passes.end(),
-            [](const PassFigures& a, const PassFigures& b) { return a.mib_per_s < b.mib_per_s; });
-        again = fmt::format(", the median of {} passes: {:.0f}-{:.0f}", passes.size(),
-                            low->mib_per_s, high->mib_per_s);
+        if (passes.size() > 1) {
+          const auto [low, high] = std::minmax_element(
+              passes.begin(), passes.end(),
+              [](const PassFigures& a, const PassFigures& b) { return a.mib_per_s < b.mib_per_s; });
+          again = fmt::format(", the median of {} passes: {:.0f}-{:.0f}", passes.size(),
+                              low->mib_per_s, high->mib_per_s);
+        }
       }
       PassFigures pass = median_pass(passes);
       const double mib = pass.mib_per_s;
@@ -680,17 +683,19 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
                   calibrated, p.cold,
                   static_cast<double>(std::clamp<int64_t>(w.read_threads, 1, 64)), mib_per_sample)
             : calibrated;
-    if (loader < calibrated) {
+    const bool from_curve = loader != calibrated;
+    if (from_curve) {
       p.notes.push_back(fmt::format(
           "client CPU: {:.1f} us per sample from the cold curve at {} streams (one loader's), "
           "where the loader's own calibration measured {:.1f}",
           loader, std::clamp<int64_t>(w.read_threads, 1, 64), calibrated));
     }
     // The training loop reads the workload's own files from the page cache, as many as fit in
-    // half the memory. Remote objects keep the loader's figure (their loop waits on the server,
-    // not on this client's cores).
+    // half the memory. Remote objects keep the loader's figure, or the curve's where lower
+    // (remote_cpu_us_per_sample; their loop waits on the server, not on this client's cores).
     LoopFigure loop;
-    std::string why = "the loader's: remote objects";
+    std::string why = from_curve ? "the cold curve's at one loader's streams: remote objects"
+                                 : "the loader's: remote objects";
     const auto in_memory = static_cast<size_t>(
         std::max(0.0, std::floor(p.memory_bytes / 2 / std::max(1.0, p.file_bytes))));
     if (!remote && in_memory < 2) {

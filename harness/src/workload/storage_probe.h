@@ -88,19 +88,20 @@ PassFigures probe_pass(const DlioWorkload& w, const std::vector<std::string>& fi
 
 // A pass's start alone: the loaders start as probe_pass's do and end once every one has its first
 // batch (start_wait_ms and bytes; no bandwidth). The probe measures each stream count's start
-// kStartMeasures times, the pass's own included, and keeps the median.
+// kStartMeasures times, each of its passes' own included, and keeps the median.
 PassFigures probe_start(const DlioWorkload& w, const std::vector<std::string>& files,
                         int64_t streams, const ProbeOptions& options);
 inline constexpr size_t kStartMeasures = 3;
 
-// A pass that reads less than the point before it (fewer streams) is measured again, kPassMeasures
-// passes in all, and the one of median MiB/s is kept (with its CPU per MiB): a single pass at
+// A pass that reads more than 5% less than the point before it (fewer streams) is measured again,
+// kPassMeasures passes in all, and the one of median MiB/s is kept (with its CPU per MiB; of two,
+// when a pass again read nothing, the higher: the first was the suspect one): a single pass at
 // many streams on a machine whose cores the server shares can read half of what the passes around
 // it read (369 MiB/s at 256 streams between 668 at 128 and 811 at 512), and the prediction reads
 // the curve between its points. A curve that rises is taken as measured.
 inline constexpr size_t kPassMeasures = 3;
 bool measure_again(const std::vector<BandwidthPoint>& so_far, double mib_per_s);
-// The pass of median MiB/s (the lower middle one of an even count); `passes` not empty.
+// The pass of median MiB/s (the upper middle one of an even count); `passes` not empty.
 PassFigures median_pass(std::vector<PassFigures> passes);
 
 }  // namespace pipeprof::harness::workload
