@@ -564,7 +564,8 @@ TEST(StorageProbe, AFallingPointIsMeasuredAgainAndItsMedianKept) {
   EXPECT_TRUE(measure_again(so_far, 369));    // falling
   EXPECT_FALSE(measure_again(so_far, 0));     // read nothing: left out, not measured again
   const PassFigures median =
-      median_pass({{.mib_per_s = 369, .cpu_us_per_mib = 1800}, {.mib_per_s = 811, .cpu_us_per_mib = 1500},
+      median_pass({{.mib_per_s = 369, .cpu_us_per_mib = 1800},
+                   {.mib_per_s = 811, .cpu_us_per_mib = 1500},
                    {.mib_per_s = 650, .cpu_us_per_mib = 1700}});
   EXPECT_DOUBLE_EQ(median.mib_per_s, 650);
   EXPECT_DOUBLE_EQ(median.cpu_us_per_mib, 1700);

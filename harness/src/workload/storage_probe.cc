@@ -584,7 +584,8 @@ void measure(const DlioWorkload& w, const ProbeOptions& o, StorageProfile& p) {
       // wait is set by its slowest loader, and one straggler can make it several times the usual.
       std::vector<double> starts;
       for (const PassFigures& each : passes)
-        if (each.start_wait_ms > 0 && starts.size() < kStartMeasures) starts.push_back(each.start_wait_ms);
+        if (each.start_wait_ms > 0 && starts.size() < kStartMeasures)
+          starts.push_back(each.start_wait_ms);
       while (!starts.empty() && starts.size() < kStartMeasures && !stopped(o)) {
         if (cold) drop_cold(files);
         const double wait = probe_start(w, files, k, o).start_wait_ms;
