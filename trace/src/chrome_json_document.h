@@ -344,7 +344,6 @@ class Reader {
   }
 
  private:
-
   std::string_view string_field(od::value v, const char* key) {
     if (v.type() != od::json_type::string)
       fail_event(std::string("\"") + key + "\" must be a string");
@@ -436,15 +435,6 @@ class Reader {
       const char* end = json_.data() + location();
       ev_->args_raw = trim_right(std::string_view(start, static_cast<size_t>(end - start)));
     }
-  }
-
-  // A key of up to four characters as one number (its bytes, the first lowest), so that the keys
-  // of an event are told apart by a switch rather than by string compares.
-  static constexpr uint32_t short_key(std::string_view key) {
-    uint32_t packed = 0;
-    for (size_t i = 0; i < key.size() && i < 4; ++i)
-      packed |= static_cast<uint32_t>(static_cast<unsigned char>(key[i])) << (8 * i);
-    return packed;
   }
 
   void read_field(std::string_view key, od::value v) {

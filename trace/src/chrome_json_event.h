@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -27,6 +28,15 @@ inline bool is_gpu_category(std::string_view cat) {
 inline bool is_kineto_category(std::string_view cat) {
   return cat == "ac2g" || cat == "kernel" || cat == "cuda_runtime" || cat == "cpu_op" ||
          cat == "gpu_memcpy" || cat == "cuda_driver" || cat == "python_function";
+}
+
+// A key of up to four characters as one number (its bytes, the first lowest), so that the keys
+// of an event are told apart by a switch rather than by string compares.
+constexpr uint32_t short_key(std::string_view key) {
+  uint32_t packed = 0;
+  for (size_t i = 0; i < key.size() && i < 4; ++i)
+    packed |= static_cast<uint32_t>(static_cast<unsigned char>(key[i])) << (8 * i);
+  return packed;
 }
 
 // An event's top-level numeric arg: its key and its number's text.
