@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "pipeprof/pipelines/storage_io.h"
 #include "pipeprof/trace/clock.h"
 #include "workload/dlio_training.h"
 #include "workload/storage_probe_detail.h"
