@@ -93,7 +93,7 @@ uint32_t Trace::add_args(std::string json_object) {
   return static_cast<uint32_t>(args.size() - 1);
 }
 
-void Trace::finalize() {
+void Trace::finalize(const std::function<void()>& flows_ready) {
   bool any = false;
   int64_t lo = 0, hi = 0;
   auto extend = [&](int64_t a, int64_t b) {
@@ -132,6 +132,7 @@ void Trace::finalize() {
     sort_nearly_sorted(c.points, [](const auto& a, const auto& b) { return a.first < b.first; });
     if (!c.points.empty()) extend(c.points.front().first, c.points.back().first);
   }
+  if (flows_ready) flows_ready();
   for (const Flow& f : flows)
     extend(std::min(f.from_ns, f.to_ns), std::max(f.from_ns, f.to_ns));
   start_ns_ = any ? lo : 0;

@@ -255,6 +255,43 @@ TEST(ChromeJson, ReadsKinetoTraces) {
   EXPECT_NE(counter_named(t, "Memory.Total Reserved"), nullptr);
 }
 
+// A trace of many flows has them resolved on a thread of their own while the lanes are sorted
+// (64 Ki points and more): the arrows are the same, and the time range holds a flow point that lies
+// outside every span.
+TEST(ChromeJson, ManyFlowsAreResolvedBesideTheLanesSorting) {
+  constexpr int kPairs = 40'000;  // 80,000 flow points
+  std::string json = "[";
+  for (int i = kPairs - 1; i >= 0; --i) {  // spans out of order: finalize() sorts them
+    const std::string ts = std::to_string(1'000 + 10 * int64_t{i});
+    json += R"({"ph": "X", "name": "launch", "pid": 1, "tid": 2, "ts": )" + ts + R"(, "dur": 2},)";
+    json += R"({"ph": "s", "cat": "ac2g", "id": )" + std::to_string(i) +
+            R"(, "pid": 1, "tid": 2, "ts": )" + ts + "},";
+    json += R"({"ph": "f", "cat": "ac2g", "bp": "e", "id": )" + std::to_string(i) +
+            R"(, "pid": 0, "tid": 7, "ts": )" + std::to_string(1'005 + 10 * int64_t{i}) + "},";
+  }
+  json += R"({"ph": "s", "cat": "late", "id": 1, "pid": 1, "tid": 2, "ts": 900000},)";
+  json += R"({"ph": "f", "cat": "late", "id": 1, "pid": 1, "tid": 2, "ts": 950000}])";
+  const Trace t = parse_chrome_json(json, "flows.json");
+  ASSERT_EQ(t.flows.size(), size_t{kPairs} + 1);
+  const Lane* cpu = nullptr;
+  for (const Lane& l : t.lanes)
+    if (l.tid == 2) cpu = &l;
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_EQ(cpu->spans.size(), size_t{kPairs});
+  EXPECT_EQ(cpu->spans.front().start_ns, 1'000'000);
+  EXPECT_EQ(cpu->spans.back().start_ns, (1'000 + 10 * int64_t{kPairs - 1}) * 1000);
+  for (int k : {0, 1, kPairs / 2, kPairs - 1}) {
+    const Flow& f = t.flows[static_cast<size_t>(k)];  // ordered by (category, id)
+    EXPECT_EQ(f.id, static_cast<uint64_t>(k));
+    EXPECT_EQ(&t.lanes[f.from_lane], cpu);
+    EXPECT_EQ(f.from_ns, (1'000 + 10 * int64_t{k}) * 1000);
+    EXPECT_EQ(f.to_ns, (1'005 + 10 * int64_t{k}) * 1000);
+    EXPECT_NE(&t.lanes[f.to_lane], cpu);
+  }
+  EXPECT_EQ(str(t, t.flows.back().category), "late");
+  EXPECT_EQ(t.end_ns(), 950'000'000);  // the late flow's end, past every span
+}
+
 // Without args the model is the same but for Trace::args; malformed args are still an error.
 TEST(ChromeJson, ReadingWithoutArgsKeepsEverythingElse) {
   const Trace full = parse_chrome_json(kKineto, "kineto.json");

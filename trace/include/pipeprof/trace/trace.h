@@ -128,7 +128,9 @@ class Trace {
   // Sorts spans, instants, counters and lanes, and computes depths, max_depth and the time range.
   // Orders processes by (sort_index, pid), which renumbers process indexes (Lane::process and
   // Counter::process are updated). Call after adding events and before reading.
-  void finalize();
+  // `flows_ready`, when given, is called once the lanes are sorted and before `flows` is read:
+  // whatever fills the flows on another thread meanwhile is waited for there.
+  void finalize(const std::function<void()>& flows_ready = {});
 
   // [start_ns, end_ns] of all events (0, 0 when empty). Valid after finalize().
   int64_t start_ns() const { return start_ns_; }
