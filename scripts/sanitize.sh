@@ -2,8 +2,9 @@
 # The sanitizer runs (CI runs `all` after the tests; scripts/setup.sh installs the packages):
 #
 #   scripts/sanitize.sh tsan   ThreadSanitizer: the pipelines and autotune unit tests
-#                              (pipelines_*_test, autotune_unit_test) and the trace reader's
-#                              (trace_chrome_json_test: parts parsed by worker threads) in build-tsan/
+#                              (pipelines_*_test, autotune_unit_test), the trace reader's
+#                              (trace_chrome_json_test: parts parsed by worker threads) and the
+#                              PyTorch analysis's (trace_torch_analysis_test) in build-tsan/
 #   scripts/sanitize.sh asan   AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer: every
 #                              test labelled `unit` (target pipeprof_unit_tests) in build-asan/
 #   scripts/sanitize.sh all    both (the default)
@@ -68,7 +69,8 @@ run_preset() {
     tsan)
       configure+=(-DPIPEPROF_CUDA=OFF -DPIPEPROF_VIEWER=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
       targets=(pipelines_conformance_test pipelines_ops_test pipelines_unit_test pipelines_mp_test
-               pipelines_storage_test pipelines_formats_test autotune_unit_test trace_chrome_json_test)
+               pipelines_storage_test pipelines_formats_test autotune_unit_test trace_chrome_json_test
+               trace_torch_analysis_test)
       # GCC 12's ThreadSanitizer cannot map its shadow memory with more than 28 bits of mmap
       # randomisation ("unexpected memory mapping"): run without address randomisation there.
       if [ "$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)" -gt 28 ]; then

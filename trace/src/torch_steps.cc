@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <string_view>
 
@@ -28,6 +29,8 @@ constexpr int64_t kConsecutiveKernelDelayNs = 30;
 // DataLoader does every epoch), later on, too few batches in flight.
 constexpr double kBurstFactor = 5.0;
 constexpr double kBurstMinMs = 10.0;
+// From this many GPU spans on, analyze_torch gathers the GPU's lists on a thread of their own.
+constexpr size_t kGpuSpansForAThread = 64 * 1024;
 
 constexpr size_t idx(StepCategory c) {
   return static_cast<size_t>(c);
@@ -336,34 +339,48 @@ TorchAnalysis analyze_torch(const Trace& t) {
                                       &cat[idx(StepCategory::kRuntime)],
                                       &optimizer,
                                       &cat[idx(StepCategory::kCpuExec)]};
-  {
+  // The GPU's lanes and the host's fill different lists (and memos): a large trace's are gathered
+  // on two threads, this analysis being the last part of analyze() still running.
+  const auto gather = [&](LaneKind kind) {
     size_t counts[kTargets] = {};
     Target to[2];
     for (const Lane& lane : t.lanes)
-      for (const Span& s : lane.spans)
-        for (int k = targets_of(lane, s, to); k > 0; --k)
-          ++counts[to[k - 1]];
+      if (lane.kind == kind)
+        for (const Span& s : lane.spans)
+          for (int k = targets_of(lane, s, to); k > 0; --k)
+            ++counts[to[k - 1]];
     for (size_t k = 0; k < kTargets; ++k)
-      lists[k]->reserve(counts[k]);
-    step_names.reserve(counts[kStepList]);
-  }
-  for (const Lane& lane : t.lanes) {
-    a.has_gpu = a.has_gpu || (lane.kind == LaneKind::kGpuStream && !lane.spans.empty());
-    Target to[2];
-    for (const Span& s : lane.spans) {
-      const int k = targets_of(lane, s, to);
-      if (k == 0) continue;
-      const Interval i{s.start_ns, s.end_ns()};
-      for (int j = 0; j < k; ++j)
-        lists[to[j]]->push_back(i);
-      if (lane.kind == LaneKind::kGpuStream) continue;
-      if (to[0] == kStepList) step_names.emplace_back(t.name(s));
-      if (to[0] == kDataLoaderList) {
-        std::string& it = host_kind(s) == kHostDataPipe ? datapipe_iter : dataloader_iter;
-        if (it.empty()) it = iterator_of(t.name(s));
+      if (counts[k] > 0) lists[k]->reserve(counts[k]);  // the other kind's lists are not touched
+    if (kind == LaneKind::kThread) step_names.reserve(counts[kStepList]);
+    for (const Lane& lane : t.lanes) {
+      if (lane.kind != kind) continue;
+      for (const Span& s : lane.spans) {
+        const int k = targets_of(lane, s, to);
+        if (k == 0) continue;
+        const Interval i{s.start_ns, s.end_ns()};
+        for (int j = 0; j < k; ++j)
+          lists[to[j]]->push_back(i);
+        if (kind == LaneKind::kGpuStream) continue;
+        if (to[0] == kStepList) step_names.emplace_back(t.name(s));
+        if (to[0] == kDataLoaderList) {
+          std::string& it = host_kind(s) == kHostDataPipe ? datapipe_iter : dataloader_iter;
+          if (it.empty()) it = iterator_of(t.name(s));
+        }
       }
     }
+  };
+  size_t gpu_spans = 0;
+  for (const Lane& lane : t.lanes)
+    if (lane.kind == LaneKind::kGpuStream) gpu_spans += lane.spans.size();
+  a.has_gpu = gpu_spans > 0;
+  std::future<void> gpu_lists;
+  if (gpu_spans >= kGpuSpansForAThread) {
+    gpu_lists = std::async(std::launch::async, gather, LaneKind::kGpuStream);
+  } else {
+    gather(LaneKind::kGpuStream);
   }
+  gather(LaneKind::kThread);
+  if (gpu_lists.valid()) gpu_lists.get();
   if (steps_cpu.empty()) return a;
   a.present = true;
   a.iterator = !dataloader_iter.empty() ? dataloader_iter : datapipe_iter;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "pipeprof/trace/analysis.h"
 #include "pipeprof/trace/chrome_json.h"
@@ -263,6 +264,51 @@ TEST(TorchAnalysis, GpuStepBreakdownFollowsThePriorityRule) {
     if (s.knob == "pin_memory") {
       EXPECT_NE(s.text.find("0.005 ms per step"), std::string::npos) << s.text;
     }
+}
+
+// The trace above copied 12,000 times, a millisecond apart: 72,000 GPU spans, whose lists are
+// gathered on a thread of their own, and every step as in the small trace.
+TEST(TorchAnalysis, ALargeTraceGivesEachStepWhatTheSmallOneGives) {
+  const Trace one = parse_chrome_json(kGpuTrace);
+  const TorchAnalysis small = analyze(one).torch;
+  ASSERT_EQ(small.steps.size(), 2u);
+  constexpr int64_t kCopies = 12'000;
+  constexpr int64_t kApart = 1000 * kUs;
+  Trace many = one;
+  for (Lane& lane : many.lanes) {
+    const HugePageVector<Span> base = lane.spans;
+    for (int64_t k = 1; k < kCopies; ++k)
+      for (Span s : base) {
+        s.start_ns += k * kApart;
+        lane.spans.push_back(s);
+      }
+  }
+  const std::vector<Flow> flows(one.flows.begin(), one.flows.end());
+  for (int64_t k = 1; k < kCopies; ++k)
+    for (Flow f : flows) {
+      f.from_ns += k * kApart;
+      f.to_ns += k * kApart;
+      many.flows.push_back(f);
+    }
+  many.finalize();
+  const TorchAnalysis big = analyze(many).torch;
+  ASSERT_TRUE(big.present);
+  ASSERT_EQ(big.steps.size(), 2 * static_cast<size_t>(kCopies));
+  for (const size_t i : {size_t{0}, size_t{1}, size_t{4'001}, big.steps.size() - 2, big.steps.size() - 1}) {
+    const StepTime& b = big.steps[i];
+    const StepTime& s = small.steps[i % 2];
+    const int64_t offset = static_cast<int64_t>(i / 2) * kApart;
+    EXPECT_EQ(b.start_ns, s.start_ns + offset) << i;
+    EXPECT_EQ(b.end_ns, s.end_ns + offset) << i;
+    EXPECT_EQ(b.breakdown_ns, s.breakdown_ns) << i;
+    EXPECT_EQ(b.dataloader_ns, s.dataloader_ns) << i;
+    EXPECT_EQ(b.optimizer_ns, s.optimizer_ns) << i;
+  }
+  EXPECT_EQ(big.step_ns, kCopies * small.step_ns);
+  EXPECT_EQ(big.dataloader_ns, kCopies * small.dataloader_ns);
+  EXPECT_EQ(big.pageable_memcpy_ns, kCopies * small.pageable_memcpy_ns);
+  EXPECT_EQ(big.iterator, small.iterator);
+  EXPECT_TRUE(big.has_gpu);
 }
 
 TEST(TorchAnalysis, TraceWithoutProfilerStepsHasNoTorchPart) {
