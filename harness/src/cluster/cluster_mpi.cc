@@ -37,6 +37,12 @@ int64_t clock_ns() {
 
 // How long a rank told to stop waits for a peer in a collective before it gives up on it.
 constexpr std::chrono::milliseconds kStopGrace{300};
+// A clock sync goes on past its rounds with a rank whose fastest round trip is still slower than
+// kSlowRoundTrips times the fastest this cluster has seen (and than kSlowRoundTripNs), for at most
+// kMostClockSyncTime: a network's round trips are all alike, a loaded machine's can all be slow.
+constexpr int64_t kSlowRoundTrips = 4;
+constexpr int64_t kSlowRoundTripNs = 20'000;
+constexpr std::chrono::milliseconds kMostClockSyncTime{500};
 
 class MpiCluster final : public Cluster {
  public:
@@ -124,13 +130,24 @@ class MpiCluster final : public Cluster {
     if (broken_) return {};
     rounds = std::max(rounds, 1);
     constexpr int kTag = 7301;
+    constexpr int64_t kDone = INT64_MIN;  // rank 0's last message to a rank: no more rounds
     std::vector<ClockSync> out;
     if (rank_ == 0) {
       out.push_back(ClockSync{.rank = 0, .at_ns = clock_ns(), .offset_ns = 0, .error_ns = 0});
       for (int r = 1; r < size_; ++r) {
         int64_t best_rtt = INT64_MAX;
         ClockSync s{.rank = r};
-        for (int i = 0; i < rounds; ++i) {
+        // `rounds` at least; on a loaded machine, where every one of them can lose the core for
+        // milliseconds (a fastest round trip of 3.6 ms was seen, where the same rank's had taken
+        // 2 us at the start, with four ranks and three busy processes on two cores), more until
+        // one is as fast as the cluster's were or the time is up.
+        const int64_t slow = fastest_rtt_ns_ == INT64_MAX
+                                 ? INT64_MAX
+                                 : std::max(kSlowRoundTrips * fastest_rtt_ns_, kSlowRoundTripNs);
+        const auto from = std::chrono::steady_clock::now();
+        for (int i = 0; i < rounds || (best_rtt > slow && std::chrono::steady_clock::now() - from <
+                                                              kMostClockSyncTime);
+             ++i) {
           int64_t remote = 0;
           const int64_t t0 = clock_ns();
           MPI_Request reqs[2];
@@ -145,10 +162,14 @@ class MpiCluster final : public Cluster {
             s.error_ns = (t1 - t0 + 1) / 2;
           }
         }
+        MPI_Request done{};
+        check(MPI_Isend(&kDone, 1, MPI_INT64_T, r, kTag, comm_, &done), "MPI_Isend");
+        if (!spin(&done, 1, stop)) return {};
+        fastest_rtt_ns_ = std::min(fastest_rtt_ns_, best_rtt);
         out.push_back(s);
       }
     } else {
-      for (int i = 0; i < rounds; ++i) {
+      for (int i = 0;; ++i) {
         int64_t t0 = 0;
         MPI_Request req{};
         check(MPI_Irecv(&t0, 1, MPI_INT64_T, 0, kTag, comm_, &req), "MPI_Irecv");
@@ -159,6 +180,7 @@ class MpiCluster final : public Cluster {
         } else if (!spin(&req, 1, stop)) {
           return {};
         }
+        if (t0 == kDone) break;
         const int64_t now = clock_ns();
         check(MPI_Send(&now, 1, MPI_INT64_T, 0, kTag, comm_), "MPI_Send");
       }
@@ -234,6 +256,7 @@ class MpiCluster final : public Cluster {
   int rank_ = 0, size_ = 1;
   std::string host_, library_;
   bool broken_ = false;
+  int64_t fastest_rtt_ns_ = INT64_MAX;  // rank 0's fastest clock-sync round trip to any rank
 };
 
 }  // namespace

@@ -54,8 +54,9 @@ class Cluster {
   // Collective: every rank gets rank 0's `value`.
   virtual std::string broadcast(const std::string& value, const std::atomic<bool>* stop) = 0;
   // Collective: the clocks of all ranks against rank 0's (rank 0 gets one entry per rank, the
-  // others an empty vector), from `rounds` ping-pongs each. Gives up like the others (an empty
-  // vector, the cluster broken) when `stop` is set and a rank does not answer.
+  // others an empty vector), from `rounds` ping-pongs each at least (more, for a while, where none
+  // was fast). Gives up like the others (an empty vector, the cluster broken) when `stop` is set
+  // and a rank does not answer.
   virtual std::vector<ClockSync> sync_clocks(int rounds, const std::atomic<bool>* stop) = 0;
 
   // A collective gave up: the job is ending (a peer died or the run was stopped under mpirun).
