@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <future>
+#include <system_error>
 #include <limits>
 #include <string_view>
 
@@ -375,7 +376,11 @@ TorchAnalysis analyze_torch(const Trace& t) {
   a.has_gpu = gpu_spans > 0;
   std::future<void> gpu_lists;
   if (gpu_spans >= kGpuSpansForAThread) {
-    gpu_lists = std::async(std::launch::async, gather, LaneKind::kGpuStream);
+    try {
+      gpu_lists = std::async(std::launch::async, gather, LaneKind::kGpuStream);
+    } catch (const std::system_error&) {  // no thread to be had: on this one
+      gather(LaneKind::kGpuStream);
+    }
   } else {
     gather(LaneKind::kGpuStream);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -242,7 +243,11 @@ Trace TraceBuilder::finish() && {
     HugePageVector<FlowPoint>().swap(flow_points_);
   };
   if (flow_points_.size() >= kFlowPointsForAThread) {
-    flows = std::async(std::launch::async, resolve);
+    try {
+      flows = std::async(std::launch::async, resolve);
+    } catch (const std::system_error&) {  // no thread to be had: on this one
+      resolve();
+    }
   } else {
     resolve();
   }

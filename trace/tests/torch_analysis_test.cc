@@ -294,7 +294,8 @@ TEST(TorchAnalysis, ALargeTraceGivesEachStepWhatTheSmallOneGives) {
   const TorchAnalysis big = analyze(many).torch;
   ASSERT_TRUE(big.present);
   ASSERT_EQ(big.steps.size(), 2 * static_cast<size_t>(kCopies));
-  for (const size_t i : {size_t{0}, size_t{1}, size_t{4'001}, big.steps.size() - 2, big.steps.size() - 1}) {
+  const size_t last = big.steps.size() - 1;
+  for (const size_t i : {size_t{0}, size_t{1}, size_t{4'001}, last - 1, last}) {
     const StepTime& b = big.steps[i];
     const StepTime& s = small.steps[i % 2];
     const int64_t offset = static_cast<int64_t>(i / 2) * kApart;

@@ -6,7 +6,9 @@
 // faults once per 2 MiB; smaller ones come from operator new as usual.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <new>
 #include <vector>
 
 namespace pipeprof::trace {
@@ -46,7 +48,11 @@ using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 template <class T>
 void room_for_one_more(HugePageVector<T>& v) {
   if (v.size() < v.capacity() || v.capacity() * sizeof(T) < kHugePageBytes) return;
-  v.reserve(v.capacity() * 4);
+  try {
+    v.reserve(std::min(v.max_size(), v.capacity() * 4));
+  } catch (const std::bad_alloc&) {
+    // Four times may not be had (a memory limit) where the push's doubling can.
+  }
 }
 
 }  // namespace pipeprof::trace
